@@ -1,0 +1,126 @@
+// Line layouts shared by the proxy and the host: Apache's combined access log, Apache 2.4's
+// error log, and a PHP-error-log-like host log. Pure functions: the writers live elsewhere.
+
+const DAYS = ['Sun', 'Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat'];
+const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+
+const pad = (n: number, width = 2): string => String(n).padStart(width, '0');
+
+/** Wall-clock time in microseconds, for Apache's %{u}t. */
+export function nowMicros(): number {
+  return Math.round((performance.timeOrigin + performance.now()) * 1000);
+}
+
+/** Apache 2.4 error-log time: `Sun Nov 22 01:42:10.919811 2026` (local time, microseconds). */
+export function errorLogTime(micros: number): string {
+  const date = new Date(Math.floor(micros / 1000));
+  return (
+    `${DAYS[date.getDay()]} ${MONTHS[date.getMonth()]} ${pad(date.getDate())} ` +
+    `${pad(date.getHours())}:${pad(date.getMinutes())}:${pad(date.getSeconds())}.${pad(micros % 1_000_000, 6)} ` +
+    `${date.getFullYear()}`
+  );
+}
+
+function utcOffset(date: Date): string {
+  const minutes = -date.getTimezoneOffset();
+  const sign = minutes < 0 ? '-' : '+';
+  const abs = Math.abs(minutes);
+  return `${sign}${pad(Math.floor(abs / 60))}${pad(abs % 60)}`;
+}
+
+/** Common Log Format time: `22/Nov/2026:02:01:41 +0000` (local time with offset). */
+export function accessLogTime(date: Date): string {
+  return (
+    `${pad(date.getDate())}/${MONTHS[date.getMonth()]}/${date.getFullYear()}:` +
+    `${pad(date.getHours())}:${pad(date.getMinutes())}:${pad(date.getSeconds())} ${utcOffset(date)}`
+  );
+}
+
+/**
+ * Escapes a client-supplied value the way Apache's mod_log_config does: `"` and `\` get a
+ * backslash, control and non-ASCII bytes become \xhh, so a line can never be split or forged.
+ */
+export function escapeLogValue(value: string): string {
+  // Fast path: printable ASCII without quote or backslash needs nothing.
+  if (/^[\x20-\x21\x23-\x5b\x5d-\x7e]*$/.test(value)) return value;
+  let out = '';
+  for (const byte of Buffer.from(value, 'latin1')) {
+    if (byte === 0x22) out += '\\"';
+    else if (byte === 0x5c) out += '\\\\';
+    else if (byte >= 0x20 && byte < 0x7f) out += String.fromCharCode(byte);
+    else out += `\\x${byte.toString(16).padStart(2, '0')}`;
+  }
+  return out;
+}
+
+export interface AccessEntry {
+  remoteAddress: string;
+  time: Date;
+  method: string;
+  url: string;
+  httpVersion: string;
+  status: number;
+  bytes: number;
+  referer: string | undefined;
+  userAgent: string | undefined;
+}
+
+/** `%h %l %u %t "%r" %>s %b "%{Referer}i" "%{User-Agent}i"`: Apache's combined format. */
+export function combinedLine(entry: AccessEntry): string {
+  const request = escapeLogValue(`${entry.method} ${entry.url} HTTP/${entry.httpVersion}`);
+  const bytes = entry.bytes > 0 ? String(entry.bytes) : '-';
+  const referer = entry.referer ? escapeLogValue(entry.referer) : '-';
+  const userAgent = entry.userAgent ? escapeLogValue(entry.userAgent) : '-';
+  return `${entry.remoteAddress} - - [${accessLogTime(entry.time)}] "${request}" ${entry.status} ${bytes} "${referer}" "${userAgent}"`;
+}
+
+export interface ErrorEntry {
+  micros: number;
+  module: string;
+  level: 'emerg' | 'alert' | 'crit' | 'error' | 'warn' | 'notice' | 'info' | 'debug';
+  pid: number;
+  /** Apache's %E: the OS or library status before the client, e.g. `(OS 2)The system cannot find the file specified.` */
+  status?: string;
+  client?: string;
+  message: string;
+  requestId?: string;
+}
+
+/**
+ * Apache 2.4's default ErrorLogFormat:
+ * `[%{u}t] [%-m:%l] [pid %P] %E: [client %a] %M, request_id: %L`.
+ */
+export function errorLine(entry: ErrorEntry): string {
+  let line = `[${errorLogTime(entry.micros)}] [${entry.module}:${entry.level}] [pid ${entry.pid}] `;
+  if (entry.status) line += `${entry.status}: `;
+  if (entry.client) line += `[client ${entry.client}] `;
+  line += escapeLogValue(entry.message);
+  if (entry.requestId) line += `, request_id: ${escapeLogValue(entry.requestId)}`;
+  return line;
+}
+
+/** PHP error-log time: `22-Nov-2026 02:01:41 UTC`, here with milliseconds. */
+export function hostLogTime(date: Date): string {
+  return (
+    `${pad(date.getUTCDate())}-${MONTHS[date.getUTCMonth()]}-${date.getUTCFullYear()} ` +
+    `${pad(date.getUTCHours())}:${pad(date.getUTCMinutes())}:${pad(date.getUTCSeconds())}.${pad(date.getUTCMilliseconds(), 3)} UTC`
+  );
+}
+
+export interface HostEntry {
+  time: Date;
+  level: 'error' | 'warn' | 'info';
+  requestId?: string;
+  message: string;
+}
+
+/**
+ * One host event a line, PHP-error-log-like: `[22-Nov-2026 02:01:41.123 UTC] [error] [req <id>] message`.
+ * Multi-line messages (stacks) keep their lines but indent the continuation so a line-based reader still
+ * sees one event start per `[`.
+ */
+export function hostLine(entry: HostEntry): string {
+  const id = entry.requestId ? escapeLogValue(entry.requestId) : '-';
+  const message = entry.message.replace(/\r?\n/g, '\n    ');
+  return `[${hostLogTime(entry.time)}] [${entry.level}] [req ${id}] ${message}`;
+}
