@@ -1,0 +1,20 @@
+// The ways a controller can fail to load. Each carries the file it concerns; the host logs the message
+// and ends the request without headers, as PHP's fatal errors do.
+
+/** Neither `<Name>.ts` nor `<Name>.js` exists (PHP: "Failed opening controller script"). */
+export class ControllerMissingError extends Error {
+  readonly code = 'HOST_CONTROLLER_MISSING';
+  constructor(readonly file: string, readonly alsoTried: string) {
+    super(`Failed opening controller script ${file}: No such file or directory (nor ${alsoTried})`);
+    this.name = 'ControllerMissingError';
+  }
+}
+
+/** The file exists but could not become a handler: a syntax error, a throw at load, no default export. */
+export class ControllerLoadError extends Error {
+  readonly code = 'HOST_CONTROLLER_LOAD';
+  constructor(message: string, readonly file: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'ControllerLoadError';
+  }
+}

@@ -1,0 +1,161 @@
+// PHP's $_GET, as php_default_treat_data() and php_register_variable_ex() build it (main/php_variables.c):
+// `&`-separated, empty pieces skipped, a name without `=` gets '', the last duplicate wins, leading spaces
+// dropped, ` ` and `.` in the base name become `_`, `a[]=` appends, `a[k]=` nests (64 levels at most),
+// an unclosed `[` becomes `_`, and past max_input_vars the rest is dropped with PHP's warning.
+import type { QueryValue } from '../common/controller.ts';
+
+export const MAX_INPUT_VARS = 1000;
+const MAX_NESTING_LEVEL = 64;
+
+export interface ParsedQuery {
+  query: Record<string, QueryValue>;
+  /** PHP's warnings for this input, e.g. the max_input_vars one. */
+  warnings: string[];
+}
+
+/** An ordered PHP array: string keys, integer-like keys normalised, and PHP's next free index. */
+class PhpArray {
+  readonly entries = new Map<string, PhpArray | string>();
+  private nextIndex = 0;
+
+  private static key(raw: string): string {
+    // zend_symtable: a canonical decimal integer string is an integer key.
+    if (/^(0|-?[1-9][0-9]{0,15})$/.test(raw)) {
+      const n = Number(raw);
+      if (Number.isSafeInteger(n)) return String(n);
+    }
+    return raw;
+  }
+
+  private noteKey(key: string): void {
+    const n = Number(key);
+    if (Number.isSafeInteger(n) && String(n) === key && n >= this.nextIndex) this.nextIndex = n + 1;
+  }
+
+  append(value: PhpArray | string): void {
+    const key = String(this.nextIndex);
+    this.entries.set(key, value);
+    this.nextIndex += 1;
+  }
+
+  set(rawKey: string, value: PhpArray | string): void {
+    const key = PhpArray.key(rawKey);
+    this.entries.set(key, value);
+    this.noteKey(key);
+  }
+
+  /** The array under `rawKey`, replacing a scalar there (as PHP does); `undefined` key appends. */
+  child(rawKey: string | undefined): PhpArray {
+    if (rawKey === undefined) {
+      const fresh = new PhpArray();
+      this.append(fresh);
+      return fresh;
+    }
+    const existing = this.entries.get(PhpArray.key(rawKey));
+    if (existing instanceof PhpArray) return existing;
+    const fresh = new PhpArray();
+    this.set(rawKey, fresh);
+    return fresh;
+  }
+
+  /** A list when the keys are exactly 0..n-1 in order (PHP's array_is_list), otherwise an object. */
+  toValue(): QueryValue {
+    let i = 0;
+    let isList = true;
+    for (const key of this.entries.keys()) {
+      if (key !== String(i++)) {
+        isList = false;
+        break;
+      }
+    }
+    if (isList) return [...this.entries.values()].map((v) => (typeof v === 'string' ? v : v.toValue()));
+    return this.toObject();
+  }
+
+  toObject(): Record<string, QueryValue> {
+    // A null prototype: `__proto__` or `constructor` in a query are plain keys, never prototype writes.
+    const out: Record<string, QueryValue> = Object.create(null);
+    for (const [key, value] of this.entries) out[key] = typeof value === 'string' ? value : value.toValue();
+    return out;
+  }
+}
+
+/** PHP's urldecode(): `+` is a space, valid %XX escapes are bytes, anything else stays as written. */
+export function phpUrlDecode(raw: string): string {
+  if (!/[+%]/.test(raw)) return raw;
+  const bytes: number[] = [];
+  for (let i = 0; i < raw.length; i++) {
+    const ch = raw.charCodeAt(i);
+    if (ch === 0x2b) bytes.push(0x20);
+    else if (ch === 0x25 && /^[0-9A-Fa-f]{2}$/.test(raw.slice(i + 1, i + 3))) {
+      bytes.push(parseInt(raw.slice(i + 1, i + 3), 16));
+      i += 2;
+    } else if (ch < 0x80) bytes.push(ch);
+    else bytes.push(...Buffer.from(raw[i], 'utf8'));
+  }
+  return Buffer.from(bytes).toString('utf8');
+}
+
+/** php_register_variable_ex(): stores one decoded name/value pair into `target`. */
+function register(target: PhpArray, decodedName: string, value: string): void {
+  // A C string ends at NUL; leading spaces are ignored.
+  let name = decodedName.split('\0', 1)[0].replace(/^ +/, '');
+  let bracket = -1;
+  let base = '';
+  for (let i = 0; i < name.length; i++) {
+    const ch = name[i];
+    if (ch === '[') {
+      bracket = i;
+      break;
+    }
+    base += ch === ' ' || ch === '.' ? '_' : ch;
+  }
+  if (base === '') return;
+  if (bracket === -1) {
+    target.set(base, value);
+    return;
+  }
+
+  // Walk `[k1][k2]…`: each closed pair descends one level.
+  let container = target;
+  let key: string | undefined = base;
+  let pos = bracket;
+  for (let level = 1; ; level++) {
+    if (level > MAX_NESTING_LEVEL) return; // PHP drops the whole variable
+    const close = name.indexOf(']', pos + 1);
+    if (close === -1) {
+      if (level === 1) {
+        // Not an index after all: the `[` becomes `_` and the rest of the name stays as written.
+        name = base + '_' + name.slice(pos + 1);
+        container.set(name, value);
+      } else if (key === undefined) container.append(value);
+      else container.set(key, value);
+      return;
+    }
+    container = container.child(key);
+    key = close === pos + 1 ? undefined : name.slice(pos + 1, close);
+    pos = close + 1;
+    if (name[pos] !== '[') break; // anything after the last `]` is ignored
+  }
+  if (key === undefined) container.append(value);
+  else container.set(key, value);
+}
+
+/** Parses a raw query string (without `?`) into PHP's $_GET. Never throws. */
+export function parsePhpQuery(raw: string, maxInputVars = MAX_INPUT_VARS): ParsedQuery {
+  const root = new PhpArray();
+  const warnings: string[] = [];
+  let count = 0;
+  for (const piece of raw.split('&')) {
+    if (piece === '') continue;
+    if (++count > maxInputVars) {
+      warnings.push(`PHP Warning:  Unknown: Input variables exceeded ${maxInputVars}. To increase the limit change max_input_vars in php.ini.`);
+      break;
+    }
+    const eq = piece.indexOf('=');
+    const name = phpUrlDecode(eq === -1 ? piece : piece.slice(0, eq));
+    const value = eq === -1 ? '' : phpUrlDecode(piece.slice(eq + 1));
+    register(root, name, value);
+  }
+  return { query: root.toObject(), warnings };
+}

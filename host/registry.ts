@@ -1,0 +1,139 @@
+// The controllers the host serves, by name. A request for a name not yet loaded reads it from disk
+// (so a freshly added file is served on the next request); the watcher calls refresh() on every change
+// so a loaded controller follows its file. A failed load never replaces a good version.
+import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Controller } from '../common/controller.ts';
+import { compileController, type CompiledController } from './compile.ts';
+import { ControllerMissingError } from './errors.ts';
+
+export interface LoadedController {
+  readonly name: string;
+  readonly file: string;
+  /** sha256 of the source, first 12 hex digits: which version served a request. */
+  readonly version: string;
+  readonly handler: Controller;
+}
+
+interface Entry extends LoadedController {
+  readonly dispose: CompiledController['dispose'];
+}
+
+export interface RegistryEvents {
+  loaded(controller: LoadedController, reason: 'request' | 'reload'): void;
+  removed(name: string, file: string): void;
+  /** A reload failed; the previous version (if any) keeps serving. */
+  reloadFailed(name: string, err: unknown): void;
+  disposeFailed(name: string, err: unknown): void;
+}
+
+export class ControllerRegistry {
+  private readonly loaded = new Map<string, Entry>();
+  /** The version of each name whose last reload failed, so the watcher's repeat check logs it once. */
+  private readonly failedVersions = new Map<string, string>();
+  /** One load at a time per name, so a request and a reload never race each other. */
+  private readonly queues = new Map<string, Promise<unknown>>();
+
+  constructor(readonly dir: string, private readonly events: RegistryEvents) {}
+
+  /** The controller for `name` (already validated as an identifier); throws a load or missing error. */
+  resolve(name: string): LoadedController | Promise<LoadedController> {
+    // The hot path: a loaded controller costs one map lookup.
+    return this.loaded.get(name) ?? this.serialize(name, () => this.loadIfAbsent(name));
+  }
+
+  /** Brings `name` in line with its file on disk; logs instead of throwing. */
+  refresh(name: string): Promise<void> {
+    return this.serialize(name, () => this.sync(name)).catch((err) => this.events.reloadFailed(name, err));
+  }
+
+  /** Calls every loaded version's dispose hook (shutdown). */
+  async disposeAll(): Promise<void> {
+    for (const entry of this.loaded.values()) await this.disposeEntry(entry);
+    this.loaded.clear();
+  }
+
+  private serialize<T>(name: string, task: () => Promise<T>): Promise<T> {
+    const previous = this.queues.get(name) ?? Promise.resolve();
+    const next = previous.then(task, task);
+    const settled = next.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.queues.set(name, settled);
+    void settled.then(() => {
+      if (this.queues.get(name) === settled) this.queues.delete(name);
+    });
+    return next;
+  }
+
+  private async read(name: string): Promise<{ file: string; source: string } | undefined> {
+    // .ts is preferred when both exist.
+    for (const file of [join(this.dir, `${name}.ts`), join(this.dir, `${name}.js`)]) {
+      try {
+        return { file, source: await readFile(file, 'utf8') };
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      }
+    }
+    return undefined;
+  }
+
+  private async loadIfAbsent(name: string): Promise<LoadedController> {
+    const current = this.loaded.get(name);
+    if (current) return current;
+    const found = await this.read(name);
+    if (!found) throw new ControllerMissingError(join(this.dir, `${name}.ts`), `${name}.js`);
+    const entry = await this.install(name, found.file, found.source);
+    this.events.loaded(entry, 'request');
+    return entry;
+  }
+
+  private async sync(name: string): Promise<void> {
+    const current = this.loaded.get(name);
+    const found = await this.read(name);
+    if (!found) {
+      this.failedVersions.delete(name);
+      if (current) {
+        this.loaded.delete(name);
+        this.events.removed(name, current.file);
+        await this.disposeEntry(current);
+      }
+      return;
+    }
+    const version = versionOf(found.source);
+    if (current && current.file === found.file && current.version === version) return;
+    if (this.failedVersions.get(name) === version) return;
+    try {
+      const entry = await this.install(name, found.file, found.source);
+      this.failedVersions.delete(name);
+      this.events.loaded(entry, 'reload');
+    } catch (err) {
+      this.failedVersions.set(name, version);
+      throw err;
+    }
+  }
+
+  private async install(name: string, file: string, source: string): Promise<Entry> {
+    const compiled = await compileController(file, source);
+    const entry: Entry = { name, file, version: versionOf(source), handler: compiled.handler, dispose: compiled.dispose };
+    const previous = this.loaded.get(name);
+    this.loaded.set(name, entry);
+    // Requests already running keep their reference to the old handler and finish on it.
+    if (previous) await this.disposeEntry(previous);
+    return entry;
+  }
+
+  private async disposeEntry(entry: Entry): Promise<void> {
+    try {
+      await entry.dispose?.();
+    } catch (err) {
+      this.events.disposeFailed(entry.name, err);
+    }
+  }
+}
+
+function versionOf(source: string): string {
+  return createHash('sha256').update(source).digest('hex').slice(0, 12);
+}
