@@ -1,0 +1,52 @@
+// logs/access.log: one Apache combined line per request, written when the response is done
+// (finished or cut short), as mod_log_config does.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { openLineLog } from '../common/lineLog.ts';
+import { combinedLine } from '../common/logFormat.ts';
+import { clientAddress } from './errorLog.ts';
+
+/** Body bytes of responses that have no Content-Length (streamed from the host), counted as they pass. */
+const streamedBytes = new WeakMap<ServerResponse, number>();
+
+export function countBodyBytes(res: ServerResponse, bytes: number): void {
+  streamedBytes.set(res, (streamedBytes.get(res) ?? 0) + bytes);
+}
+
+/** Apache's %b: body bytes sent, 0 for HEAD, 204 and 304. */
+function bodyBytes(req: IncomingMessage, res: ServerResponse): number {
+  if (req.method === 'HEAD' || res.statusCode === 204 || res.statusCode === 304 || !res.headersSent) return 0;
+  const declared = res.getHeader('content-length');
+  return declared === undefined ? (streamedBytes.get(res) ?? 0) : Number(declared);
+}
+
+export interface AccessLog {
+  track(req: IncomingMessage, res: ServerResponse): void;
+  drain(): Promise<void>;
+}
+
+export function openAccessLog(dir: string): AccessLog {
+  const log = openLineLog(dir, 'access.log');
+  return {
+    track(req, res) {
+      const time = new Date(); // %t is when the request arrived
+      const url = req.url ?? '-'; // %r is the request as received, before any rewriting
+      res.once('close', function logAccess() {
+        log.write(
+          combinedLine({
+            remoteAddress: clientAddress(req.socket.remoteAddress),
+            time,
+            method: req.method ?? '-',
+            url,
+            httpVersion: req.httpVersion,
+            // A response cut before its header was sent is logged as Apache does: with the status it was to have.
+            status: res.statusCode,
+            bytes: bodyBytes(req, res),
+            referer: req.headers.referer,
+            userAgent: req.headers['user-agent'],
+          }),
+        );
+      });
+    },
+    drain: () => log.drain(),
+  };
+}

@@ -1,0 +1,51 @@
+// Apache httpd's built-in error documents (modules/http/http_protocol.c, get_canned_error_string),
+// without the server signature and without echoing the URL back.
+import type { ServerResponse } from 'node:http';
+import { STATUS_CODES } from 'node:http';
+
+const explanations: Record<number, string> = {
+  400: '<p>Your browser sent a request that this server could not understand.<br />\n</p>',
+  403: "<p>You don't have permission to access this resource.</p>",
+  404: '<p>The requested URL was not found on this server.</p>',
+  405: '<p>The requested method is not allowed for this URL.</p>',
+  500:
+    '<p>The server encountered an internal error or\nmisconfiguration and was unable to complete\nyour request.</p>\n' +
+    '<p>Please contact the server administrator to inform them of the time this error occurred,\n' +
+    ' and the actions you performed just before this error.</p>\n' +
+    '<p>More information about this error may be available\nin the server error log.</p>',
+  503:
+    '<p>The server is temporarily unable to service your\nrequest due to maintenance downtime or capacity\nproblems. Please try again later.</p>',
+  504: '<p>The gateway did not receive a timely response\nfrom the upstream server or application.</p>',
+};
+
+const pages = new Map<number, Buffer>();
+
+/** The page for `status`, built once. */
+export function errorPage(status: number): Buffer {
+  let page = pages.get(status);
+  if (!page) {
+    const reason = STATUS_CODES[status] ?? 'Error';
+    page = Buffer.from(
+      '<!DOCTYPE HTML PUBLIC "-//IETF//DTD HTML 2.0//EN">\n<html><head>\n' +
+        `<title>${status} ${reason}</title>\n</head><body>\n<h1>${reason}</h1>\n` +
+        `${explanations[status] ?? ''}\n</body></html>\n`,
+    );
+    pages.set(status, page);
+  }
+  return page;
+}
+
+/** Answers with Apache's page for `status`; a response already under way is cut instead. */
+export function sendErrorPage(res: ServerResponse, status: number, headers: Record<string, string> = {}): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  const page = errorPage(status);
+  res.writeHead(status, {
+    ...headers,
+    'Content-Type': 'text/html; charset=iso-8859-1',
+    'Content-Length': String(page.length),
+  });
+  res.end(res.req.method === 'HEAD' ? undefined : page);
+}

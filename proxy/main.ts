@@ -1,0 +1,50 @@
+// The proxy process (web-server role): the public port. Serves www/public, forwards /External to the
+// host, and writes logs/access.log and logs/error.log.
+import type { AddressInfo } from 'node:net';
+import { ConfigError, readConfig } from '../common/config.ts';
+import { readyLine } from '../common/ready.ts';
+import { onShutdownSignal } from '../common/shutdown.ts';
+import { openAccessLog } from './accessLog.ts';
+import { openErrorLog } from './errorLog.ts';
+import { createProxyServer } from './server.ts';
+
+/** How long a shutdown waits for requests in flight before it closes their connections. */
+const SHUTDOWN_GRACE_MS = 10_000;
+
+async function main(): Promise<void> {
+  const config = readConfig(process.argv.slice(2));
+  if (!config.upstream) {
+    throw new ConfigError('--upstream (EXTQS_UPSTREAM)', '', 'unix:/path/to/socket or http://<loopback address>:<port> (the launcher sets it)');
+  }
+  const accessLog = openAccessLog(config.logs);
+  const errorLog = openErrorLog(config.logs);
+  const server = createProxyServer({ www: config.www, upstream: config.upstream, accessLog, errorLog });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, config.listen, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const { address, port } = server.address() as AddressInfo;
+  const host = address.includes(':') ? `[${address}]` : address;
+  errorLog.write({ module: 'mpm_event', level: 'notice', message: `extqs proxy ${process.pid} configured -- resuming normal operations (http://${host}:${port})` });
+  process.stdout.write(`${readyLine(`http://${host}:${port}`)}\n`);
+
+  onShutdownSignal(async (reason) => {
+    errorLog.write({ module: 'mpm_event', level: 'notice', message: `caught ${reason}, shutting down` });
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    server.closeIdleConnections();
+    const grace = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
+    await closed;
+    clearTimeout(grace);
+    await Promise.all([accessLog.drain(), errorLog.drain()]);
+  });
+}
+
+main().catch((err) => {
+  const message = err instanceof ConfigError ? err.message : (err as NodeJS.ErrnoException).code === 'EADDRINUSE' ? `cannot listen: ${(err as Error).message}` : (err as Error).stack ?? String(err);
+  process.stderr.write(`extqs proxy: ${message}\n`);
+  process.exit(err instanceof ConfigError ? 2 : 1);
+});
