@@ -1,0 +1,76 @@
+// `extqs start` (what `npm start` runs): validates the configuration, starts the host on a private unix
+// socket, then the proxy in front of it, and prints the proxy's ready line. On SIGINT/SIGTERM it stops
+// the proxy first (requests in flight finish against the host), then the host.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ConfigError, readConfig } from '../common/config.ts';
+import { readyLine } from '../common/ready.ts';
+import { Supervisor } from './supervisor.ts';
+
+const USAGE = `usage: extqs start [--port N] [--listen ADDR] [--www DIR] [--logs DIR]
+  --port    PORT      public port of the proxy (default 8080, 0 = any free port)
+  --listen  LISTEN    address the proxy binds (default 0.0.0.0)
+  --www     WWW_ROOT  directory holding public/ and controllers/ (default ./www)
+  --logs    LOG_DIR   directory for access.log, error.log, host.log (default ./logs)
+`;
+
+function fail(message: string, code: number): never {
+  process.stderr.write(`extqs: ${message}\n`);
+  process.exit(code);
+}
+
+async function start(argv: string[]): Promise<void> {
+  const config = readConfig(argv);
+  // The host listens on a socket in a directory only this user can enter (0700); the socket itself is 0600.
+  const runDir = mkdtempSync(join(tmpdir(), 'extqs-'));
+  const socket = join(runDir, 'host.sock');
+  const removeRunDir = () => rmSync(runDir, { recursive: true, force: true });
+  const say = (message: string) => process.stderr.write(`extqs: ${message}\n`);
+
+  const host = new Supervisor({
+    name: 'host',
+    script: 'host/main.ts',
+    args: ['--www', config.www, '--logs', config.logs, '--socket', socket],
+    onReady: () => {},
+    onEvent: say,
+  });
+  const proxy = new Supervisor({
+    name: 'proxy',
+    script: 'proxy/main.ts',
+    args: ['--port', String(config.port), '--listen', config.listen, '--www', config.www, '--logs', config.logs, '--upstream', `unix:${socket}`],
+    onReady: (url) => process.stdout.write(`${readyLine(url)}\n`),
+    onEvent: say,
+  });
+
+  let stopping: Promise<void> | undefined;
+  const stop = (reason: string) => {
+    stopping ??= (async () => {
+      say(`${reason}: stopping the proxy, then the host`);
+      await proxy.stop();
+      await host.stop();
+      removeRunDir();
+    })();
+    return stopping;
+  };
+  process.on('SIGINT', () => void stop('SIGINT').then(() => process.exit(0)));
+  process.on('SIGTERM', () => void stop('SIGTERM').then(() => process.exit(0)));
+
+  try {
+    await host.start();
+    await proxy.start();
+  } catch (err) {
+    await stop('start-up failed');
+    fail((err as Error).message, 1);
+  }
+}
+
+const [command, ...rest] = process.argv.slice(2);
+if (command === 'start') {
+  start(rest).catch((err) => fail(err instanceof ConfigError ? err.message : (err as Error).stack ?? String(err), err instanceof ConfigError ? 2 : 1));
+} else if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
+  process.stdout.write(USAGE);
+} else {
+  process.stderr.write(USAGE);
+  fail(`unknown command ${JSON.stringify(command)}`, 2);
+}
