@@ -1,0 +1,168 @@
+// Controllers dropped into www/controllers of a running stack: results, failures, PHP query semantics,
+// hostile names, and reload without restart (DESIGN.md §3, §5).
+import { rmSync, renameSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { expect } from 'chai';
+import { get } from '../helpers/http.ts';
+import { eventually, makeSandbox, readLog, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
+
+describe('controllers in a running stack', function () {
+  let sandbox: Sandbox;
+  let stack: Running;
+  const write = (file: string, source: string) => writeFileSync(join(sandbox.controllers, file), source);
+  const body = async (path: string) => (await get(stack.url, path)).body;
+
+  before(async function () {
+    sandbox = makeSandbox();
+    stack = await startStack(sandbox);
+  });
+
+  after(async function () {
+    await stack?.stop();
+    sandbox?.remove();
+  });
+
+  describe('when a controller returns a value', function () {
+    it('sends an object as JSON', async function () {
+      write('Echo.ts', `export default ({ query, rawQuery, method, path }: any) => ({ query, rawQuery, method, path });\n`);
+      const reply = await get(stack.url, '/External/Echo?sn=123&no=');
+      expect(reply.status).to.equal(200);
+      expect(reply.headers['content-type']).to.equal('application/json; charset=utf-8');
+      expect(JSON.parse(reply.body)).to.deep.equal({ query: { sn: '123', no: '' }, rawQuery: 'sn=123&no=', method: 'GET', path: '/External/Echo' });
+    });
+
+    it('sends a string as text/html, as PHP echoes', async function () {
+      write('Hello.js', `module.exports = () => '<p>hello</p>';\n`);
+      const reply = await get(stack.url, '/External/Hello');
+      expect(reply.status).to.equal(200);
+      expect(reply.headers['content-type']).to.equal('text/html; charset=UTF-8');
+      expect(reply.body).to.equal('<p>hello</p>');
+    });
+
+    it('sends a Response with its own status, headers and body', async function () {
+      write('Created.ts', `export default () => new Response('made', { status: 201, headers: { 'x-thing': 'yes', 'content-type': 'text/plain' } });\n`);
+      const reply = await get(stack.url, '/External/Created');
+      expect(reply.status).to.equal(201);
+      expect(reply.headers['x-thing']).to.equal('yes');
+      expect(reply.body).to.equal('made');
+    });
+  });
+
+  describe("when the query uses PHP's conventions", function () {
+    const cases: [string, unknown][] = [
+      ['all_alarm&all', { all_alarm: '', all: '' }],
+      ['sn=123&no=', { sn: '123', no: '' }],
+      ['sn=1&sn=2', { sn: '2' }],
+      ['a[]=1&a[]=2', { a: ['1', '2'] }],
+      ['a[x]=1&a[y][z]=2', { a: { x: '1', y: { z: '2' } } }],
+      ['b.c=1&d+e=2', { b_c: '1', d_e: '2' }],
+    ];
+    for (const [raw, expected] of cases) {
+      it(`parses ?${raw} as $_GET does`, async function () {
+        write('Query.ts', `export default ({ query }: any) => ({ query });\n`);
+        expect(JSON.parse(await body(`/External/Query?${raw}`)).query).to.deep.equal(expected);
+      });
+    }
+  });
+
+  describe('when a controller throws', function () {
+    it('answers 500 without the stack and logs the stack with the request id', async function () {
+      write('Boom.ts', `export default () => { throw new Error('kaboom-marker'); };\n`);
+      const reply = await get(stack.url, '/External/Boom?sn=1');
+      expect(reply.status).to.equal(500);
+      expect(reply.body).not.to.contain('kaboom-marker');
+      expect(reply.body).not.to.contain('Boom.ts');
+      const id = reply.headers['x-request-id'] as string;
+      const line = await eventually(() => readLog(sandbox, 'host.log').find((l) => l.includes(`[req ${id}]`)), 3000, 'host.log line');
+      expect(line).to.contain('Uncaught exception in controller');
+      expect(line).to.contain('Error: kaboom-marker');
+      expect(line).to.contain(join(sandbox.controllers, 'Boom.ts'));
+    });
+  });
+
+  describe('when a controller cannot be loaded', function () {
+    it('treats a module without a default export function as a load failure', async function () {
+      write('NoDefault.ts', `export const x = 1;\n`);
+      const reply = await get(stack.url, '/External/NoDefault');
+      expect(reply.status).to.equal(500);
+      const id = reply.headers['x-request-id'] as string;
+      const line = await eventually(() => readLog(sandbox, 'host.log').find((l) => l.includes(`[req ${id}]`)), 3000, 'host.log line');
+      expect(line).to.contain('has no default export function');
+    });
+
+    it('reports a syntax error with file:line and answers like a missing controller', async function () {
+      write('Broken.ts', `export default () => ({ a: 1 \n`);
+      const reply = await get(stack.url, '/External/Broken');
+      expect(reply.status).to.equal(500);
+      const id = reply.headers['x-request-id'] as string;
+      const line = await eventually(() => readLog(sandbox, 'host.log').find((l) => l.includes(`[req ${id}]`)), 3000, 'host.log line');
+      expect(line).to.contain(`Parse error in controller script ${join(sandbox.controllers, 'Broken.ts')}:2:`);
+    });
+  });
+
+  describe('when the controller name is not an identifier', function () {
+    for (const path of ['/External/..%2f..%2fpackage.json', '/External/%2e%2e', '/External/a.b', '/External/%00', '/External/9lives', '/External/x%2fy']) {
+      it(`answers ${path} as a missing controller and logs it, touching no file`, async function () {
+        write('Latest.ts', `export default () => 'should never be reached';\n`);
+        const reply = await get(stack.url, path);
+        expect(reply.status).to.equal(500);
+        expect(reply.body).to.contain('<title>500 Internal Server Error</title>');
+        const id = reply.headers['x-request-id'] as string;
+        const line = await eventually(() => readLog(sandbox, 'host.log').find((l) => l.includes(`[req ${id}]`)), 3000, 'host.log line');
+        expect(line).to.contain('Invalid controller name');
+      });
+    }
+  });
+
+  describe('when controller files change while the stack runs', function () {
+    it('serves a newly added controller on the very next request', async function () {
+      expect((await get(stack.url, '/External/Fresh')).status).to.equal(500);
+      write('Fresh.ts', `export default () => ({ v: 'fresh' });\n`);
+      expect(await body('/External/Fresh')).to.equal('{"v":"fresh"}');
+    });
+
+    it('serves the new code after a change, without a restart', async function () {
+      write('Versioned.ts', `export default () => ({ v: 1 });\n`);
+      expect(await body('/External/Versioned')).to.equal('{"v":1}');
+      write('Versioned.ts', `export default () => ({ v: 2 });\n`);
+      await eventually(async () => ((await body('/External/Versioned')) === '{"v":2}' ? true : undefined), 2000, 'version 2');
+    });
+
+    it('ends on the final content when two saves come 20 ms apart', async function () {
+      write('Twice.ts', `export default () => ({ v: 'first' });\n`);
+      expect(await body('/External/Twice')).to.equal('{"v":"first"}');
+      write('Twice.ts', `export default () => ({ v: 'second' });\n`);
+      await new Promise((r) => setTimeout(r, 20)); // the scenario itself: a second save 20 ms later
+      write('Twice.ts', `export default () => ({ v: 'third' });\n`);
+      await eventually(async () => ((await body('/External/Twice')) === '{"v":"third"}' ? true : undefined), 2000, 'the final save');
+    });
+
+    it('follows an atomic replace (write a temp file, rename over)', async function () {
+      write('Atomic.ts', `export default () => ({ v: 'old' });\n`);
+      expect(await body('/External/Atomic')).to.equal('{"v":"old"}');
+      write('.Atomic.ts.tmp', `export default () => ({ v: 'new' });\n`);
+      renameSync(join(sandbox.controllers, '.Atomic.ts.tmp'), join(sandbox.controllers, 'Atomic.ts'));
+      await eventually(async () => ((await body('/External/Atomic')) === '{"v":"new"}' ? true : undefined), 2000, 'the renamed version');
+    });
+
+    it('goes back to the load failure when the file is deleted', async function () {
+      write('Doomed.ts', `export default () => ({ alive: true });\n`);
+      expect((await get(stack.url, '/External/Doomed')).status).to.equal(200);
+      rmSync(join(sandbox.controllers, 'Doomed.ts'));
+      await eventually(async () => ((await get(stack.url, '/External/Doomed')).status === 500 ? true : undefined), 2000, 'the 500');
+      const lines = readLog(sandbox, 'host.log');
+      expect(lines.some((l) => l.includes(`Failed opening controller script ${join(sandbox.controllers, 'Doomed.ts')}`))).to.equal(true);
+    });
+
+    it('keeps the last good version serving when a broken one is saved, and logs file:line', async function () {
+      write('Sturdy.ts', `export default () => ({ v: 'good' });\n`);
+      expect(await body('/External/Sturdy')).to.equal('{"v":"good"}');
+      write('Sturdy.ts', `export default () => ({ v: 'bad' \n\n`);
+      const file = join(sandbox.controllers, 'Sturdy.ts');
+      await eventually(() => readLog(sandbox, 'host.log').find((l) => l.includes(`Reload of controller Sturdy failed`) && l.includes(`${file}:3:`)), 3000, 'the compile error');
+      expect(await body('/External/Sturdy')).to.equal('{"v":"good"}');
+      write('Sturdy.ts', `export default () => ({ v: 'fixed' });\n`);
+      await eventually(async () => ((await body('/External/Sturdy')) === '{"v":"fixed"}' ? true : undefined), 2000, 'the fixed version');
+    });
+  });
+});

@@ -1,0 +1,166 @@
+// The processes as an operator meets them: the host on its own, the proxy with no host behind it,
+// start-up validation, crash recovery, graceful stop, and the shipped examples.
+import { spawnSync } from 'node:child_process';
+import { copyFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { expect } from 'chai';
+import { get } from '../helpers/http.ts';
+import { eventually, makeSandbox, readLog, ROOT, startProcess, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
+
+describe('the host process on its own', function () {
+  let sandbox: Sandbox;
+  let host: Running;
+
+  before(async function () {
+    sandbox = makeSandbox();
+    host = await startProcess('host/main.ts', ['--www', sandbox.www, '--logs', sandbox.logs, '--socket', join(sandbox.dir, 'host.sock')]);
+  });
+
+  after(async function () {
+    await host?.stop();
+    sandbox?.remove();
+  });
+
+  it('prints its ready line with a 0600 unix socket', async function () {
+    expect(host.url).to.equal(`unix:${join(sandbox.dir, 'host.sock')}`);
+    const { statSync } = await import('node:fs');
+    expect(statSync(join(sandbox.dir, 'host.sock')).mode & 0o777).to.equal(0o600);
+  });
+
+  it('ends a request for a missing controller with an empty reply: no status line, no header', async function () {
+    let error: NodeJS.ErrnoException | undefined;
+    try {
+      await get('http://localhost', '/External/Latest?sn=123&no=', { socketPath: join(sandbox.dir, 'host.sock') });
+    } catch (err) {
+      error = err as NodeJS.ErrnoException;
+    }
+    expect(error?.code).to.equal('ECONNRESET');
+    expect(error?.message).to.equal('socket hang up');
+  });
+});
+
+describe('the proxy with no host behind it', function () {
+  let sandbox: Sandbox;
+  let proxy: Running;
+  const socket = () => join(sandbox.dir, 'nobody-listens.sock');
+
+  before(async function () {
+    sandbox = makeSandbox();
+    proxy = await startProcess('proxy/main.ts', ['--port', '0', '--listen', '127.0.0.1', '--www', sandbox.www, '--logs', sandbox.logs, '--upstream', `unix:${socket()}`]);
+  });
+
+  after(async function () {
+    await proxy?.stop();
+    sandbox?.remove();
+  });
+
+  it('answers 503 and logs a connect failure naming the upstream', async function () {
+    const reply = await get(proxy.url, '/External/Latest?sn=1&no=');
+    expect(reply.status).to.equal(503);
+    expect(reply.body).to.contain('<title>503 Service Unavailable</title>');
+    const id = reply.headers['x-request-id'] as string;
+    const line = await eventually(() => readLog(sandbox, 'error.log').find((l) => l.includes(id)), 3000, 'error.log line');
+    expect(line).to.contain('[proxy:error]');
+    expect(line).to.contain(`attempt to connect to upstream unix:${socket()} failed`);
+    expect(line).to.contain('[client 127.0.0.1:');
+  });
+});
+
+describe('start-up validation', function () {
+  let sandbox: Sandbox;
+  before(() => (sandbox = makeSandbox()));
+  after(() => sandbox.remove());
+
+  const run = (args: string[], env: NodeJS.ProcessEnv = {}) =>
+    spawnSync(process.execPath, ['bin/extqs.js', 'start', ...args], { cwd: ROOT, env: { ...process.env, ...env }, encoding: 'utf8', timeout: 30_000 });
+
+  it('stops on a bad --port, naming the setting, the value and what is allowed', function () {
+    const result = run(['--port', '80a', '--www', sandbox.www, '--logs', sandbox.logs]);
+    expect(result.status).to.equal(2);
+    expect(result.stderr).to.contain('--port (PORT) must be an integer from 0 to 65535, got "80a"');
+  });
+
+  it('stops on a bad PORT from the environment', function () {
+    const result = run(['--www', sandbox.www, '--logs', sandbox.logs], { PORT: '70000' });
+    expect(result.status).to.equal(2);
+    expect(result.stderr).to.contain('got "70000"');
+  });
+
+  it('stops on a www directory without controllers/', function () {
+    const result = run(['--port', '0', '--www', sandbox.logs, '--logs', sandbox.logs]);
+    expect(result.status).to.equal(2);
+    expect(result.stderr).to.contain('--www (WWW_ROOT) must be a directory holding public/ and controllers/');
+  });
+
+  it('stops with a clear message when the port is taken', async function () {
+    const first = await startStack(sandbox);
+    try {
+      const port = new URL(first.url).port;
+      const result = run(['--port', port, '--listen', '127.0.0.1', '--www', sandbox.www, '--logs', sandbox.logs]);
+      expect(result.status).to.equal(1);
+      expect(result.stderr).to.match(/cannot listen: listen EADDRINUSE/);
+      expect(result.stderr).to.contain('proxy exited with code 1 before it was ready');
+    } finally {
+      await first.stop();
+    }
+  });
+});
+
+describe('a running stack under faults and signals', function () {
+  let sandbox: Sandbox;
+  let stack: Running;
+
+  beforeEach(async function () {
+    sandbox = makeSandbox();
+    stack = await startStack(sandbox);
+  });
+
+  afterEach(async function () {
+    await stack?.stop();
+    sandbox?.remove();
+  });
+
+  const hostPids = () => readLog(sandbox, 'host.log').flatMap((l) => /Host (\d+) serving/.exec(l)?.[1] ?? []).map(Number);
+
+  it('restarts a host killed with SIGKILL, and serves again', async function () {
+    writeFileSync(join(sandbox.controllers, 'Ping.ts'), `export default () => 'pong';\n`);
+    expect((await get(stack.url, '/External/Ping')).body).to.equal('pong');
+    const [pid] = await eventually(() => (hostPids().length ? hostPids() : undefined), 3000, 'host pid in host.log');
+    process.kill(pid, 'SIGKILL');
+    const newPid = await eventually(() => hostPids().find((p) => p !== pid), 10_000, 'a new host');
+    expect(newPid).to.not.equal(pid);
+    await eventually(async () => ((await get(stack.url, '/External/Ping')).body === 'pong' ? true : undefined), 5000, 'service again');
+    expect(stack.stderr()).to.match(/host \(pid \d+\) exited with signal SIGKILL; restarting in \d+ ms/);
+  });
+
+  it('on SIGTERM lets a request in flight finish, then exits 0 with every log line written', async function () {
+    writeFileSync(join(sandbox.controllers, 'Slow.ts'), `export default async () => { await new Promise((r) => setTimeout(r, 700)); return 'done slowly'; };\n`);
+    const pending = get(stack.url, '/External/Slow');
+    await eventually(() => (readLog(sandbox, 'host.log').some((l) => l.includes('Loaded controller Slow')) ? true : undefined), 3000, 'the slow request to start');
+    const code = stack.stop();
+    const reply = await pending;
+    expect(reply.status).to.equal(200);
+    expect(reply.body).to.equal('done slowly');
+    expect(await code).to.equal(0);
+    expect(readLog(sandbox, 'access.log').filter((l) => l.includes('"GET /External/Slow HTTP/1.1" 200 11'))).to.have.length(1);
+    expect(readLog(sandbox, 'host.log').at(-1)).to.match(/Host \d+ shutting down \(SIGTERM\)/);
+  });
+
+  it('brings both example controllers to life when copied in, without a restart', async function () {
+    expect((await get(stack.url, '/External/Latest?sn=123&no=')).status).to.equal(500);
+    const examples = join(ROOT, 'examples', 'controllers');
+    for (const file of readdirSync(examples)) copyFileSync(join(examples, file), join(sandbox.controllers, file));
+    const latest = await eventually(async () => {
+      const reply = await get(stack.url, '/External/Latest?sn=123&no=');
+      return reply.status === 200 ? reply : undefined;
+    }, 1000, 'Latest to answer 200');
+    expect(JSON.parse(latest.body)).to.deep.equal({
+      sn: '123',
+      no: '',
+      readings: [{ no: 3, at: '2026-11-22T01:42:00Z', temperature: 22.1, humidity: 39 }],
+    });
+    const alarm = await get(stack.url, '/External/Alarm?all_alarm&all');
+    expect(alarm.status).to.equal(200);
+    expect(JSON.parse(alarm.body).alarms.map((a: { sn: string }) => a.sn)).to.deep.equal(['123', '456']);
+  });
+});

@@ -1,0 +1,35 @@
+// A raw-enough HTTP client for tests: node:http, no connection reuse, the path sent exactly as given
+// (fetch would normalise `..` and escapes).
+import { request } from 'node:http';
+
+export interface Reply {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+}
+
+export function get(base: string, path: string, options: { method?: string; headers?: Record<string, string>; socketPath?: string } = {}): Promise<Reply> {
+  const url = new URL(base);
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        host: options.socketPath ? undefined : url.hostname,
+        port: options.socketPath ? undefined : url.port,
+        socketPath: options.socketPath,
+        path,
+        method: options.method ?? 'GET',
+        headers: options.headers,
+        agent: false,
+      },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk) => (body += chunk));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end();
+  });
+}

@@ -1,0 +1,111 @@
+// Test servers the way users run them: real processes on port 0 with temp www/ and logs/, readiness
+// read from the process's own ready line, and every child killed and awaited in teardown.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { parseReadyLine } from '../../common/ready.ts';
+
+export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const TSX = import.meta.resolve('tsx');
+const READY_TIMEOUT_MS = 30_000;
+
+export interface Sandbox {
+  dir: string;
+  www: string;
+  logs: string;
+  controllers: string;
+  publicDir: string;
+  remove(): void;
+}
+
+/** A temp directory holding an empty www/public, www/controllers and logs/: the default install. */
+export function makeSandbox(): Sandbox {
+  const dir = mkdtempSync(join(tmpdir(), 'extqs-test-'));
+  const www = join(dir, 'www');
+  const controllers = join(www, 'controllers');
+  const publicDir = join(www, 'public');
+  const logs = join(dir, 'logs');
+  for (const d of [controllers, publicDir, logs]) mkdirSync(d, { recursive: true });
+  return { dir, www, logs, controllers, publicDir, remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+export interface Running {
+  child: ChildProcess;
+  /** The URL of the ready line. */
+  url: string;
+  stdout(): string;
+  stderr(): string;
+  /** SIGTERM, then the exit code (signal name if killed). */
+  stop(): Promise<number | string>;
+}
+
+/** Spawns `args` with node and resolves at its ready line; rejects with its stderr if it exits first. */
+export function spawnReady(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Running> {
+  const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stderr!.on('data', (chunk) => (err += chunk));
+  const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
+  const running = (url: string): Running => ({
+    child,
+    url,
+    stdout: () => out,
+    stderr: () => err,
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      const [code, signal] = await exited;
+      return code ?? signal ?? -1;
+    },
+  });
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`no ready line within ${READY_TIMEOUT_MS} ms; stderr: ${err}`));
+    }, READY_TIMEOUT_MS);
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      out += `${line}\n`;
+      const url = parseReadyLine(line);
+      if (url !== undefined) {
+        clearTimeout(timer);
+        resolve(running(url));
+      }
+    });
+    void exited.then(([code, signal]) => {
+      clearTimeout(timer);
+      reject(new Error(`exited with ${code ?? signal} before its ready line; stderr: ${err}`));
+    });
+  });
+}
+
+/** The real launcher, as `npm start` runs it. */
+export function startStack(sandbox: Sandbox, extraArgs: string[] = []): Promise<Running> {
+  return spawnReady(['bin/extqs.js', 'start', '--port', '0', '--listen', '127.0.0.1', '--www', sandbox.www, '--logs', sandbox.logs, ...extraArgs]);
+}
+
+/** One process on its own (host or proxy), through the tsx loader. */
+export function startProcess(script: string, args: string[]): Promise<Running> {
+  return spawnReady(['--import', TSX, script, ...args]);
+}
+
+export function readLog(sandbox: Sandbox, file: 'access.log' | 'error.log' | 'host.log'): string[] {
+  try {
+    return readFileSync(join(sandbox.logs, file), 'utf8').split('\n').filter(Boolean);
+  } catch {
+    return [];
+  }
+}
+
+/** Polls `check` until it returns a value other than undefined, or fails after `timeoutMs`. */
+export async function eventually<T>(check: () => T | undefined | Promise<T | undefined>, timeoutMs = 3000, what = 'condition'): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
