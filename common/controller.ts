@@ -15,6 +15,8 @@ export interface ControllerContext {
   readonly headers: Readonly<Record<string, string | string[] | undefined>>;
   /** The id the proxy gave this request (X-Request-Id); it appears in every log line about it. */
   readonly requestId: string;
+  /** Aborted when the client goes away before the answer: pass it to fetch() and other long work. */
+  readonly signal: AbortSignal;
 }
 
 /**

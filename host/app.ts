@@ -56,6 +56,11 @@ export function createHostApp(registry: ControllerRegistry, log: HostLog): Fasti
 
     const { query, warnings } = parsePhpQuery(route.rawQuery);
     for (const warning of warnings) log.warn(`${warning} ${where}`, request.id);
+    // The proxy closes its upstream request when its client leaves; that close reaches here.
+    const aborter = new AbortController();
+    reply.raw.once('close', () => {
+      if (!reply.raw.writableFinished) aborter.abort(new Error('client closed the request'));
+    });
     const context: ControllerContext = {
       query,
       rawQuery: route.rawQuery,
@@ -63,6 +68,7 @@ export function createHostApp(registry: ControllerRegistry, log: HostLog): Fasti
       path: route.path,
       headers: request.headers,
       requestId: request.id,
+      signal: aborter.signal,
     };
     let result: unknown;
     try {

@@ -1,10 +1,10 @@
 // What crosses the proxy on the way to the host and back: the pitfalls of http-proxy 1.18.1 handled.
 import { connect } from 'node:net';
-import { writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { get } from '../helpers/http.ts';
-import { makeSandbox, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
+import { eventually, makeSandbox, readLog, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
 
 /** Sends `raw` bytes (ending in `Connection: close`) and resolves with all the server sent until it closed. */
 function rawExchange(url: string, raw: string): Promise<string> {
@@ -85,5 +85,37 @@ describe('forwarding to the host', function () {
     const response = await rawExchange(stack.url, 'GET / HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n');
     expect(response).to.match(/^HTTP\/1\.1 400 Bad Request\r\n/);
     expect((await get(stack.url, '/External/Headers')).status).to.equal(200);
+  });
+});
+
+describe('when the client goes away before the answer', function () {
+  let sandbox: Sandbox;
+  let stack: Running;
+
+  before(async function () {
+    sandbox = makeSandbox();
+    stack = await startStack(sandbox);
+  });
+
+  after(async function () {
+    await stack?.stop();
+    sandbox?.remove();
+  });
+
+  it("aborts the host's request, so the controller's signal fires", async function () {
+    const marker = join(sandbox.dir, 'aborted.txt');
+    writeFileSync(
+      join(sandbox.controllers, 'Patient.ts'),
+      `import { writeFileSync } from 'node:fs';
+export default ({ signal }: any) => new Promise((resolve) => {
+  const timer = setTimeout(() => resolve('too late'), 10_000);
+  signal.addEventListener('abort', () => { clearTimeout(timer); writeFileSync(${JSON.stringify(marker)}, 'aborted'); resolve('gone'); });
+});\n`,
+    );
+    const { hostname, port } = new URL(stack.url);
+    const socket = connect(Number(port), hostname, () => socket.write('GET /External/Patient HTTP/1.1\r\nHost: x\r\n\r\n'));
+    await eventually(() => (readLog(sandbox, 'host.log').some((l) => l.includes('Loaded controller Patient')) ? true : undefined), 3000, 'the request to reach the controller');
+    socket.destroy();
+    expect(await eventually(() => (existsSync(marker) ? readFileSync(marker, 'utf8') : undefined), 3000, 'the abort')).to.equal('aborted');
   });
 });
