@@ -36,19 +36,25 @@ export function accessLogTime(date: Date): string {
   );
 }
 
+/** The C escapes ap_escape_logitem() writes for these control characters. */
+const NAMED_ESCAPES: Record<number, string> = { 0x08: '\\b', 0x09: '\\t', 0x0a: '\\n', 0x0b: '\\v', 0x0d: '\\r' };
+
 /**
- * Escapes a client-supplied value the way Apache's mod_log_config does: `"` and `\` get a
- * backslash, control and non-ASCII bytes become \xhh, so a line can never be split or forged.
+ * Escapes a client-supplied value as Apache's ap_escape_logitem() does: `\b \t \n \v \r` as C escapes,
+ * `"` (unless `quotes` is false, as in the error log) and `\` with a backslash, other control and non-ASCII
+ * bytes as \xhh, so a line can never be split or forged.
  */
-export function escapeLogValue(value: string): string {
+export function escapeLogValue(value: string, quotes = true): string {
   // Fast path: printable ASCII without quote or backslash needs nothing.
   if (/^[\x20-\x21\x23-\x5b\x5d-\x7e]*$/.test(value)) return value;
+  // Values read from the wire are latin1 strings, one char a byte; text made here may hold more.
+  const bytes = Buffer.from(value, /[^\x00-\xff]/.test(value) ? 'utf8' : 'latin1');
   let out = '';
-  for (const byte of Buffer.from(value, 'latin1')) {
-    if (byte === 0x22) out += '\\"';
+  for (const byte of bytes) {
+    if (byte === 0x22) out += quotes ? '\\"' : '"';
     else if (byte === 0x5c) out += '\\\\';
     else if (byte >= 0x20 && byte < 0x7f) out += String.fromCharCode(byte);
-    else out += `\\x${byte.toString(16).padStart(2, '0')}`;
+    else out += NAMED_ESCAPES[byte] ?? `\\x${byte.toString(16).padStart(2, '0')}`;
   }
   return out;
 }
@@ -94,8 +100,8 @@ export function errorLine(entry: ErrorEntry): string {
   let line = `[${errorLogTime(entry.micros)}] [${entry.module}:${entry.level}] [pid ${entry.pid}] `;
   if (entry.status) line += `${entry.status}: `;
   if (entry.client) line += `[client ${entry.client}] `;
-  line += escapeLogValue(entry.message);
-  if (entry.requestId) line += `, request_id: ${escapeLogValue(entry.requestId)}`;
+  line += escapeLogValue(entry.message, false);
+  if (entry.requestId) line += `, request_id: ${escapeLogValue(entry.requestId, false)}`;
   return line;
 }
 

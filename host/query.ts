@@ -1,7 +1,8 @@
 // PHP's $_GET, as php_default_treat_data() and php_register_variable_ex() build it (main/php_variables.c):
 // `&`-separated, empty pieces skipped, a name without `=` gets '', the last duplicate wins, leading spaces
-// dropped, ` ` and `.` in the base name become `_`, `a[]=` appends, `a[k]=` nests (64 levels at most),
-// an unclosed `[` becomes `_`, and past max_input_vars the rest is dropped with PHP's warning.
+// dropped, ` ` and `.` in the base name become `_`, `a[]=` appends (so does `a[ ]=`), `a[k]=` nests
+// (past 64 levels the whole variable is dropped), an unclosed `[` becomes `_` with ` `, `.` and `[` after
+// it too (PHP 8), and past max_input_vars the rest is dropped with PHP's warning.
 import type { QueryValue } from '../common/controller.ts';
 
 export const MAX_INPUT_VARS = 1000;
@@ -36,6 +37,10 @@ class PhpArray {
     const key = String(this.nextIndex);
     this.entries.set(key, value);
     this.nextIndex += 1;
+  }
+
+  delete(rawKey: string): void {
+    this.entries.delete(PhpArray.key(rawKey));
   }
 
   set(rawKey: string, value: PhpArray | string): void {
@@ -99,7 +104,7 @@ export function phpUrlDecode(raw: string): string {
 /** php_register_variable_ex(): stores one decoded name/value pair into `target`. */
 function register(target: PhpArray, decodedName: string, value: string): void {
   // A C string ends at NUL; leading spaces are ignored.
-  let name = decodedName.split('\0', 1)[0].replace(/^ +/, '');
+  const name = decodedName.split('\0', 1)[0].replace(/^ +/, '');
   let bracket = -1;
   let base = '';
   for (let i = 0; i < name.length; i++) {
@@ -121,19 +126,23 @@ function register(target: PhpArray, decodedName: string, value: string): void {
   let key: string | undefined = base;
   let pos = bracket;
   for (let level = 1; ; level++) {
-    if (level > MAX_NESTING_LEVEL) return; // PHP drops the whole variable
-    const close = name.indexOf(']', pos + 1);
+    if (level > MAX_NESTING_LEVEL) {
+      target.delete(base); // PHP drops the whole variable, earlier values included
+      return;
+    }
+    // PHP skips one isspace() character after `[`: `a[ ]` appends like `a[]` (but `a[ x]` keeps the space).
+    const skip = /[ \t\n\v\f\r]/.test(name[pos + 1] ?? '') ? 1 : 0;
+    const close = name.indexOf(']', pos + 1 + skip);
     if (close === -1) {
       if (level === 1) {
-        // Not an index after all: the `[` becomes `_` and the rest of the name stays as written.
-        name = base + '_' + name.slice(pos + 1);
-        container.set(name, value);
+        // Not an index after all: the `[` becomes `_`, and so do ` `, `.` and `[` after it.
+        container.set(base + '_' + name.slice(pos + 1).replace(/[ .[]/g, '_'), value);
       } else if (key === undefined) container.append(value);
       else container.set(key, value);
       return;
     }
     container = container.child(key);
-    key = close === pos + 1 ? undefined : name.slice(pos + 1, close);
+    key = close === pos + 1 + skip ? undefined : name.slice(pos + 1, close);
     pos = close + 1;
     if (name[pos] !== '[') break; // anything after the last `]` is ignored
   }

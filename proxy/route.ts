@@ -7,20 +7,26 @@ export type ProxyRoute =
   | { kind: 'static'; path: string }
   | { kind: 'bad-request' };
 
+/** %XX escapes of unreserved characters (RFC 3986 §2.3), which mean the same decoded. */
+const UNRESERVED_ESCAPE = /%(2[DdEe]|3[0-9]|[46][1-9A-Fa-f]|[57][0-9Aa]|5[Ff]|7[Ee])/g;
+
 /**
- * RFC 3986 §5.2.4 remove_dot_segments on the raw path, so `/External/../favicon.ico` is the favicon and
- * `/a/./b` is `/a/b`, as Apache normalises before it maps a URL. Escapes are left alone: the static
- * handler decodes and rejects `..` itself, the host accepts only identifiers.
+ * The path as Apache 2.4 maps it (ap_normalize_path with MergeSlashes on): unreserved escapes decoded
+ * (so `%2e%2e` is `..`, the CVE-2021-41773 lesson), `//` merged, then RFC 3986 §5.2.4 dot segments
+ * removed, so `/External/../favicon.ico` is the favicon. A path that climbs above the root is
+ * `undefined` (Apache answers 400). Other escapes, `%2f` among them, are left for the handler.
  */
-export function removeDotSegments(path: string): string {
-  if (!path.includes('/.')) return path;
+export function normalizePath(path: string): string | undefined {
+  let decoded = path.includes('%') ? path.replace(UNRESERVED_ESCAPE, (hex) => String.fromCharCode(parseInt(hex.slice(1), 16))) : path;
+  if (decoded.includes('//')) decoded = decoded.replace(/\/{2,}/g, '/');
+  if (!decoded.includes('/.')) return decoded;
   const out: string[] = [];
-  const segments = path.split('/');
+  const segments = decoded.split('/');
   for (let i = 1; i < segments.length; i++) {
     const segment = segments[i];
     const last = i === segments.length - 1;
     if (segment === '.' || segment === '..') {
-      if (segment === '..') out.pop();
+      if (segment === '..' && out.pop() === undefined) return undefined;
       if (last) out.push('');
     } else out.push(segment);
   }
@@ -32,7 +38,8 @@ export function routeRequest(target: string): ProxyRoute {
   if (!target.startsWith('/')) return { kind: 'bad-request' };
   const q = target.indexOf('?');
   const rawPath = q === -1 ? target : target.slice(0, q);
-  const path = removeDotSegments(rawPath);
+  const path = normalizePath(rawPath);
+  if (path === undefined) return { kind: 'bad-request' };
   if (path.startsWith(FORWARD_PREFIX)) {
     return { kind: 'forward', path, url: path === rawPath ? target : path + (q === -1 ? '' : target.slice(q)) };
   }

@@ -101,7 +101,7 @@ describe('controllers in a running stack', function () {
   });
 
   describe('when the controller name is not an identifier', function () {
-    for (const path of ['/External/..%2f..%2fpackage.json', '/External/%2e%2e', '/External/a.b', '/External/%00', '/External/9lives', '/External/x%2fy']) {
+    for (const path of ['/External/..%2f..%2fpackage.json', '/External/.hidden', '/External/a.b', '/External/%00', '/External/9lives', '/External/x%2fy']) {
       it(`answers ${path} as a missing controller and logs it, touching no file`, async function () {
         write('Latest.ts', `export default () => 'should never be reached';\n`);
         const reply = await get(stack.url, path);

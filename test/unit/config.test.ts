@@ -1,0 +1,281 @@
+import { expect } from 'chai';
+import { mkdirSync, mkdtempSync, rmSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  ConfigError,
+  configToArgs,
+  formatUpstream,
+  parseListen,
+  parsePort,
+  parseUpstream,
+  readConfig,
+  type Config,
+} from '../../common/config.ts';
+
+/** Runs `fn` and returns the ConfigError it throws; fails the test if it throws nothing or something else. */
+function configErrorOf(fn: () => unknown): ConfigError {
+  try {
+    fn();
+  } catch (err) {
+    expect(err).to.be.instanceOf(ConfigError);
+    return err as ConfigError;
+  }
+  expect.fail('expected a ConfigError');
+}
+
+describe('config', () => {
+  const tempDirs: string[] = [];
+  let cwd: string;
+
+  function makeWww(parent: string, name: string, subs: string[]): string {
+    const www = join(parent, name);
+    for (const sub of subs) mkdirSync(join(www, sub), { recursive: true });
+    return www;
+  }
+
+  before(() => {
+    cwd = mkdtempSync(join(tmpdir(), 'extqs-config-'));
+    tempDirs.push(cwd);
+    makeWww(cwd, 'www', ['public', 'controllers']);
+  });
+
+  after(() => {
+    for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true });
+  });
+
+  describe('readConfig defaults', () => {
+    let config: Config;
+    before(() => {
+      config = readConfig([], {}, cwd);
+    });
+
+    it('listens on port 8080 at 0.0.0.0', () => {
+      expect(config.port).to.equal(8080);
+      expect(config.listen).to.equal('0.0.0.0');
+    });
+
+    it('resolves www and logs against cwd and creates the logs directory', () => {
+      expect(config.www).to.equal(join(cwd, 'www'));
+      expect(config.logs).to.equal(join(cwd, 'logs'));
+      expect(existsSync(join(cwd, 'logs'))).to.equal(true);
+    });
+
+    it('has no upstream and no socket, and host port 0', () => {
+      expect(config.upstream).to.equal(undefined);
+      expect(config.socket).to.equal(undefined);
+      expect(config.hostPort).to.equal(0);
+    });
+
+    it('is frozen', () => {
+      expect(Object.isFrozen(config)).to.equal(true);
+    });
+
+    it('gives exactly these values', () => {
+      expect(config).to.deep.equal({
+        port: 8080,
+        listen: '0.0.0.0',
+        www: join(cwd, 'www'),
+        logs: join(cwd, 'logs'),
+        upstream: undefined,
+        socket: undefined,
+        hostPort: 0,
+      });
+    });
+  });
+
+  describe('readConfig precedence', () => {
+    it('lets a flag beat the environment', () => {
+      expect(readConfig(['--port', '81'], { PORT: '82' }, cwd).port).to.equal(81);
+    });
+
+    it('lets the environment beat the default', () => {
+      expect(readConfig([], { PORT: '82' }, cwd).port).to.equal(82);
+    });
+
+    it('accepts the --name=value form', () => {
+      expect(readConfig(['--port=83'], {}, cwd).port).to.equal(83);
+    });
+
+    it('applies precedence to every setting', () => {
+      const config = readConfig(
+        ['--listen', '127.0.0.1', '--upstream', 'http://127.0.0.1:9000'],
+        { LISTEN: '::', EXTQS_UPSTREAM: 'unix:/tmp/ignored.sock', EXTQS_SOCKET: 'host.sock', EXTQS_HOST_PORT: '9100' },
+        cwd,
+      );
+      expect(config.listen).to.equal('127.0.0.1');
+      expect(config.upstream).to.deep.equal({ kind: 'tcp', host: '127.0.0.1', port: 9000 });
+      expect(config.socket).to.equal(join(cwd, 'host.sock'));
+      expect(config.hostPort).to.equal(9100);
+    });
+
+    it('reads WWW_ROOT and LOG_DIR from the environment, relative to cwd', () => {
+      makeWww(cwd, 'other', ['public', 'controllers']);
+      const config = readConfig([], { WWW_ROOT: 'other', LOG_DIR: 'other-logs' }, cwd);
+      expect(config.www).to.equal(join(cwd, 'other'));
+      expect(config.logs).to.equal(join(cwd, 'other-logs'));
+    });
+  });
+
+  describe('readConfig port validation', () => {
+    it('rejects --port 80a with a message naming the flag, the variable, the value and the range', () => {
+      const err = configErrorOf(() => readConfig(['--port', '80a'], {}, cwd));
+      expect(err.message).to.include('--port');
+      expect(err.message).to.include('PORT');
+      expect(err.message).to.include('"80a"');
+      expect(err.message).to.include('0 to 65535');
+      expect(err.message).to.equal('--port (PORT) must be an integer from 0 to 65535, got "80a"');
+    });
+
+    it('gives the error its name, code, setting and value', () => {
+      const err = configErrorOf(() => readConfig(['--port', '80a'], {}, cwd));
+      expect(err.name).to.equal('ConfigError');
+      expect(err.code).to.equal('EXTQS_CONFIG');
+      expect(err.setting).to.equal('--port (PORT)');
+      expect(err.value).to.equal('80a');
+    });
+
+    it('rejects port 65536', () => {
+      expect(configErrorOf(() => readConfig(['--port', '65536'], {}, cwd)).message).to.include('"65536"');
+    });
+
+    it('accepts port 65535', () => {
+      expect(readConfig(['--port', '65535'], {}, cwd).port).to.equal(65535);
+    });
+
+    it('accepts port 0', () => {
+      expect(readConfig(['--port', '0'], {}, cwd).port).to.equal(0);
+    });
+
+    it('rejects a bad PORT from the environment', () => {
+      expect(configErrorOf(() => readConfig([], { PORT: '-1' }, cwd)).value).to.equal('-1');
+    });
+
+    it('rejects a bad --host-port naming that setting', () => {
+      expect(configErrorOf(() => readConfig(['--host-port', 'x'], {}, cwd)).setting).to.equal('--host-port (EXTQS_HOST_PORT)');
+    });
+  });
+
+  describe('parsePort', () => {
+    it('rejects an empty value, a sign, a decimal and spaces', () => {
+      for (const raw of ['', '+1', '1.5', ' 80', '1e3', '123456']) {
+        expect(() => parsePort('port', raw), raw).to.throw(ConfigError);
+      }
+    });
+
+    it('accepts leading zeros within five digits', () => {
+      expect(parsePort('port', '00080')).to.equal(80);
+    });
+  });
+
+  describe('readConfig listen validation', () => {
+    it('rejects a bad --listen naming the setting and the value', () => {
+      const err = configErrorOf(() => readConfig(['--listen', 'example.com'], {}, cwd));
+      expect(err.setting).to.equal('--listen (LISTEN)');
+      expect(err.message).to.include('--listen');
+      expect(err.message).to.include('"example.com"');
+    });
+
+    it('accepts IPv4, IPv6 and localhost', () => {
+      expect(parseListen('127.0.0.1')).to.equal('127.0.0.1');
+      expect(parseListen('::')).to.equal('::');
+      expect(parseListen('localhost')).to.equal('localhost');
+    });
+
+    it('rejects an IPv4 address out of range', () => {
+      expect(() => parseListen('256.0.0.1')).to.throw(ConfigError);
+    });
+  });
+
+  describe('readConfig www validation', () => {
+    it('rejects a --www without controllers/ naming --www', () => {
+      const partial = makeWww(cwd, 'no-controllers', ['public']);
+      const err = configErrorOf(() => readConfig(['--www', partial], {}, cwd));
+      expect(err.setting).to.equal('--www (WWW_ROOT)');
+      expect(err.message).to.include('--www');
+      expect(err.message).to.include(join(partial, 'controllers'));
+    });
+
+    it('rejects a --www without public/', () => {
+      const partial = makeWww(cwd, 'no-public', ['controllers']);
+      const err = configErrorOf(() => readConfig(['--www', partial], {}, cwd));
+      expect(err.message).to.include(join(partial, 'public'));
+    });
+
+    it('rejects a --www that does not exist', () => {
+      expect(configErrorOf(() => readConfig(['--www', 'missing'], {}, cwd)).value).to.equal('missing');
+    });
+  });
+
+  describe('readConfig command line', () => {
+    it('rejects an unknown flag', () => {
+      const err = configErrorOf(() => readConfig(['--bogus', '1'], {}, cwd));
+      expect(err.setting).to.equal('command line');
+      expect(err.message).to.include('--bogus');
+    });
+
+    it('rejects a positional argument', () => {
+      expect(configErrorOf(() => readConfig(['extra'], {}, cwd)).setting).to.equal('command line');
+    });
+
+    it('rejects a flag without its value', () => {
+      expect(configErrorOf(() => readConfig(['--port'], {}, cwd)).setting).to.equal('command line');
+    });
+  });
+
+  describe('parseUpstream', () => {
+    it('accepts unix:/tmp/x.sock', () => {
+      expect(parseUpstream('unix:/tmp/x.sock')).to.deep.equal({ kind: 'unix', path: '/tmp/x.sock' });
+    });
+
+    it('accepts http://127.0.0.1:9000', () => {
+      expect(parseUpstream('http://127.0.0.1:9000')).to.deep.equal({ kind: 'tcp', host: '127.0.0.1', port: 9000 });
+    });
+
+    it('accepts localhost and [::1] with a trailing slash', () => {
+      expect(parseUpstream('http://localhost:9000/')).to.deep.equal({ kind: 'tcp', host: 'localhost', port: 9000 });
+      expect(parseUpstream('http://[::1]:9001')).to.deep.equal({ kind: 'tcp', host: '::1', port: 9001 });
+    });
+
+    it('rejects a non-loopback address (http://10.0.0.1:80)', () => {
+      const err = configErrorOf(() => parseUpstream('http://10.0.0.1:80'));
+      expect(err.setting).to.equal('--upstream (EXTQS_UPSTREAM)');
+      expect(err.value).to.equal('http://10.0.0.1:80');
+    });
+
+    it('rejects another scheme (ftp://x)', () => {
+      expect(() => parseUpstream('ftp://x')).to.throw(ConfigError);
+    });
+
+    it('rejects port 0, a port above 65535 and a missing port', () => {
+      for (const raw of ['http://127.0.0.1:0', 'http://127.0.0.1:65536', 'http://127.0.0.1']) {
+        expect(() => parseUpstream(raw), raw).to.throw(ConfigError);
+      }
+    });
+
+    it('rejects unix: without a path', () => {
+      expect(() => parseUpstream('unix:')).to.throw(ConfigError);
+    });
+
+    it('round-trips through formatUpstream', () => {
+      expect(formatUpstream(parseUpstream('unix:/tmp/x.sock'))).to.equal('unix:/tmp/x.sock');
+      expect(formatUpstream(parseUpstream('http://[::1]:9001/'))).to.equal('http://::1:9001');
+    });
+  });
+
+  describe('configToArgs', () => {
+    it('reproduces a config when read back', () => {
+      const config = readConfig(['--port', '0', '--upstream', 'unix:/tmp/x.sock', '--socket', 's.sock'], {}, cwd);
+      const args = configToArgs(config);
+      expect(args).to.deep.equal([
+        '--port', '0',
+        '--listen', '0.0.0.0',
+        '--www', join(cwd, 'www'),
+        '--logs', join(cwd, 'logs'),
+        '--upstream', 'unix:/tmp/x.sock',
+        '--socket', join(cwd, 's.sock'),
+      ]);
+      expect(readConfig(args, {}, cwd)).to.deep.equal(config);
+    });
+  });
+});

@@ -1,0 +1,185 @@
+import { expect } from 'chai';
+import { FORWARD_PREFIX, normalizePath, routeRequest } from '../../proxy/route.ts';
+
+describe('normalizePath', () => {
+  describe('a path without dot segments', () => {
+    it('returns it unchanged', () => {
+      expect(normalizePath('/External/Latest')).to.equal('/External/Latest');
+    });
+
+    it('leaves names that merely contain dots alone', () => {
+      expect(normalizePath('/.hidden/a..b/.../c.')).to.equal('/.hidden/a..b/.../c.');
+    });
+
+    it('leaves escapes of reserved characters alone (%2f stays, the handler decides)', () => {
+      expect(normalizePath('/a/%2f/b%3F')).to.equal('/a/%2f/b%3F');
+    });
+  });
+
+  describe('a path with escaped unreserved characters or repeated slashes (as Apache 2.4 maps it)', () => {
+    it('decodes %2e, so /a/%2e%2e/b is /b (CVE-2021-41773)', () => {
+      expect(normalizePath('/a/%2e%2e/b')).to.equal('/b');
+      expect(normalizePath('/a/.%2E/b')).to.equal('/b');
+    });
+
+    it('decodes unreserved letters (%41 is A) but not %25', () => {
+      expect(normalizePath('/%41b%7e%25')).to.equal('/Ab~%25');
+    });
+
+    it('merges repeated slashes (//External//Latest is /External/Latest)', () => {
+      expect(normalizePath('//External//Latest')).to.equal('/External/Latest');
+    });
+  });
+
+  describe('a path with dot segments (RFC 3986 §5.2.4)', () => {
+    it('removes a . segment (/a/./b is /a/b)', () => {
+      expect(normalizePath('/a/./b')).to.equal('/a/b');
+    });
+
+    it('removes a .. segment with its parent (/External/../favicon.ico)', () => {
+      expect(normalizePath('/External/../favicon.ico')).to.equal('/favicon.ico');
+    });
+
+    it('refuses to climb above the root (/.. is undefined)', () => {
+      expect(normalizePath('/..')).to.equal(undefined);
+      expect(normalizePath('/%2e%2e/etc/passwd')).to.equal(undefined);
+    });
+
+    it('keeps the trailing slash when the path ends in .. (/a/b/.. is /a/)', () => {
+      expect(normalizePath('/a/b/..')).to.equal('/a/');
+    });
+
+    it('keeps the trailing slash when the path ends in . (/a/b/. is /a/b/)', () => {
+      expect(normalizePath('/a/b/.')).to.equal('/a/b/');
+    });
+
+    it('resolves the RFC example /a/b/c/./../../g to /a/g', () => {
+      expect(normalizePath('/a/b/c/./../../g')).to.equal('/a/g');
+    });
+
+    it('refuses many .. that climb past the root (/a/../../../b)', () => {
+      expect(normalizePath('/a/../../../b')).to.equal(undefined);
+    });
+
+    it('merges slashes before removing dot segments (/a//../b is /b)', () => {
+      expect(normalizePath('/a//../b')).to.equal('/b');
+    });
+
+    it('reduces /./ to /', () => {
+      expect(normalizePath('/./')).to.equal('/');
+    });
+  });
+});
+
+describe('routeRequest', () => {
+  it('uses /External/ as the forward prefix', () => {
+    expect(FORWARD_PREFIX).to.equal('/External/');
+  });
+
+  describe('a target under /External/', () => {
+    it('forwards /External/Latest?x with the url unchanged', () => {
+      expect(routeRequest('/External/Latest?x')).to.deep.equal({
+        kind: 'forward',
+        url: '/External/Latest?x',
+        path: '/External/Latest',
+      });
+    });
+
+    it('forwards a target without a query with the url unchanged', () => {
+      expect(routeRequest('/External/Latest')).to.deep.equal({
+        kind: 'forward',
+        url: '/External/Latest',
+        path: '/External/Latest',
+      });
+    });
+
+    it('keeps the query on a forward after normalisation (/x/../External/A?q=1)', () => {
+      expect(routeRequest('/x/../External/A?q=1')).to.deep.equal({
+        kind: 'forward',
+        url: '/External/A?q=1',
+        path: '/External/A',
+      });
+    });
+
+    it('does not normalise dot segments inside the query', () => {
+      expect(routeRequest('/External/./A?p=/x/../y')).to.deep.equal({
+        kind: 'forward',
+        url: '/External/A?p=/x/../y',
+        path: '/External/A',
+      });
+    });
+
+    it('forwards a normalised target without a query without adding ?', () => {
+      expect(routeRequest('/a/../External/B')).to.deep.equal({
+        kind: 'forward',
+        url: '/External/B',
+        path: '/External/B',
+      });
+    });
+  });
+
+  describe('a target outside /External/', () => {
+    it('serves /favicon.ico as static', () => {
+      expect(routeRequest('/favicon.ico')).to.deep.equal({ kind: 'static', path: '/favicon.ico' });
+    });
+
+    it('serves /External/../favicon.ico as the static /favicon.ico', () => {
+      expect(routeRequest('/External/../favicon.ico')).to.deep.equal({ kind: 'static', path: '/favicon.ico' });
+    });
+
+    it('serves /a/./b as the static /a/b', () => {
+      expect(routeRequest('/a/./b')).to.deep.equal({ kind: 'static', path: '/a/b' });
+    });
+
+    it('serves /a/b/.. as the static /a/', () => {
+      expect(routeRequest('/a/b/..')).to.deep.equal({ kind: 'static', path: '/a/' });
+    });
+
+    it('serves /Externalx as static (the prefix needs its slash)', () => {
+      expect(routeRequest('/Externalx')).to.deep.equal({ kind: 'static', path: '/Externalx' });
+    });
+
+    it('serves /External without a trailing slash as static', () => {
+      expect(routeRequest('/External')).to.deep.equal({ kind: 'static', path: '/External' });
+    });
+
+    it('drops the query from a static path', () => {
+      expect(routeRequest('/index.html?v=2')).to.deep.equal({ kind: 'static', path: '/index.html' });
+    });
+
+    it('treats the prefix case-sensitively (/external/A is static)', () => {
+      expect(routeRequest('/external/A')).to.deep.equal({ kind: 'static', path: '/external/A' });
+    });
+  });
+
+  describe('a target that is not origin-form', () => {
+    it('rejects the absolute form http://x/y as a bad request', () => {
+      expect(routeRequest('http://x/y')).to.deep.equal({ kind: 'bad-request' });
+    });
+
+    it('rejects the asterisk form * as a bad request', () => {
+      expect(routeRequest('*')).to.deep.equal({ kind: 'bad-request' });
+    });
+
+    it('rejects the empty target as a bad request', () => {
+      expect(routeRequest('')).to.deep.equal({ kind: 'bad-request' });
+    });
+
+    it('rejects a path that climbs above the root as a bad request (/.., /External/../../x)', () => {
+      expect(routeRequest('/..')).to.deep.equal({ kind: 'bad-request' });
+      expect(routeRequest('/External/../../x')).to.deep.equal({ kind: 'bad-request' });
+    });
+
+    it('forwards //External//Latest as /External/Latest', () => {
+      expect(routeRequest('//External//Latest?a=1')).to.deep.equal({ kind: 'forward', path: '/External/Latest', url: '/External/Latest?a=1' });
+    });
+
+    it('serves /External/%2e%2e/favicon.ico as the static /favicon.ico', () => {
+      expect(routeRequest('/External/%2e%2e/favicon.ico')).to.deep.equal({ kind: 'static', path: '/favicon.ico' });
+    });
+
+    it('rejects a relative path as a bad request', () => {
+      expect(routeRequest('External/Latest')).to.deep.equal({ kind: 'bad-request' });
+    });
+  });
+});
