@@ -35,6 +35,13 @@ export function createHostApp(registry: ControllerRegistry, log: HostLog): Fasti
   }
 
   app.all('/External/*', async function handleController(request, reply) {
+    // The proxy closes its upstream request when its client leaves; that close reaches here. Listen
+    // before the first await, so a close during the controller's load is not missed.
+    const aborter = new AbortController();
+    reply.raw.once('close', () => {
+      if (!reply.raw.writableFinished) aborter.abort(new Error('client closed the request'));
+    });
+    if (request.raw.socket.destroyed) aborter.abort(new Error('client closed the request'));
     const route = routeController(request.url);
     const where = `in ${request.method} ${request.url}`;
     if (route.kind === 'invalid') {
@@ -56,11 +63,6 @@ export function createHostApp(registry: ControllerRegistry, log: HostLog): Fasti
 
     const { query, warnings } = parsePhpQuery(route.rawQuery);
     for (const warning of warnings) log.warn(`${warning} ${where}`, request.id);
-    // The proxy closes its upstream request when its client leaves; that close reaches here.
-    const aborter = new AbortController();
-    reply.raw.once('close', () => {
-      if (!reply.raw.writableFinished) aborter.abort(new Error('client closed the request'));
-    });
     const context: ControllerContext = {
       query,
       rawQuery: route.rawQuery,
