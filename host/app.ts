@@ -77,7 +77,7 @@ export function createHostApp(registry: ControllerRegistry, log: HostLog): Fasti
       result = await controller.handler(context);
     } catch (err) {
       // The client gets a bare 500, as PHP sends after an uncaught exception; the stack stays here.
-      const detail = err instanceof Error ? (err.stack ?? err.message) : String(err);
+      const detail = err instanceof Error ? controller.mapStack(err.stack ?? err.message) : String(err);
       log.error(`Uncaught exception in controller ${controller.file} (version ${controller.version}) ${where}: ${detail}`, request.id);
       return reply.code(500).type('text/html; charset=UTF-8').send('');
     }

@@ -14,6 +14,8 @@ export interface LoadedController {
   /** sha256 of the source, first 12 hex digits: which version served a request. */
   readonly version: string;
   readonly handler: Controller;
+  /** The stack of an error from this version, with the controller's own source lines. */
+  readonly mapStack: (stack: string) => string;
 }
 
 interface Entry extends LoadedController {
@@ -117,7 +119,7 @@ export class ControllerRegistry {
 
   private async install(name: string, file: string, source: string): Promise<Entry> {
     const compiled = await compileController(file, source);
-    const entry: Entry = { name, file, version: versionOf(source), handler: compiled.handler, dispose: compiled.dispose };
+    const entry: Entry = { name, file, version: versionOf(source), ...compiled };
     const previous = this.loaded.get(name);
     this.loaded.set(name, entry);
     // Requests already running keep their reference to the old handler and finish on it.

@@ -4,7 +4,7 @@ import { rmSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { get } from '../helpers/http.ts';
-import { eventually, makeSandbox, readLog, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
+import { eventually, makeSandbox, readHostEvents, readLog, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
 
 describe('controllers in a running stack', function () {
   let sandbox: Sandbox;
@@ -67,20 +67,31 @@ describe('controllers in a running stack', function () {
 
   describe('when a controller throws', function () {
     it('answers 500 without the stack and logs the stack with the request id', async function () {
-      write('Boom.ts', `export default () => { throw new Error('kaboom-marker'); };\n`);
+      // Types and blank lines shift the transpiled lines: the log must name the TypeScript line (5).
+      write('Boom.ts', `interface Unused {\n  a: number;\n}\ntype Alias = string;\nexport default (): never => { throw new Error('kaboom-marker'); };\n`);
       const reply = await get(stack.url, '/External/Boom?sn=1');
       expect(reply.status).to.equal(500);
       expect(reply.body).not.to.contain('kaboom-marker');
       expect(reply.body).not.to.contain('Boom.ts');
       const id = reply.headers['x-request-id'] as string;
-      const line = await eventually(() => readLog(sandbox, 'host.log').find((l) => l.includes(`[req ${id}]`)), 3000, 'host.log line');
+      const line = await eventually(() => readHostEvents(sandbox).find((l) => l.includes(`[req ${id}]`)), 3000, 'host.log line');
       expect(line).to.contain('Uncaught exception in controller');
       expect(line).to.contain('Error: kaboom-marker');
-      expect(line).to.contain(join(sandbox.controllers, 'Boom.ts'));
+      expect(line).to.contain(`${join(sandbox.controllers, 'Boom.ts')}:5:`);
     });
   });
 
   describe('when a controller cannot be loaded', function () {
+    it('treats a module that throws while loading as a load failure, with its TypeScript line', async function () {
+      write('ThrowsAtLoad.ts', `type T = number;\n\nconst limit: T = 1;\nif (limit) throw new Error('load-marker');\nexport default () => 'never';\n`);
+      const reply = await get(stack.url, '/External/ThrowsAtLoad');
+      expect(reply.status).to.equal(500);
+      const id = reply.headers['x-request-id'] as string;
+      const line = await eventually(() => readHostEvents(sandbox).find((l) => l.includes(`[req ${id}]`)), 3000, 'host.log line');
+      expect(line).to.contain(`Controller script ${join(sandbox.controllers, 'ThrowsAtLoad.ts')} threw while loading: Error: load-marker`);
+      expect(line).to.contain(`${join(sandbox.controllers, 'ThrowsAtLoad.ts')}:4:`);
+    });
+
     it('treats a module without a default export function as a load failure', async function () {
       write('NoDefault.ts', `export const x = 1;\n`);
       const reply = await get(stack.url, '/External/NoDefault');

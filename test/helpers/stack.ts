@@ -99,6 +99,16 @@ export function readLog(sandbox: Sandbox, file: 'access.log' | 'error.log' | 'ho
   }
 }
 
+/** host.log events: a line plus the indented continuation lines of a multi-line message (a stack). */
+export function readHostEvents(sandbox: Sandbox): string[] {
+  const events: string[] = [];
+  for (const line of readLog(sandbox, 'host.log')) {
+    if (line.startsWith('    ') && events.length > 0) events[events.length - 1] += `\n${line}`;
+    else events.push(line);
+  }
+  return events;
+}
+
 /** Polls `check` until it returns a value other than undefined, or fails after `timeoutMs`. */
 export async function eventually<T>(check: () => T | undefined | Promise<T | undefined>, timeoutMs = 3000, what = 'condition'): Promise<T> {
   const deadline = Date.now() + timeoutMs;
