@@ -3,6 +3,7 @@
 // with a message naming the setting, the value and what is allowed.
 import { parseArgs } from 'node:util';
 import { isIP } from 'node:net';
+import { availableParallelism } from 'node:os';
 import { statSync, mkdirSync, accessSync, constants } from 'node:fs';
 import { resolve, join } from 'node:path';
 
@@ -23,6 +24,14 @@ export interface Config {
   readonly socket: string | undefined;
   /** Loopback port of the host when it runs without --socket (0 = any free port). */
   readonly hostPort: number;
+  /** Host worker processes (php-fpm pm.max_children). */
+  readonly workers: number;
+  /** Requests after which a host worker is recycled; 0 = never (php-fpm pm.max_requests). */
+  readonly maxRequests: number;
+  /** Seconds a controller may run; 0 = no limit (PHP max_execution_time). */
+  readonly maxExecutionTime: number;
+  /** Seconds the proxy waits for the host's response headers before it answers 504; 0 = no limit. */
+  readonly upstreamTimeout: number;
 }
 
 export class ConfigError extends Error {
@@ -33,14 +42,22 @@ export class ConfigError extends Error {
   }
 }
 
+const MAX_WORKERS = 256;
+
+/** Each setting: its environment name and its default (a function where it depends on the machine or another setting). */
 const flags = {
-  port: { type: 'string', env: 'PORT', fallback: '8080' },
-  listen: { type: 'string', env: 'LISTEN', fallback: '0.0.0.0' },
-  www: { type: 'string', env: 'WWW_ROOT', fallback: './www' },
-  logs: { type: 'string', env: 'LOG_DIR', fallback: './logs' },
-  upstream: { type: 'string', env: 'EXTQS_UPSTREAM', fallback: '' },
-  socket: { type: 'string', env: 'EXTQS_SOCKET', fallback: '' },
-  'host-port': { type: 'string', env: 'EXTQS_HOST_PORT', fallback: '0' },
+  port: { env: 'PORT', fallback: '8080' },
+  listen: { env: 'LISTEN', fallback: '0.0.0.0' },
+  www: { env: 'WWW_ROOT', fallback: './www' },
+  logs: { env: 'LOG_DIR', fallback: './logs' },
+  upstream: { env: 'EXTQS_UPSTREAM', fallback: '' },
+  socket: { env: 'EXTQS_SOCKET', fallback: '' },
+  'host-port': { env: 'EXTQS_HOST_PORT', fallback: '0' },
+  workers: { env: 'WORKERS', fallback: () => String(Math.min(availableParallelism(), MAX_WORKERS)) },
+  'max-requests': { env: 'MAX_REQUESTS', fallback: '0' },
+  'max-execution-time': { env: 'MAX_EXECUTION_TIME', fallback: '30' },
+  // By default the proxy waits exactly as long as a controller may run.
+  'upstream-timeout': { env: 'UPSTREAM_TIMEOUT', fallback: (pick: (name: 'max-execution-time') => string) => pick('max-execution-time') },
 } as const;
 
 type FlagName = keyof typeof flags;
@@ -52,6 +69,13 @@ function label(name: FlagName): string {
 export function parsePort(name: FlagName, raw: string): number {
   if (!/^\d{1,5}$/.test(raw) || Number(raw) > 65535) {
     throw new ConfigError(label(name), raw, 'an integer from 0 to 65535');
+  }
+  return Number(raw);
+}
+
+export function parseInteger(name: FlagName, raw: string, min: number, max: number): number {
+  if (!/^\d{1,9}$/.test(raw) || Number(raw) < min || Number(raw) > max) {
+    throw new ConfigError(label(name), raw, `an integer from ${min} to ${max}`);
   }
   return Number(raw);
 }
@@ -113,9 +137,15 @@ export function readConfig(argv: string[], env: NodeJS.ProcessEnv = process.env,
       values: Partial<Record<FlagName, string>>;
     });
   } catch (err) {
-    throw new ConfigError('command line', argv.join(' '), `made of --port, --listen, --www and --logs with values (${(err as Error).message})`);
+    const known = Object.keys(flags).map((name) => `--${name}`).join(', ');
+    throw new ConfigError('command line', argv.join(' '), `made of ${known}, each with a value (${(err as Error).message})`);
   }
-  const pick = (name: FlagName): string => values[name] ?? env[flags[name].env] ?? flags[name].fallback;
+  const pick = (name: FlagName): string => {
+    const given = values[name] ?? env[flags[name].env];
+    if (given !== undefined) return given;
+    const fallback = flags[name].fallback;
+    return typeof fallback === 'function' ? fallback(pick) : fallback;
+  };
 
   const upstream = pick('upstream');
   const socket = pick('socket');
@@ -127,13 +157,9 @@ export function readConfig(argv: string[], env: NodeJS.ProcessEnv = process.env,
     upstream: upstream === '' ? undefined : parseUpstream(upstream),
     socket: socket === '' ? undefined : resolve(cwd, socket),
     hostPort: parsePort('host-port', pick('host-port')),
+    workers: parseInteger('workers', pick('workers'), 1, MAX_WORKERS),
+    maxRequests: parseInteger('max-requests', pick('max-requests'), 0, 1_000_000_000),
+    maxExecutionTime: parseInteger('max-execution-time', pick('max-execution-time'), 0, 86_400),
+    upstreamTimeout: parseInteger('upstream-timeout', pick('upstream-timeout'), 0, 86_400),
   });
-}
-
-/** The flags that reproduce a config in a child process. */
-export function configToArgs(config: Config): string[] {
-  const args = ['--port', String(config.port), '--listen', config.listen, '--www', config.www, '--logs', config.logs];
-  if (config.upstream) args.push('--upstream', formatUpstream(config.upstream));
-  if (config.socket) args.push('--socket', config.socket);
-  return args;
 }

@@ -1,25 +1,43 @@
-// The application server: fastify with one route, /External/*, dispatched to the controller registry.
+// The application server: fastify with one route, /External/*, dispatched to the controller registry,
+// plus php-fpm's /status and /ping, which exist only here: the proxy forwards /External/ alone.
 // A controller that cannot be loaded ends the request without a single header byte, as the observed
 // PHP process did; the proxy turns that into Apache's 500 (DESIGN.md §3).
 import { randomUUID } from 'node:crypto';
 import fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { ControllerContext } from '../common/controller.ts';
 import { ControllerLoadError, ControllerMissingError } from './errors.ts';
+import type { ExecutionLimit } from './executionLimit.ts';
 import type { HostLog } from './hostLog.ts';
 import { parsePhpQuery } from './query.ts';
-import type { ControllerRegistry } from './registry.ts';
+import type { ControllerRegistry, LoadedController } from './registry.ts';
 import { sendResult } from './respond.ts';
 import { routeController } from './route.ts';
+import type { PoolStatus, WorkerStats } from './stats.ts';
 
 /** An id the proxy sent, when it looks like one; anything else is replaced. */
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
-export function createHostApp(registry: ControllerRegistry, log: HostLog): FastifyInstance {
+export interface HostAppOptions {
+  registry: ControllerRegistry;
+  log: HostLog;
+  stats: WorkerStats;
+  /** max_execution_time; absent when unlimited. */
+  limit: ExecutionLimit | undefined;
+  poolStatus: (full: boolean) => Promise<PoolStatus>;
+  /** Called after each controller request ends (the worker counts them for --max-requests). */
+  onRequestEnd: () => void;
+}
+
+export function createHostApp({ registry, log, stats, limit, poolStatus, onRequestEnd }: HostAppOptions): FastifyInstance {
   const app = fastify({
     logger: false,
-    // Longer than the proxy agent keeps an idle socket, so the host never closes a socket the proxy is
-    // about to reuse (that would look like a dropped request).
+    // Longer than the proxy's agent keeps an idle socket (see proxy/forward.ts), so the host never
+    // closes a socket the proxy is about to reuse (that would look like a dropped request).
     keepAliveTimeout: 75_000,
+    // A retiring worker finishes what it has and lets the proxy close idle sockets (see worker.ts):
+    // no 503s and no closing under the proxy's feet.
+    forceCloseConnections: false,
+    return503OnClosing: false,
     requestIdHeader: false,
     genReqId: (req) => {
       const incoming = req.headers['x-request-id'];
@@ -30,18 +48,26 @@ export function createHostApp(registry: ControllerRegistry, log: HostLog): Fasti
 
   /** Ends the request with no response at all: the connection closes before any header. */
   function endWithoutHeaders(request: FastifyRequest, reply: FastifyReply): void {
-    reply.hijack();
+    if (!reply.sent) reply.hijack();
     request.raw.socket.destroy();
   }
 
+  app.get('/ping', async (_request, reply) => reply.type('text/plain').send('pong'));
+  app.get('/status', async (request) => poolStatus(Object.hasOwn(request.query as object, 'full')));
+
   app.all('/External/*', async function handleController(request, reply) {
-    // The proxy closes its upstream request when its client leaves; that close reaches here. Listen
-    // before the first await, so a close during the controller's load is not missed.
+    const startedAt = stats.begin();
+    // One close listener: the request's end for the counters, and, if no answer went out, the client
+    // left (the proxy closes its upstream request then), so the controller's signal fires. It is in
+    // place before the first await, so a close during the controller's load is not missed.
     const aborter = new AbortController();
     reply.raw.once('close', () => {
+      stats.end(startedAt, request.method, request.url);
       if (!reply.raw.writableFinished) aborter.abort(new Error('client closed the request'));
+      onRequestEnd();
     });
     if (request.raw.socket.destroyed) aborter.abort(new Error('client closed the request'));
+
     const route = routeController(request.url);
     const where = `in ${request.method} ${request.url}`;
     if (route.kind === 'invalid') {
@@ -52,10 +78,13 @@ export function createHostApp(registry: ControllerRegistry, log: HostLog): Fasti
       return endWithoutHeaders(request, reply);
     }
 
-    let controller;
+    const counters = stats.controller(route.name);
+    counters.requests += 1;
+    let controller: LoadedController;
     try {
       controller = await registry.resolve(route.name);
     } catch (err) {
+      counters.loadFailures += 1;
       if (err instanceof ControllerMissingError || err instanceof ControllerLoadError) log.error(`${err.message} ${where}`, request.id);
       else log.error(`Failed opening controller script for ${route.name}: ${(err as Error).stack ?? String(err)} ${where}`, request.id);
       return endWithoutHeaders(request, reply);
@@ -72,15 +101,35 @@ export function createHostApp(registry: ControllerRegistry, log: HostLog): Fasti
       requestId: request.id,
       signal: aborter.signal,
     };
+
+    let overran = false;
+    const slot =
+      limit?.track({
+        name: controller.name,
+        file: controller.file,
+        requestId: request.id,
+        what: `${request.method} ${request.url}`,
+        startedAt: Date.now(),
+        onOverrun: () => {
+          overran = true;
+          aborter.abort(new Error('max_execution_time exceeded'));
+          endWithoutHeaders(request, reply);
+        },
+      }) ?? -1;
     let result: unknown;
     try {
       result = await controller.handler(context);
     } catch (err) {
+      if (overran) return;
+      counters.errors += 1;
       // The client gets a bare 500, as PHP sends after an uncaught exception; the stack stays here.
       const detail = err instanceof Error ? controller.mapStack(err.stack ?? err.message) : String(err);
       log.error(`Uncaught exception in controller ${controller.file} (version ${controller.version}) ${where}: ${detail}`, request.id);
       return reply.code(500).type('text/html; charset=UTF-8').send('');
+    } finally {
+      limit?.release(slot);
     }
+    if (overran) return;
     return sendResult(reply, result);
   });
 

@@ -8,11 +8,15 @@ import { ConfigError, readConfig } from '../common/config.ts';
 import { readyLine } from '../common/ready.ts';
 import { Supervisor } from './supervisor.ts';
 
-const USAGE = `usage: extqs start [--port N] [--listen ADDR] [--www DIR] [--logs DIR]
-  --port    PORT      public port of the proxy (default 8080, 0 = any free port)
-  --listen  LISTEN    address the proxy binds (default 0.0.0.0)
-  --www     WWW_ROOT  directory holding public/ and controllers/ (default ./www)
-  --logs    LOG_DIR   directory for access.log, error.log, host.log (default ./logs)
+const USAGE = `usage: extqs start [options]
+  --port               PORT                public port of the proxy (default 8080, 0 = any free port)
+  --listen             LISTEN              address the proxy binds (default 0.0.0.0)
+  --www                WWW_ROOT            directory holding public/ and controllers/ (default ./www)
+  --logs               LOG_DIR             directory for access.log, error.log, host.log (default ./logs)
+  --workers            WORKERS             host worker processes (default: available CPUs)
+  --max-requests       MAX_REQUESTS        recycle a host worker after N requests (default 0 = never)
+  --max-execution-time MAX_EXECUTION_TIME  seconds a controller may run, then 504 (default 30, 0 = no limit)
+  --upstream-timeout   UPSTREAM_TIMEOUT    seconds the proxy waits for the host's headers (default: max-execution-time)
 `;
 
 function fail(message: string, code: number): never {
@@ -31,14 +35,20 @@ async function start(argv: string[]): Promise<void> {
   const host = new Supervisor({
     name: 'host',
     script: 'host/main.ts',
-    args: ['--www', config.www, '--logs', config.logs, '--socket', socket],
+    args: [
+      ...['--www', config.www, '--logs', config.logs, '--socket', socket],
+      ...['--workers', String(config.workers), '--max-requests', String(config.maxRequests), '--max-execution-time', String(config.maxExecutionTime)],
+    ],
     onReady: () => {},
     onEvent: say,
   });
   const proxy = new Supervisor({
     name: 'proxy',
     script: 'proxy/main.ts',
-    args: ['--port', String(config.port), '--listen', config.listen, '--www', config.www, '--logs', config.logs, '--upstream', `unix:${socket}`],
+    args: [
+      ...['--port', String(config.port), '--listen', config.listen, '--www', config.www, '--logs', config.logs],
+      ...['--upstream', `unix:${socket}`, '--upstream-timeout', String(config.upstreamTimeout)],
+    ],
     onReady: (url) => process.stdout.write(`${readyLine(url)}\n`),
     onEvent: say,
   });

@@ -1,11 +1,12 @@
 // Forwarding /External/… to the host with http-proxy (the design's choice), over a keep-alive agent.
 // http-proxy 1.18.1 is unmaintained; each pass below closes one of its known gaps.
-import { Agent, type IncomingMessage, type ServerResponse } from 'node:http';
+import { Agent, type ClientRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import httpProxy from 'http-proxy';
 import { formatUpstream, type Upstream } from '../common/config.ts';
 import { countBodyBytes } from './accessLog.ts';
 import { sendErrorPage } from './errorPages.ts';
 import { clientAddress, clientOf, type ErrorLog } from './errorLog.ts';
+import { FORWARD_PREFIX } from './route.ts';
 
 /** RFC 9110 §7.6.1: connection-specific fields are never forwarded, in either direction. */
 const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'te', 'upgrade', 'trailer'] as const;
@@ -21,6 +22,11 @@ function removeHopByHop(headers: Headers): void {
     for (const name of nominated.split(',')) delete headers[name.trim().toLowerCase()];
   }
   for (const name of HOP_BY_HOP) delete headers[name];
+}
+
+/** `Latest` for `/External/Latest`: what an operator greps for. */
+function controllerOf(path: string): string {
+  return path.slice(FORWARD_PREFIX.length) || '-';
 }
 
 // ── request passes, in order ────────────────────────────────────────────────────────────────────
@@ -47,20 +53,52 @@ const requestPasses = [stripHopByHop, setForwarded] as const;
 
 export type Forward = (req: IncomingMessage, res: ServerResponse, url: string, requestId: string) => void;
 
-export function createForwarder(upstream: Upstream, errorLog: ErrorLog): Forward {
-  const agent = new Agent({ keepAlive: true, maxSockets: 512, maxFreeSockets: 256, scheduling: 'lifo' });
+/** The agent drops sockets idle this long; the host keeps them longer (host/app.ts) and never closes one itself while retiring. */
+const IDLE_UPSTREAM_SOCKET_MS = 10_000;
+
+export function createForwarder(upstream: Upstream, errorLog: ErrorLog, upstreamTimeoutMs: number): Forward {
+  // `timeout` is what makes the agent drop idle sockets; Node sets it on busy sockets too, where it only
+  // emits 'timeout', which nothing here listens to (the response deadline is our own timer below).
+  const agent = new Agent({ keepAlive: true, maxSockets: 512, maxFreeSockets: 256, scheduling: 'lifo', timeout: IDLE_UPSTREAM_SOCKET_MS });
   const target = upstream.kind === 'unix' ? { socketPath: upstream.path } : { host: upstream.host, port: upstream.port, protocol: 'http:' };
   const upstreamName = formatUpstream(upstream);
   const proxy = httpProxy.createProxyServer({ agent, xfwd: false, ws: false });
 
-  proxy.on('proxyReq', (proxyReq, _req, res) => {
+  /** Requests the proxy has answered itself (504): whatever the host does later is ignored. */
+  const answered = new WeakSet<IncomingMessage>();
+  const upstreamRequests = new WeakMap<IncomingMessage, ClientRequest>();
+  const deadlines = new WeakMap<IncomingMessage, NodeJS.Timeout>();
+
+  proxy.on('proxyReq', (proxyReq, req, res) => {
+    upstreamRequests.set(req, proxyReq);
     // The client went away before the answer: stop the host's work instead of letting it run on.
     res.once('close', () => {
       if (!res.writableFinished) proxyReq.destroy();
     });
   });
 
-  proxy.on('proxyRes', (proxyRes, _req, res) => {
+  /** No response header within the limit: 504, and the host's request is closed (its signal fires). */
+  function onDeadline(req: IncomingMessage, res: ServerResponse, path: string): void {
+    answered.add(req);
+    const seconds = upstreamTimeoutMs / 1000;
+    errorLog.write({
+      module: 'proxy',
+      level: 'error',
+      status: '(ETIMEDOUT)The timeout specified has expired',
+      client: clientOf(req.socket),
+      message: `Timeout waiting for output from controller ${controllerOf(path)} (${path}): no response headers within ${seconds} s (max_execution_time ${seconds} s)`,
+      requestId: String(req.headers['x-request-id'] ?? ''),
+    });
+    sendErrorPage(res, 504);
+    upstreamRequests.get(req)?.destroy();
+  }
+
+  proxy.on('proxyRes', (proxyRes, req, res) => {
+    clearTimeout(deadlines.get(req));
+    if (answered.has(req)) {
+      proxyRes.destroy();
+      return;
+    }
     removeHopByHop(proxyRes.headers);
     // http-proxy copies the client's Connection header otherwise, which we removed: say what Node will do.
     proxyRes.headers.connection = res.shouldKeepAlive ? 'keep-alive' : 'close';
@@ -72,7 +110,8 @@ export function createForwarder(upstream: Upstream, errorLog: ErrorLog): Forward
   });
 
   function onProxyError(err: NodeJS.ErrnoException, req: IncomingMessage, response: ServerResponse): void {
-    if (req.socket.destroyed) return; // nobody left to answer
+    clearTimeout(deadlines.get(req));
+    if (answered.has(req) || req.socket.destroyed) return; // answered already, or nobody left to answer
     const requestId = String(req.headers['x-request-id'] ?? '');
     const client = clientOf(req.socket);
     const code = err.code ?? 'EPROTO';
@@ -106,6 +145,12 @@ export function createForwarder(upstream: Upstream, errorLog: ErrorLog): Forward
     for (const pass of requestPasses) pass(req);
     req.headers['x-request-id'] = requestId;
     req.url = url;
+    if (upstreamTimeoutMs > 0) {
+      const path = url.split('?', 1)[0];
+      deadlines.set(req, setTimeout(() => onDeadline(req, res, path), upstreamTimeoutMs));
+      // A client that leaves needs no deadline.
+      res.once('close', () => clearTimeout(deadlines.get(req)));
+    }
     try {
       proxy.web(req, res, { target });
     } catch (err) {

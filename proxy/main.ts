@@ -18,7 +18,13 @@ async function main(): Promise<void> {
   }
   const accessLog = openAccessLog(config.logs);
   const errorLog = openErrorLog(config.logs);
-  const server = createProxyServer({ www: config.www, upstream: config.upstream, accessLog, errorLog });
+  const server = createProxyServer({
+    www: config.www,
+    upstream: config.upstream,
+    upstreamTimeoutMs: config.upstreamTimeout * 1000,
+    accessLog,
+    errorLog,
+  });
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

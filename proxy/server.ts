@@ -15,12 +15,14 @@ import { staticFiles } from './staticFiles.ts';
 export interface ProxyOptions {
   www: string;
   upstream: Upstream;
+  /** 0 = wait for the host's headers as long as it takes. */
+  upstreamTimeoutMs: number;
   accessLog: AccessLog;
   errorLog: ErrorLog;
 }
 
-export function createProxyServer({ www, upstream, accessLog, errorLog }: ProxyOptions): Server {
-  const forward = createForwarder(upstream, errorLog);
+export function createProxyServer({ www, upstream, upstreamTimeoutMs, accessLog, errorLog }: ProxyOptions): Server {
+  const forward = createForwarder(upstream, errorLog, upstreamTimeoutMs);
   const serveStatic = staticFiles(join(www, 'public'), errorLog);
 
   const server = createServer(

@@ -120,7 +120,7 @@ describe('a running stack under faults and signals', function () {
     sandbox?.remove();
   });
 
-  const hostPids = () => readLog(sandbox, 'host.log').flatMap((l) => /Host (\d+) serving/.exec(l)?.[1] ?? []).map(Number);
+  const hostPids = () => readLog(sandbox, 'host.log').flatMap((l) => /Host pool (\d+) serving/.exec(l)?.[1] ?? []).map(Number);
 
   it('restarts a host killed with SIGKILL, and serves again', async function () {
     writeFileSync(join(sandbox.controllers, 'Ping.ts'), `export default () => 'pong';\n`);
@@ -143,7 +143,13 @@ describe('a running stack under faults and signals', function () {
     expect(reply.body).to.equal('done slowly');
     expect(await code).to.equal(0);
     expect(readLog(sandbox, 'access.log').filter((l) => l.includes('"GET /External/Slow HTTP/1.1" 200 11'))).to.have.length(1);
-    expect(readLog(sandbox, 'host.log').at(-1)).to.match(/Host \d+ shutting down \(SIGTERM\)/);
+    const hostLog = readLog(sandbox, 'host.log');
+    expect(hostLog.some((l) => /Host pool \d+ shutting down \(SIGTERM\)/.test(l))).to.equal(true);
+    // Every worker that said it was ready also said it retired: none was killed mid-request.
+    const ready = hostLog.flatMap((l) => /Worker (\d+) ready/.exec(l)?.[1] ?? []);
+    const retired = hostLog.flatMap((l) => /Worker (\d+) retiring/.exec(l)?.[1] ?? []);
+    expect(ready).to.have.length.greaterThan(0);
+    expect(retired.sort()).to.deep.equal(ready.sort());
   });
 
   it('brings both example controllers to life when copied in, without a restart', async function () {

@@ -1,10 +1,10 @@
+import { availableParallelism } from 'node:os';
 import { expect } from 'chai';
 import { mkdirSync, mkdtempSync, rmSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   ConfigError,
-  configToArgs,
   formatUpstream,
   parseListen,
   parsePort,
@@ -80,7 +80,31 @@ describe('config', () => {
         upstream: undefined,
         socket: undefined,
         hostPort: 0,
+        workers: Math.min(availableParallelism(), 256),
+        maxRequests: 0,
+        maxExecutionTime: 30,
+        upstreamTimeout: 30,
       });
+    });
+  });
+
+  describe('the host runtime settings', () => {
+    it('reads --workers, --max-requests and --max-execution-time, or their environment names', () => {
+      const config = readConfig(['--workers', '3', '--max-requests', '500'], { MAX_EXECUTION_TIME: '5' }, cwd);
+      expect([config.workers, config.maxRequests, config.maxExecutionTime]).to.deep.equal([3, 500, 5]);
+    });
+
+    it('lets the proxy wait as long as a controller may run, unless --upstream-timeout says otherwise', () => {
+      expect(readConfig(['--max-execution-time', '7'], {}, cwd).upstreamTimeout).to.equal(7);
+      expect(readConfig(['--max-execution-time', '7', '--upstream-timeout', '9'], {}, cwd).upstreamTimeout).to.equal(9);
+    });
+
+    it('rejects 0 workers, naming the setting, the value and the range', () => {
+      expect(() => readConfig(['--workers', '0'], {}, cwd)).to.throw(ConfigError, '--workers (WORKERS) must be an integer from 1 to 256, got "0"');
+    });
+
+    it('rejects a fractional --max-execution-time', () => {
+      expect(() => readConfig(['--max-execution-time', '1.5'], {}, cwd)).to.throw(ConfigError, '--max-execution-time (MAX_EXECUTION_TIME) must be an integer from 0 to 86400, got "1.5"');
     });
   });
 
@@ -263,19 +287,4 @@ describe('config', () => {
     });
   });
 
-  describe('configToArgs', () => {
-    it('reproduces a config when read back', () => {
-      const config = readConfig(['--port', '0', '--upstream', 'unix:/tmp/x.sock', '--socket', 's.sock'], {}, cwd);
-      const args = configToArgs(config);
-      expect(args).to.deep.equal([
-        '--port', '0',
-        '--listen', '0.0.0.0',
-        '--www', join(cwd, 'www'),
-        '--logs', join(cwd, 'logs'),
-        '--upstream', 'unix:/tmp/x.sock',
-        '--socket', join(cwd, 's.sock'),
-      ]);
-      expect(readConfig(args, {}, cwd)).to.deep.equal(config);
-    });
-  });
 });

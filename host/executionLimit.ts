@@ -1,0 +1,115 @@
+// PHP's max_execution_time for controllers. A controller still running at the limit is an overrun:
+// - awaiting something (the event loop is free): a check every 100 ms catches it; the request is
+//   dropped and its abort signal fired, and the worker asks to be replaced;
+// - stuck in a synchronous loop (the event loop is blocked): no code of this thread can run, so a
+//   watchdog thread reads the in-flight table from shared memory, logs the controller and the limit,
+//   and kills this worker; the pool starts a new one.
+// In both cases the proxy, whose own timer has the same limit, has answered 504 already.
+import { Worker } from 'node:worker_threads';
+
+/** Worker threads do not inherit tsx's hooks: the thread registers them, then loads its TypeScript. */
+const WATCHDOG_BOOT = `import(${JSON.stringify(import.meta.resolve('tsx/esm/api'))})
+  .then((tsx) => { tsx.register(); return import(${JSON.stringify(new URL('./watchdogThread.ts', import.meta.url).href)}); })`;
+
+const SLOTS = 1024;
+const LABEL_BYTES = 512;
+const CHECK_EVERY_MS = 100;
+/** How long the event loop must be blocked, past the limit, before the watchdog kills the worker. */
+export const BLOCKED_GRACE_MS = 1000;
+
+export interface Tracked {
+  name: string;
+  file: string;
+  requestId: string;
+  what: string;
+  startedAt: number;
+  /** Ends the request (drop + abort); called once, at the limit. */
+  onOverrun: () => void;
+}
+
+export interface SharedTable {
+  heartbeat: Float64Array;
+  startedAt: Float64Array;
+  labelLengths: Int32Array;
+  labels: Uint8Array;
+}
+
+export function createSharedTable(): { buffer: SharedArrayBuffer; table: SharedTable } {
+  const buffer = new SharedArrayBuffer(8 + SLOTS * 8 + SLOTS * 4 + SLOTS * LABEL_BYTES);
+  return { buffer, table: viewSharedTable(buffer) };
+}
+
+export function viewSharedTable(buffer: SharedArrayBuffer): SharedTable {
+  return {
+    heartbeat: new Float64Array(buffer, 0, 1),
+    startedAt: new Float64Array(buffer, 8, SLOTS),
+    labelLengths: new Int32Array(buffer, 8 + SLOTS * 8, SLOTS),
+    labels: new Uint8Array(buffer, 8 + SLOTS * 12, SLOTS * LABEL_BYTES),
+  };
+}
+
+export function readLabel(table: SharedTable, slot: number): string {
+  const start = slot * LABEL_BYTES;
+  return new TextDecoder().decode(table.labels.subarray(start, start + table.labelLengths[slot]));
+}
+
+export class ExecutionLimit {
+  private readonly table: SharedTable;
+  private readonly free: number[] = [];
+  private readonly running = new Map<number, Tracked>();
+  private readonly encoder = new TextEncoder();
+  private readonly timer: NodeJS.Timeout;
+  private readonly watchdog: Worker;
+
+  constructor(
+    readonly limitMs: number,
+    hostLogFile: string,
+    private readonly onOverrun: (tracked: Tracked) => void,
+    onWatchdogError: (err: Error) => void,
+  ) {
+    const { buffer, table } = createSharedTable();
+    this.table = table;
+    for (let slot = SLOTS - 1; slot >= 0; slot--) this.free.push(slot);
+    this.table.heartbeat[0] = Date.now();
+    this.timer = setInterval(() => this.check(), CHECK_EVERY_MS).unref();
+    this.watchdog = new Worker(WATCHDOG_BOOT, { eval: true, workerData: { buffer, limitMs, graceMs: BLOCKED_GRACE_MS, hostLogFile } });
+    // Without the watchdog only synchronous overruns go unchecked: log it, keep serving.
+    this.watchdog.on('error', onWatchdogError);
+    this.watchdog.unref();
+  }
+
+  /** Starts the clock for one controller call; returns the slot to release (or -1 when the table is full). */
+  track(tracked: Tracked): number {
+    const slot = this.free.pop();
+    if (slot === undefined) return -1;
+    const label = `${tracked.name}\t${tracked.file}\t${tracked.requestId}\t${tracked.what}`;
+    const { written } = this.encoder.encodeInto(label, this.table.labels.subarray(slot * LABEL_BYTES, (slot + 1) * LABEL_BYTES));
+    this.table.labelLengths[slot] = written;
+    this.table.startedAt[slot] = tracked.startedAt;
+    this.running.set(slot, tracked);
+    return slot;
+  }
+
+  release(slot: number): void {
+    if (slot < 0 || !this.running.delete(slot)) return;
+    this.table.startedAt[slot] = 0;
+    this.free.push(slot);
+  }
+
+  private check(): void {
+    const now = Date.now();
+    this.table.heartbeat[0] = now;
+    for (const [slot, tracked] of this.running) {
+      if (now - tracked.startedAt >= this.limitMs) {
+        this.release(slot);
+        this.onOverrun(tracked);
+        tracked.onOverrun();
+      }
+    }
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.timer);
+    await this.watchdog.terminate();
+  }
+}

@@ -1,0 +1,123 @@
+// The host's primary process (php-fpm's master): forks --workers workers that share one listening
+// socket, replaces a worker that dies, recycles one that asks (max requests, an overrun) by starting its
+// replacement first, answers /status for the whole pool, and stops them all on SIGTERM.
+import cluster, { type Worker } from 'node:cluster';
+import { once } from 'node:events';
+import { chmod, rm } from 'node:fs/promises';
+import type { Config } from '../common/config.ts';
+import { readyLine } from '../common/ready.ts';
+import { onShutdownSignal } from '../common/shutdown.ts';
+import { openHostLog } from './hostLog.ts';
+import type { ToPrimary, ToWorker } from './poolMessages.ts';
+import { summarize, type WorkerSnapshot } from './stats.ts';
+
+const SNAPSHOT_TIMEOUT_MS = 1_000;
+/** More unexpected exits than this within CRASH_WINDOW_MS and replacements wait RESTART_DELAY_MS. */
+const CRASH_WINDOW_MS = 10_000;
+const RESTART_DELAY_MS = 1_000;
+
+export async function runPool(config: Config): Promise<void> {
+  const log = openHostLog(config.logs);
+  const startedAt = new Date().toISOString();
+  const live = new Set<Worker>();
+  const retiring = new Set<Worker>();
+  const crashes: number[] = [];
+  let stopping = false;
+  let nextSnapshotId = 0;
+  const pendingSnapshots = new Map<number, (snapshot: WorkerSnapshot) => void>();
+
+  function send(worker: Worker, message: ToWorker): void {
+    if (worker.isConnected()) worker.send(message);
+  }
+
+  function snapshotOf(worker: Worker): Promise<WorkerSnapshot> {
+    const unresponsive = (): WorkerSnapshot => ({
+      pid: worker.process.pid ?? 0,
+      state: 'unresponsive',
+      requests: 0,
+      inFlight: 0,
+      lastRequest: undefined,
+      lastDurationMs: undefined,
+      rss: 0,
+      startedAt: '',
+      controllers: {},
+    });
+    return new Promise((resolve) => {
+      const id = nextSnapshotId++;
+      const timer = setTimeout(() => {
+        pendingSnapshots.delete(id);
+        resolve(unresponsive());
+      }, SNAPSHOT_TIMEOUT_MS);
+      pendingSnapshots.set(id, (snapshot) => {
+        clearTimeout(timer);
+        pendingSnapshots.delete(id);
+        resolve(snapshot);
+      });
+      send(worker, { type: 'stats?', id });
+    });
+  }
+
+  function onMessage(worker: Worker, message: ToPrimary): void {
+    if (message.type === 'stats') {
+      pendingSnapshots.get(message.id)?.(message.snapshot);
+    } else if (message.type === 'status?') {
+      void Promise.all([...live].map(snapshotOf)).then((snapshots) =>
+        send(worker, { type: 'status', id: message.id, status: summarize(process.pid, startedAt, snapshots, message.full) }),
+      );
+    } else if (message.type === 'retire-me') {
+      if (stopping || retiring.has(worker)) return;
+      retiring.add(worker);
+      log.info(`Recycling worker ${worker.process.pid} (${message.reason}): starting its replacement first`);
+      // The old worker keeps serving until the new one listens, so no request finds nobody.
+      fork().then(
+        () => send(worker, { type: 'retire' }),
+        (err) => log.error(`Could not start a replacement for worker ${worker.process.pid}: ${String(err)}`),
+      );
+    }
+  }
+
+  function fork(): Promise<{ worker: Worker; port: number }> {
+    const worker = cluster.fork();
+    live.add(worker);
+    worker.on('message', (message: ToPrimary) => onMessage(worker, message));
+    worker.once('exit', (code, signal) => {
+      live.delete(worker);
+      const wasRetiring = retiring.delete(worker);
+      if (stopping || wasRetiring) return;
+      const now = Date.now();
+      crashes.push(now);
+      while (crashes.length > 0 && crashes[0] < now - CRASH_WINDOW_MS) crashes.shift();
+      const delay = crashes.length > config.workers * 2 ? RESTART_DELAY_MS : 0;
+      log.error(`Worker ${worker.process.pid} exited with ${signal ? `signal ${signal}` : `code ${code}`}; starting a new one${delay ? ` in ${delay} ms` : ''}`);
+      setTimeout(() => {
+        if (!stopping) fork().catch((err) => log.error(`Could not start a worker: ${String(err)}`));
+      }, delay);
+    });
+    return new Promise((resolve, reject) => {
+      worker.once('listening', (address) => resolve({ worker, port: address.port }));
+      worker.once('exit', () => reject(new Error(`worker ${worker.process.pid} exited before listening`)));
+    });
+  }
+
+  // A socket file left by a host that was killed would make listen() fail with EADDRINUSE.
+  if (config.socket) await rm(config.socket, { force: true });
+  const first = await Promise.all(Array.from({ length: config.workers }, fork));
+  if (config.socket) await chmod(config.socket, 0o600);
+  const url = config.socket ? `unix:${config.socket}` : `http://127.0.0.1:${first[0].port}`;
+  log.info(`Host pool ${process.pid} serving ${config.www}/controllers on ${url} with ${config.workers} workers`);
+  process.stdout.write(`${readyLine(url)}\n`);
+
+  onShutdownSignal(async (reason) => {
+    stopping = true;
+    log.info(`Host pool ${process.pid} shutting down (${reason})`);
+    const exits = [...live].map((worker) => once(worker, 'exit'));
+    for (const worker of live) send(worker, { type: 'retire' });
+    const hardStop = setTimeout(() => {
+      for (const worker of live) worker.process.kill('SIGKILL');
+    }, (config.maxExecutionTime || 30) * 1000 + 20_000);
+    await Promise.all(exits);
+    clearTimeout(hardStop);
+    if (config.socket) await rm(config.socket, { force: true });
+    await log.drain();
+  });
+}

@@ -1,0 +1,114 @@
+// One host worker: its own controller registry, watcher and fastify server, sharing the pool's
+// listening socket through node:cluster.
+import { join } from 'node:path';
+import type { Config } from '../common/config.ts';
+import { onShutdownSignal } from '../common/shutdown.ts';
+import { createHostApp } from './app.ts';
+import { ExecutionLimit } from './executionLimit.ts';
+import { openHostLog } from './hostLog.ts';
+import type { ToPrimary, ToWorker } from './poolMessages.ts';
+import { ControllerRegistry } from './registry.ts';
+import type { PoolStatus } from './stats.ts';
+import { WorkerStats } from './stats.ts';
+import { watchControllers } from './watcher.ts';
+
+const STATUS_TIMEOUT_MS = 2_000;
+
+function send(message: ToPrimary): void {
+  process.send?.(message);
+}
+
+export async function runWorker(config: Config): Promise<void> {
+  const log = openHostLog(config.logs);
+  const stats = new WorkerStats();
+  const controllersDir = join(config.www, 'controllers');
+
+  let retireAsked = false;
+  const askToRetire = (reason: string) => {
+    if (retireAsked) return;
+    retireAsked = true;
+    send({ type: 'retire-me', reason });
+  };
+
+  const registry = new ControllerRegistry(controllersDir, {
+    loaded: (c, reason) => {
+      stats.loaded(c.name, c.version);
+      log.info(`Loaded controller ${c.name} from ${c.file} (version ${c.version}, on ${reason})`);
+    },
+    removed: (name, file) => log.info(`Unloaded controller ${name}: ${file} was removed`),
+    reloadFailed: (name, err) =>
+      log.error(`Reload of controller ${name} failed, the previous version keeps serving: ${(err as Error).message ?? String(err)}`),
+    disposeFailed: (name, err) => log.warn(`dispose() of controller ${name} threw: ${(err as Error).stack ?? String(err)}`),
+  });
+  const watcher = await watchControllers(registry, (err) => log.error(`Watcher error on ${controllersDir}: ${String(err)}`));
+
+  const limit =
+    config.maxExecutionTime > 0
+      ? new ExecutionLimit(config.maxExecutionTime * 1000, join(config.logs, 'host.log'), (tracked) => {
+          log.error(
+            `Maximum execution time of ${config.maxExecutionTime} seconds exceeded in controller ${tracked.name} (${tracked.file}) in ${tracked.what}: request dropped, worker ${process.pid} will be replaced`,
+            tracked.requestId,
+          );
+          askToRetire('max_execution_time');
+        }, (err) => log.error(`The execution-time watchdog failed; synchronous overruns go unchecked: ${err.stack ?? err.message}`))
+      : undefined;
+
+  const pendingStatus = new Map<number, (status: PoolStatus) => void>();
+  let nextStatusId = 0;
+  const poolStatus = (full: boolean) =>
+    new Promise<PoolStatus>((resolve, reject) => {
+      const id = nextStatusId++;
+      const timer = setTimeout(() => {
+        pendingStatus.delete(id);
+        reject(new Error('the host pool did not answer the status request'));
+      }, STATUS_TIMEOUT_MS);
+      pendingStatus.set(id, (status) => {
+        clearTimeout(timer);
+        pendingStatus.delete(id);
+        resolve(status);
+      });
+      send({ type: 'status?', id, full });
+    });
+
+  const app = createHostApp({
+    registry,
+    log,
+    stats,
+    limit,
+    poolStatus,
+    onRequestEnd: () => {
+      if (config.maxRequests > 0 && stats.requests >= config.maxRequests) askToRetire(`max_requests ${config.maxRequests} reached`);
+    },
+  });
+
+  let retiring: Promise<void> | undefined;
+  const retire = () =>
+    (retiring ??= (async () => {
+      stats.retiring = true;
+      log.info(`Worker ${process.pid} retiring after ${stats.requests} requests`);
+      const server = app.server;
+      // Answer anything still sent on an open connection with `Connection: close`, and leave idle
+      // sockets for the proxy to close: closing one ourselves races with the proxy reusing it, and the
+      // request it sends then would fail. The proxy's agent drops idle sockets within 10 s.
+      server.maxRequestsPerSocket = 1;
+      server.closeIdleConnections = () => {};
+      const hardStop = setTimeout(() => server.closeAllConnections(), (config.maxExecutionTime || 30) * 1000 + 15_000);
+      await app.close();
+      clearTimeout(hardStop);
+      await limit?.close();
+      await watcher.close();
+      await registry.disposeAll();
+      await log.drain();
+    })());
+
+  process.on('message', (message: ToWorker) => {
+    if (message.type === 'retire') retire().then(() => process.exit(0));
+    else if (message.type === 'stats?') send({ type: 'stats', id: message.id, snapshot: stats.snapshot() });
+    else if (message.type === 'status') pendingStatus.get(message.id)?.(message.status);
+  });
+  onShutdownSignal(() => retire());
+
+  if (config.socket) await app.listen({ path: config.socket });
+  else await app.listen({ host: '127.0.0.1', port: config.hostPort });
+  log.info(`Worker ${process.pid} ready`);
+}
