@@ -1,0 +1,106 @@
+// Zero-drop reload: under a steady load of 50 connections, 100 atomic replacements (write a temp file,
+// rename) and 100 in-place saves of a controller fail no request, and every request that starts a
+// window after a save is answered by that version or a later one.
+import { renameSync, writeFileSync } from 'node:fs';
+import { Agent, request } from 'node:http';
+import { join } from 'node:path';
+import { expect } from 'chai';
+import { makeSandbox, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
+
+const CONNECTIONS = 50;
+const SAVES = 200;
+const SAVE_EVERY_MS = 40;
+/** Debounce (75 ms) plus file-system event latency, with room for a loaded 2-core CI machine. */
+const WINDOW_MS = 500;
+
+interface Sample {
+  startedAt: number;
+  status: number;
+  version: number;
+  error?: string;
+}
+
+describe('reloading under load', function () {
+  this.timeout(120_000);
+  let sandbox: Sandbox;
+  let stack: Running;
+
+  before(async function () {
+    sandbox = makeSandbox();
+    writeFileSync(join(sandbox.controllers, 'Live.ts'), `export default () => ({ v: 0 });\n`);
+    stack = await startStack(sandbox, ['--workers', '2']);
+  });
+
+  after(async function () {
+    await stack?.stop();
+    sandbox?.remove();
+  });
+
+  it('fails no request across 100 atomic and 100 in-place saves, and serves each new version after the window', async function () {
+    const { hostname, port } = new URL(stack.url);
+    const agent = new Agent({ keepAlive: true, maxSockets: CONNECTIONS });
+    const samples: Sample[] = [];
+    let running = true;
+
+    const once = () =>
+      new Promise<void>((resolve) => {
+        const startedAt = Date.now();
+        const req = request({ host: hostname, port, path: '/External/Live', agent }, (res) => {
+          let body = '';
+          res.setEncoding('utf8');
+          res.on('data', (chunk) => (body += chunk));
+          res.on('end', () => {
+            let version = -1;
+            try {
+              version = JSON.parse(body).v;
+            } catch {
+              version = -1;
+            }
+            samples.push({ startedAt, status: res.statusCode ?? 0, version });
+            resolve();
+          });
+        });
+        req.on('error', (err) => {
+          samples.push({ startedAt, status: 0, version: -1, error: err.message });
+          resolve();
+        });
+        req.end();
+      });
+    // Steady, not flat-out: each connection sends again 10 ms after its answer.
+    const loops = Array.from({ length: CONNECTIONS }, async () => {
+      while (running) {
+        await once();
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    });
+
+    const savedAt: number[] = [0];
+    const file = join(sandbox.controllers, 'Live.ts');
+    for (let v = 1; v <= SAVES; v++) {
+      const source = `export default () => ({ v: ${v} });\n`;
+      if (v % 2 === 1) {
+        writeFileSync(`${file}.tmp`, source); // not a controller name: ignored by the watcher
+        renameSync(`${file}.tmp`, file);
+      } else {
+        writeFileSync(file, source);
+      }
+      savedAt.push(Date.now());
+      await new Promise((r) => setTimeout(r, SAVE_EVERY_MS));
+    }
+    await new Promise((r) => setTimeout(r, WINDOW_MS + 200));
+    running = false;
+    await Promise.all(loops);
+    agent.destroy();
+
+    const failed = samples.filter((s) => s.status !== 200 || s.version < 0);
+    expect(failed, `failed requests: ${JSON.stringify(failed.slice(0, 5))}`).to.deep.equal([]);
+    expect(samples.length).to.be.greaterThan(1000);
+    const stale = samples.filter((s) => {
+      let required = 0;
+      for (let v = 1; v <= SAVES; v++) if (savedAt[v] + WINDOW_MS <= s.startedAt) required = v;
+      return s.version < required;
+    });
+    expect(stale, `stale answers: ${JSON.stringify(stale.slice(0, 5))}`).to.deep.equal([]);
+    expect(samples.at(-1)!.version).to.equal(SAVES);
+  });
+});
