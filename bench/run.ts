@@ -1,0 +1,229 @@
+// `npm run bench`: the four observed paths through extqs and, when nginx is installed, through nginx in
+// front of the same host, interleaved (A B A B A B) so drift cancels; then reload latency under load and
+// memory over 1,000 reloads. Prints a table and writes bench/results/<time>.json.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { request } from 'node:http';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { makeSandbox, ROOT, startProcess, type Running } from '../test/helpers/stack.ts';
+import { runLoad, type LoadResult } from './load.ts';
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const WORKERS = process.env.BENCH_WORKERS ?? '1';
+const RELOADS_FOR_LATENCY = 50;
+const RELOADS_FOR_MEMORY = 1000;
+
+interface Scenario {
+  name: string;
+  path: string;
+  /** Status each front is expected to answer (nginx says 502 where extqs reproduces Apache's 500). */
+  expected: { extqs: number; nginx: number };
+  /** Minimum ratio to nginx (issue 5). */
+  target: number;
+}
+
+const SCENARIOS: Scenario[] = [
+  { name: 'controller JSON', path: '/External/Echo?sn=123&no=1', expected: { extqs: 200, nginx: 200 }, target: 0.6 },
+  { name: 'missing controller', path: '/External/Latest?sn=123&no=', expected: { extqs: 500, nginx: 502 }, target: 0.8 },
+  { name: 'missing favicon', path: '/favicon.ico', expected: { extqs: 404, nginx: 404 }, target: 0.5 },
+  { name: 'small static (1.4 KB)', path: '/index.html', expected: { extqs: 200, nginx: 200 }, target: 0.45 },
+];
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
+
+function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+    server.on('error', reject);
+  });
+}
+
+function hasNginx(): boolean {
+  try {
+    execFileSync('nginx', ['-v'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function getBody(url: string, socketPath?: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const target = new URL(url);
+    const req = request({ host: target.hostname, port: target.port, path: target.pathname + target.search, socketPath, agent: false }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c) => (body += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+async function startNginx(dir: string, socket: string, publicDir: string): Promise<{ url: string; child: ChildProcess }> {
+  const port = await freePort();
+  mkdirSync(join(dir, 'tmp'), { recursive: true });
+  const conf = readFileSync(join(ROOT, 'bench', 'nginx.conf'), 'utf8')
+    .replaceAll('__DIR__', dir)
+    .replaceAll('__SOCKET__', socket)
+    .replaceAll('__PUBLIC__', publicDir)
+    .replaceAll('__PORT__', String(port));
+  writeFileSync(join(dir, 'nginx.conf'), conf);
+  const child = spawn('nginx', ['-c', join(dir, 'nginx.conf'), '-p', dir], { stdio: 'inherit' });
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 100; i++) {
+    try {
+      await getBody(`${url}/index.html`);
+      return { url, child };
+    } catch {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+  throw new Error('nginx did not start');
+}
+
+async function hostRss(socket: string): Promise<number> {
+  const status = JSON.parse((await getBody('http://host/status?full', socket)).body);
+  return status.processes.reduce((sum: number, w: { rss: number }) => sum + w.rss, 0);
+}
+
+/** Time from an atomic rename of a controller to the first answer from the new version, under load. */
+async function reloadLatency(url: string, controllers: string, socket: string): Promise<Record<string, number>> {
+  const file = join(controllers, 'Swap.ts');
+  writeFileSync(file, `export default () => ({ v: 0 });\n`);
+  await getBody(`${url}/External/Swap`);
+  const load = runLoad(`${url}/External/Echo?sn=1&no=1`, 200, Math.ceil(RELOADS_FOR_LATENCY * 0.15) + 2);
+  const latencies: number[] = [];
+  let failed = 0;
+  for (let v = 1; v <= RELOADS_FOR_LATENCY; v++) {
+    writeFileSync(`${file}.tmp`, `export default () => ({ v: ${v} });\n`);
+    const renamedAt = performance.now();
+    renameSync(`${file}.tmp`, file);
+    for (;;) {
+      const reply = await getBody(`${url}/External/Swap`).catch(() => ({ status: 0, body: '' }));
+      if (reply.status !== 200) failed += 1;
+      else if (JSON.parse(reply.body).v === v) break;
+      if (performance.now() - renamedAt > 5000) throw new Error(`version ${v} not served after 5 s`);
+    }
+    latencies.push(performance.now() - renamedAt);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const underLoad = await load;
+  const before = await hostRss(socket);
+  for (let v = 0; v < RELOADS_FOR_MEMORY; v++) {
+    writeFileSync(`${file}.tmp`, `const state = Array.from({ length: 2000 }, (_, i) => 'v${v}-' + i + 'x'.repeat(90));\nexport default () => ({ v: ${v}, n: state.length });\n`);
+    renameSync(`${file}.tmp`, file);
+    await getBody(`${url}/External/Swap`);
+  }
+  await new Promise((r) => setTimeout(r, 1000));
+  const after = await hostRss(socket);
+  return {
+    reloadP50Ms: median(latencies),
+    reloadP99Ms: percentile(latencies, 99),
+    failedDuringReloads: failed + underLoad.unexpected + underLoad.errors,
+    rssBeforeMb: before / 2 ** 20,
+    rssAfterMb: after / 2 ** 20,
+    rssGrowthMb: (after - before) / 2 ** 20,
+  };
+}
+
+async function main(): Promise<void> {
+  const sandbox = makeSandbox();
+  writeFileSync(join(sandbox.controllers, 'Echo.ts'), `export default ({ query }: any) => ({ sn: query.sn, no: query.no, ok: true });\n`);
+  // A 1.4 KB page, like a small static file of the legacy site.
+  writeFileSync(join(sandbox.publicDir, 'index.html'), `<!DOCTYPE html>\n<html><head><title>extqs</title></head><body>\n${'<p>External Query Service static page.</p>\n'.repeat(32)}</body></html>\n`);
+  const socket = join(sandbox.dir, 'host.sock');
+  const processes: Running[] = [];
+  let nginx: ChildProcess | undefined;
+  try {
+    const host = await startProcess('host/main.ts', ['--www', sandbox.www, '--logs', sandbox.logs, '--socket', socket, '--workers', WORKERS]);
+    processes.push(host);
+    const proxy = await startProcess('proxy/main.ts', ['--port', '0', '--listen', '127.0.0.1', '--www', sandbox.www, '--logs', sandbox.logs, '--upstream', `unix:${socket}`]);
+    processes.push(proxy);
+    const fronts: { name: 'extqs' | 'nginx'; url: string }[] = [{ name: 'extqs', url: proxy.url }];
+    if (hasNginx()) {
+      const nginxDir = join(sandbox.dir, 'nginx');
+      mkdirSync(nginxDir);
+      const started = await startNginx(nginxDir, socket, sandbox.publicDir);
+      nginx = started.child;
+      fronts.push({ name: 'nginx', url: started.url });
+    } else {
+      process.stderr.write('nginx is not on PATH (Debian: nginx-light): extqs only, no ratios\n');
+    }
+
+    const results: Record<string, Record<string, LoadResult[]>> = {};
+    for (const scenario of SCENARIOS) {
+      results[scenario.name] = {};
+      for (const front of fronts) await runLoad(front.url + scenario.path, scenario.expected[front.name], 1); // warm-up
+      for (let round = 0; round < ROUNDS; round++) {
+        for (const front of fronts) {
+          const result = await runLoad(front.url + scenario.path, scenario.expected[front.name], SECONDS);
+          (results[scenario.name][front.name] ??= []).push(result);
+          process.stderr.write(`${scenario.name} / ${front.name} round ${round + 1}: ${Math.round(result.requestsPerSecond)} req/s\n`);
+        }
+      }
+    }
+    const reload = await reloadLatency(proxy.url, sandbox.controllers, socket);
+
+    const rows = SCENARIOS.map((scenario) => {
+      const summary = (front: string) => {
+        const runs = results[scenario.name][front];
+        if (!runs) return undefined;
+        return {
+          requestsPerSecond: median(runs.map((r) => r.requestsPerSecond)),
+          p50: median(runs.map((r) => r.p50)),
+          p99: median(runs.map((r) => r.p99)),
+          unexpected: runs.reduce((s, r) => s + r.unexpected, 0),
+          errors: runs.reduce((s, r) => s + r.errors + r.timeouts, 0),
+        };
+      };
+      const extqs = summary('extqs')!;
+      const nginxSummary = summary('nginx');
+      const ratio = nginxSummary ? extqs.requestsPerSecond / nginxSummary.requestsPerSecond : undefined;
+      return { scenario: scenario.name, target: scenario.target, extqs, nginx: nginxSummary, ratio, met: ratio === undefined ? undefined : ratio >= scenario.target };
+    });
+
+    const pad = (text: string, width: number) => text.padEnd(width);
+    const lines = [
+      `${pad('scenario', 24)}${pad('extqs req/s', 13)}${pad('p50/p99 ms', 12)}${pad('nginx req/s', 13)}${pad('ratio', 8)}${pad('target', 8)}unexpected/errors`,
+      ...rows.map(
+        (r) =>
+          `${pad(r.scenario, 24)}${pad(String(Math.round(r.extqs.requestsPerSecond)), 13)}${pad(`${r.extqs.p50}/${r.extqs.p99}`, 12)}` +
+          `${pad(r.nginx ? String(Math.round(r.nginx.requestsPerSecond)) : '-', 13)}${pad(r.ratio ? r.ratio.toFixed(2) : '-', 8)}` +
+          `${pad(`${r.target}${r.met === undefined ? '' : r.met ? ' ok' : ' MISS'}`, 8)}${r.extqs.unexpected}/${r.extqs.errors}`,
+      ),
+      `reload latency p50 ${reload.reloadP50Ms.toFixed(1)} ms, p99 ${reload.reloadP99Ms.toFixed(1)} ms (target 100), failed requests ${reload.failedDuringReloads} (target 0)`,
+      `host RSS ${reload.rssBeforeMb.toFixed(1)} MB -> ${reload.rssAfterMb.toFixed(1)} MB over ${RELOADS_FOR_MEMORY} reloads: ${reload.rssGrowthMb.toFixed(1)} MB (target 10)`,
+    ];
+    process.stdout.write(`\n${lines.join('\n')}\n`);
+    const out = join(ROOT, 'bench', 'results', `${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
+    writeFileSync(out, JSON.stringify({ date: new Date().toISOString(), seconds: SECONDS, rounds: ROUNDS, workers: WORKERS, rows, reload, raw: results }, null, 2));
+    process.stdout.write(`\nwritten to ${out}\n`);
+  } finally {
+    if (nginx) {
+      nginx.kill('SIGQUIT');
+      await once(nginx, 'exit');
+    }
+    for (const p of processes.reverse()) await p.stop();
+    sandbox.remove();
+  }
+}
+
+await main();
