@@ -62,6 +62,9 @@ const flags = {
 
 type FlagName = keyof typeof flags;
 
+/** The environment variables this configuration reads. */
+export const CONFIG_ENV_NAMES: readonly string[] = Object.values(flags).map((flag) => flag.env);
+
 function label(name: FlagName): string {
   return `--${name} (${flags[name].env})`;
 }

@@ -18,7 +18,9 @@ export function openLineLog(dir: string, file: string): LineLog {
   let draining: Promise<void> | undefined;
   return {
     write(line) {
-      if (!draining) logger.info(line);
+      // After drain() the file is closing: a late line goes to stderr rather than nowhere.
+      if (draining) process.stderr.write(`${file}: ${line}\n`);
+      else logger.info(line);
     },
     drain() {
       // winston 3.19's File transport defers 'finish' until its file stream has flushed (_final).

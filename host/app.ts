@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { ControllerContext } from '../common/controller.ts';
+import { WELL_FORMED_REQUEST_ID } from '../common/protocol.ts';
 import { ControllerLoadError, ControllerMissingError } from './errors.ts';
 import type { ExecutionLimit } from './executionLimit.ts';
 import type { HostLog } from './hostLog.ts';
@@ -14,8 +15,6 @@ import { sendResult } from './respond.ts';
 import { routeController } from './route.ts';
 import type { PoolStatus, WorkerStats } from './stats.ts';
 
-/** An id the proxy sent, when it looks like one; anything else is replaced. */
-const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export interface HostAppOptions {
   registry: ControllerRegistry;
@@ -41,7 +40,7 @@ export function createHostApp({ registry, log, stats, limit, poolStatus, onReque
     requestIdHeader: false,
     genReqId: (req) => {
       const incoming = req.headers['x-request-id'];
-      return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+      return typeof incoming === 'string' && WELL_FORMED_REQUEST_ID.test(incoming) ? incoming : randomUUID();
     },
     routerOptions: { maxParamLength: 2048 },
   });
@@ -51,6 +50,14 @@ export function createHostApp({ registry, log, stats, limit, poolStatus, onReque
     if (!reply.sent) reply.hijack();
     request.raw.socket.destroy();
   }
+
+  // Anything that escapes a handler (a result JSON cannot serialise, a fastify error): a bare 500 and a
+  // host.log line, never fastify's JSON error to the client.
+  app.setErrorHandler((err: Error, request, reply) => {
+    log.error(`Error answering ${request.method} ${request.url}: ${err.stack ?? err.message}`, request.id);
+    if (reply.sent) request.raw.socket.destroy();
+    else reply.code(500).type('text/html; charset=UTF-8').send('');
+  });
 
   app.get('/ping', async (_request, reply) => reply.type('text/plain').send('pong'));
   app.get('/status', async (request) => poolStatus(Object.hasOwn(request.query as object, 'full')));
@@ -82,7 +89,7 @@ export function createHostApp({ registry, log, stats, limit, poolStatus, onReque
     counters.requests += 1;
     let controller: LoadedController;
     try {
-      controller = await registry.resolve(route.name);
+      controller = await registry.acquire(route.name);
     } catch (err) {
       counters.loadFailures += 1;
       if (err instanceof ControllerMissingError || err instanceof ControllerLoadError) log.error(`${err.message} ${where}`, request.id);
@@ -116,9 +123,10 @@ export function createHostApp({ registry, log, stats, limit, poolStatus, onReque
           endWithoutHeaders(request, reply);
         },
       }) ?? -1;
-    let result: unknown;
     try {
-      result = await controller.handler(context);
+      const result = await controller.handler(context);
+      if (overran) return;
+      return await sendResult(reply, result);
     } catch (err) {
       if (overran) return;
       counters.errors += 1;
@@ -128,9 +136,8 @@ export function createHostApp({ registry, log, stats, limit, poolStatus, onReque
       return reply.code(500).type('text/html; charset=UTF-8').send('');
     } finally {
       limit?.release(slot);
+      registry.release(controller);
     }
-    if (overran) return;
-    return sendResult(reply, result);
   });
 
   return app;

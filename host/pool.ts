@@ -99,6 +99,10 @@ export async function runPool(config: Config): Promise<void> {
     });
   }
 
+  // Each worker accepts on the shared socket itself. With the default round-robin the primary accepts
+  // and hands each connection to a worker; one handed to a worker that just died is neither served nor
+  // closed, and its request hung until the proxy's timeout (seen in the SIGKILL test).
+  cluster.schedulingPolicy = cluster.SCHED_NONE;
   // A socket file left by a host that was killed would make listen() fail with EADDRINUSE.
   if (config.socket) await rm(config.socket, { force: true });
   const first = await Promise.all(Array.from({ length: config.workers }, fork));

@@ -20,6 +20,10 @@ export interface LoadedController {
 
 interface Entry extends LoadedController {
   readonly dispose: CompiledController['dispose'];
+  /** Requests running on this version right now. */
+  active: number;
+  /** Replaced or removed: disposed once the last request on it ends. */
+  retired: boolean;
 }
 
 export interface RegistryEvents {
@@ -39,10 +43,29 @@ export class ControllerRegistry {
 
   constructor(readonly dir: string, private readonly events: RegistryEvents) {}
 
-  /** The controller for `name` (already validated as an identifier); throws a load or missing error. */
-  resolve(name: string): LoadedController | Promise<LoadedController> {
+  /**
+   * The controller for `name` (already validated as an identifier) for one request, which must hand it
+   * back with release(); throws a load or missing error.
+   */
+  acquire(name: string): LoadedController | Promise<LoadedController> {
     // The hot path: a loaded controller costs one map lookup.
-    return this.loaded.get(name) ?? this.serialize(name, () => this.loadIfAbsent(name));
+    const entry = this.loaded.get(name);
+    if (entry) {
+      entry.active += 1;
+      return entry;
+    }
+    return this.serialize(name, async () => {
+      const loaded = await this.loadIfAbsent(name);
+      loaded.active += 1;
+      return loaded;
+    });
+  }
+
+  /** The request on `controller` ended; a replaced version is disposed after its last request. */
+  release(controller: LoadedController): void {
+    const entry = controller as Entry;
+    entry.active -= 1;
+    if (entry.retired && entry.active === 0) void this.disposeEntry(entry);
   }
 
   /** Brings `name` in line with its file on disk; logs instead of throwing. */
@@ -50,9 +73,10 @@ export class ControllerRegistry {
     return this.serialize(name, () => this.sync(name)).catch((err) => this.events.reloadFailed(name, err));
   }
 
-  /** Calls every loaded version's dispose hook (shutdown). */
+  /** Calls every loaded version's dispose hook (shutdown), after any load still under way. */
   async disposeAll(): Promise<void> {
-    for (const entry of this.loaded.values()) await this.disposeEntry(entry);
+    await Promise.all(this.queues.values());
+    for (const entry of this.loaded.values()) await this.retire(entry);
     this.loaded.clear();
   }
 
@@ -82,7 +106,7 @@ export class ControllerRegistry {
     return undefined;
   }
 
-  private async loadIfAbsent(name: string): Promise<LoadedController> {
+  private async loadIfAbsent(name: string): Promise<Entry> {
     const current = this.loaded.get(name);
     if (current) return current;
     const found = await this.read(name);
@@ -100,7 +124,7 @@ export class ControllerRegistry {
       if (current) {
         this.loaded.delete(name);
         this.events.removed(name, current.file);
-        await this.disposeEntry(current);
+        await this.retire(current);
       }
       return;
     }
@@ -119,12 +143,17 @@ export class ControllerRegistry {
 
   private async install(name: string, file: string, source: string): Promise<Entry> {
     const compiled = await compileController(file, source);
-    const entry: Entry = { name, file, version: versionOf(source), ...compiled };
+    const entry: Entry = { name, file, version: versionOf(source), ...compiled, active: 0, retired: false };
     const previous = this.loaded.get(name);
     this.loaded.set(name, entry);
-    // Requests already running keep their reference to the old handler and finish on it.
-    if (previous) await this.disposeEntry(previous);
+    // Requests already running keep their reference to the old version and finish on it.
+    if (previous) await this.retire(previous);
     return entry;
+  }
+
+  private async retire(entry: Entry): Promise<void> {
+    entry.retired = true;
+    if (entry.active === 0) await this.disposeEntry(entry);
   }
 
   private async disposeEntry(entry: Entry): Promise<void> {

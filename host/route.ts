@@ -1,6 +1,6 @@
 // Which controller a request names. Pure: decides from the URL alone, touches no file.
+import { CONTROLLER_PREFIX } from '../common/protocol.ts';
 
-export const CONTROLLER_PREFIX = '/External/';
 export const CONTROLLER_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 export type ControllerRoute =

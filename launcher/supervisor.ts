@@ -4,6 +4,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { CONFIG_ENV_NAMES } from '../common/config.ts';
 import { parseReadyLine } from '../common/ready.ts';
 
 /** The TypeScript loader, by absolute URL so children start from any working directory. */
@@ -15,6 +16,17 @@ const MAX_RESTART_DELAY_MS = 5_000;
 const STABLE_AFTER_MS = 10_000;
 /** How long stop() waits after SIGTERM before SIGKILL. */
 const STOP_TIMEOUT_MS = 15_000;
+
+/**
+ * The launcher has read PORT, LISTEN and the rest and passes each child the flags meant for it; the
+ * variables themselves must not reach the children, where they would be read again (PORT=abc with
+ * --port 0 would stop the host, which has no port).
+ */
+function childEnvironment(): NodeJS.ProcessEnv {
+  const env = { ...process.env };
+  for (const name of CONFIG_ENV_NAMES) delete env[name];
+  return env;
+}
 
 export interface ChildSpec {
   name: string;
@@ -35,10 +47,6 @@ export class Supervisor {
 
   constructor(private readonly spec: ChildSpec) {}
 
-  get pid(): number | undefined {
-    return this.child?.pid;
-  }
-
   /** Starts the child; resolves with its ready URL, rejects if it exits before it is ready. */
   start(): Promise<string> {
     return new Promise((resolve, reject) => {
@@ -49,6 +57,7 @@ export class Supervisor {
         // child notice the launcher is gone and stop by itself.
         detached: true,
         stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
+        env: childEnvironment(),
       });
       this.child = child;
       let ready = false;
@@ -92,11 +101,6 @@ export class Supervisor {
       this.restarts += 1;
       if (!this.stopping) this.restartTimer = setTimeout(() => this.restart(), delay);
     });
-  }
-
-  /** Sends `signal` to the running child, if any. */
-  signal(signal: NodeJS.Signals): void {
-    this.child?.kill(signal);
   }
 
   /** SIGTERM, then waits for the exit (SIGKILL after a timeout). No restart follows. */

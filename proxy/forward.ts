@@ -3,16 +3,16 @@
 import { Agent, type ClientRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import httpProxy from 'http-proxy';
 import { formatUpstream, type Upstream } from '../common/config.ts';
+import { CONTROLLER_PREFIX } from '../common/protocol.ts';
 import { countBodyBytes } from './accessLog.ts';
 import { sendErrorPage } from './errorPages.ts';
 import { clientAddress, clientOf, type ErrorLog } from './errorLog.ts';
-import { FORWARD_PREFIX } from './route.ts';
 
 /** RFC 9110 §7.6.1: connection-specific fields are never forwarded, in either direction. */
 const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'te', 'upgrade', 'trailer'] as const;
 
 /** Errors that mean the host could not be reached at all (down or restarting): 503, not 500. */
-const CONNECT_ERRORS = new Set(['ECONNREFUSED', 'ENOENT', 'EACCES', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL', 'ETIMEDOUT']);
+const CONNECT_ERRORS = new Set(['ECONNREFUSED', 'ENOENT', 'EACCES', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL']);
 
 type Headers = IncomingMessage['headers'];
 
@@ -26,7 +26,7 @@ function removeHopByHop(headers: Headers): void {
 
 /** `Latest` for `/External/Latest`: what an operator greps for. */
 function controllerOf(path: string): string {
-  return path.slice(FORWARD_PREFIX.length) || '-';
+  return path.slice(CONTROLLER_PREFIX.length) || '-';
 }
 
 // ── request passes, in order ────────────────────────────────────────────────────────────────────

@@ -18,7 +18,7 @@ async function main(): Promise<void> {
   }
   const accessLog = openAccessLog(config.logs);
   const errorLog = openErrorLog(config.logs);
-  const server = createProxyServer({
+  const { server, stop } = createProxyServer({
     www: config.www,
     upstream: config.upstream,
     upstreamTimeoutMs: config.upstreamTimeout * 1000,
@@ -40,11 +40,7 @@ async function main(): Promise<void> {
 
   onShutdownSignal(async (reason) => {
     errorLog.write({ module: 'mpm_event', level: 'notice', message: `caught ${reason}, shutting down` });
-    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-    server.closeIdleConnections();
-    const grace = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
-    await closed;
-    clearTimeout(grace);
+    await stop(SHUTDOWN_GRACE_MS);
     await Promise.all([accessLog.drain(), errorLog.drain()]);
   });
 }

@@ -1,6 +1,5 @@
 // What the proxy does with a request, decided from its target alone (no I/O).
-
-export const FORWARD_PREFIX = '/External/';
+import { CONTROLLER_PREFIX } from '../common/protocol.ts';
 
 export type ProxyRoute =
   | { kind: 'forward'; url: string; path: string }
@@ -40,7 +39,7 @@ export function routeRequest(target: string): ProxyRoute {
   const rawPath = q === -1 ? target : target.slice(0, q);
   const path = normalizePath(rawPath);
   if (path === undefined) return { kind: 'bad-request' };
-  if (path.startsWith(FORWARD_PREFIX)) {
+  if (path.startsWith(CONTROLLER_PREFIX)) {
     return { kind: 'forward', path, url: path === rawPath ? target : path + (q === -1 ? '' : target.slice(q)) };
   }
   return { kind: 'static', path };

@@ -21,9 +21,23 @@ export interface ProxyOptions {
   errorLog: ErrorLog;
 }
 
-export function createProxyServer({ www, upstream, upstreamTimeoutMs, accessLog, errorLog }: ProxyOptions): Server {
+export interface ProxyServer {
+  server: Server;
+  /**
+   * Graceful stop: no new connections, `Connection: close` on every answer from now on (keep-alive
+   * clients would otherwise go on sending), and resolves when every response has ended, or were cut
+   * after `graceMs`, so the access log has a line for each before it is drained.
+   */
+  stop(graceMs: number): Promise<void>;
+}
+
+export function createProxyServer({ www, upstream, upstreamTimeoutMs, accessLog, errorLog }: ProxyOptions): ProxyServer {
   const forward = createForwarder(upstream, errorLog, upstreamTimeoutMs);
   const serveStatic = staticFiles(join(www, 'public'), errorLog);
+
+  const open = new Set<ServerResponse>();
+  let stopping = false;
+  let onIdle: (() => void) | undefined;
 
   const server = createServer(
     {
@@ -34,6 +48,12 @@ export function createProxyServer({ www, upstream, upstreamTimeoutMs, accessLog,
     },
     function handleRequest(req: IncomingMessage, res: ServerResponse) {
       accessLog.track(req, res);
+      open.add(res);
+      res.once('close', () => {
+        open.delete(res);
+        if (open.size === 0) onIdle?.();
+      });
+      if (stopping) res.shouldKeepAlive = false;
       const requestId = requestIdOf(req);
       res.setHeader('X-Request-Id', requestId);
       const route = routeRequest(req.url ?? '');
@@ -51,11 +71,14 @@ export function createProxyServer({ www, upstream, upstreamTimeoutMs, accessLog,
 
   // A request Node's parser rejects never reaches the handler: answer 400 as Apache does, and log it.
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
-    if (err.code === 'ECONNRESET' || !socket.writable) {
+    errorLog.write({ module: 'core', level: 'info', client: clientOf(socket), message: `Bad request: ${err.code ?? ''} ${err.message}` });
+    // A 400 written while an earlier pipelined request is still being answered would be read as that
+    // answer: cut the connection instead (as Node's own handler does once bytes went out).
+    const answering = (socket as Socket & { _httpMessage?: unknown })._httpMessage;
+    if (err.code === 'ECONNRESET' || !socket.writable || answering || socket.bytesWritten > 0) {
       socket.destroy();
       return;
     }
-    errorLog.write({ module: 'core', level: 'info', client: clientOf(socket), message: `Bad request: ${err.code ?? ''} ${err.message}` });
     const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
     const page = errorPage(status);
     const head =
@@ -64,5 +87,19 @@ export function createProxyServer({ www, upstream, upstreamTimeoutMs, accessLog,
     socket.end(Buffer.concat([Buffer.from(head, 'latin1'), page]));
   });
 
-  return server;
+  async function stop(graceMs: number): Promise<void> {
+    stopping = true;
+    for (const res of open) if (!res.headersSent) res.shouldKeepAlive = false;
+    const idle = new Promise<void>((resolve) => {
+      onIdle = resolve;
+      if (open.size === 0) resolve();
+    });
+    server.close();
+    server.closeIdleConnections();
+    const grace = setTimeout(() => server.closeAllConnections(), graceMs);
+    await idle;
+    clearTimeout(grace);
+  }
+
+  return { server, stop };
 }

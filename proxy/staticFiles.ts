@@ -30,6 +30,12 @@ export function staticFiles(root: string, errorLog: ErrorLog) {
   }
 
   function fail(req: IncomingMessage, res: ServerResponse, urlPath: string, requestId: string, err: SendError): void {
+    // A read error after the headers went out: the response can only be cut (STYLE habit 5).
+    if (res.headersSent) {
+      errorLog.write({ module: 'core', level: 'error', status: `(${err.code ?? 'EIO'})${err.message}`, client: clientOf(req.socket), message: `Cut short while sending ${urlPath}`, requestId });
+      res.destroy();
+      return;
+    }
     const status = err.status ?? 500;
     const client = clientOf(req.socket);
     if (status === 404) {

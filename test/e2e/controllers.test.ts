@@ -1,6 +1,6 @@
 // Controllers dropped into www/controllers of a running stack: results, failures, PHP query semantics,
 // hostile names, and reload without restart (DESIGN.md §3, §5).
-import { rmSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, rmSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { get } from '../helpers/http.ts';
@@ -14,7 +14,8 @@ describe('controllers in a running stack', function () {
 
   before(async function () {
     sandbox = makeSandbox();
-    stack = await startStack(sandbox);
+    // One worker: these tests are about one registry's behaviour (each worker has its own).
+    stack = await startStack(sandbox, ['--workers', '1']);
   });
 
   after(async function () {
@@ -63,6 +64,18 @@ describe('controllers in a running stack', function () {
         expect(JSON.parse(await body(`/External/Query?${raw}`)).query).to.deep.equal(expected);
       });
     }
+  });
+
+  describe('when a controller returns what JSON cannot hold', function () {
+    it('answers a bare 500 and logs the serialisation error', async function () {
+      write('Big.ts', `export default () => ({ n: 1n });\n`);
+      const reply = await get(stack.url, '/External/Big');
+      expect(reply.status).to.equal(500);
+      expect(reply.body).not.to.contain('BigInt');
+      const id = reply.headers['x-request-id'] as string;
+      const line = await eventually(() => readLog(sandbox, 'host.log').find((l) => l.includes(`[req ${id}]`)), 3000, 'host.log line');
+      expect(line).to.contain('BigInt');
+    });
   });
 
   describe('when a controller throws', function () {
@@ -163,6 +176,21 @@ describe('controllers in a running stack', function () {
       await eventually(async () => ((await get(stack.url, '/External/Doomed')).status === 500 ? true : undefined), 2000, 'the 500');
       const lines = readLog(sandbox, 'host.log');
       expect(lines.some((l) => l.includes(`Failed opening controller script ${join(sandbox.controllers, 'Doomed.ts')}`))).to.equal(true);
+    });
+
+    it('lets a request in flight finish on the old version, and disposes that version only after it', async function () {
+      const marker = join(sandbox.dir, 'slow-disposed.txt');
+      write('SlowSwap.ts', `import { writeFileSync } from 'node:fs';\nexport default () => new Promise((r) => setTimeout(() => r('v1 done'), 800));\nexport function dispose() { writeFileSync(${JSON.stringify(marker)}, 'v1'); }\n`);
+      const inFlight = get(stack.url, '/External/SlowSwap');
+      await eventually(() => (readLog(sandbox, 'host.log').some((l) => l.includes('Loaded controller SlowSwap')) ? true : undefined), 3000, 'the first load');
+      write('SlowSwap.ts', `export default () => 'v2';\n`);
+      // Wait for the install itself: a request sent before it would run on v1 for 800 ms too.
+      const loads = () => readLog(sandbox, 'host.log').filter((l) => l.includes('Loaded controller SlowSwap'));
+      await eventually(() => (loads().length >= 2 ? true : undefined), 2000, 'v2 to be installed');
+      expect(await body('/External/SlowSwap')).to.equal('v2');
+      expect(existsSync(marker), 'disposed while a request was still running on it').to.equal(false);
+      expect((await inFlight).body).to.equal('v1 done');
+      await eventually(() => (existsSync(marker) ? true : undefined), 2000, 'dispose after the last request');
     });
 
     it('keeps the last good version serving when a broken one is saved, and logs file:line', async function () {

@@ -81,6 +81,12 @@ describe('forwarding to the host', function () {
     expect(response).to.match(/^HTTP\/1\.1 404 Not Found\r\n/);
   });
 
+  it('never answers a pipelined request with the 400 meant for a malformed one after it', async function () {
+    writeFileSync(join(sandbox.controllers, 'Slowish.ts'), `export default () => new Promise((r) => setTimeout(() => r('slowish'), 300));\n`);
+    const response = await rawExchange(stack.url, 'GET /External/Slowish HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/1.1\r\nBad Header\r\n\r\n');
+    expect(response).not.to.match(/^HTTP\/1\.1 400/);
+  });
+
   it('answers a malformed request with 400 and stays up', async function () {
     const response = await rawExchange(stack.url, 'GET / HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n');
     expect(response).to.match(/^HTTP\/1\.1 400 Bad Request\r\n/);

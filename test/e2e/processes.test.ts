@@ -86,6 +86,16 @@ describe('start-up validation', function () {
     expect(result.stderr).to.contain('got "70000"');
   });
 
+  it('lets a flag win over a bad variable of the same setting, in every process', async function () {
+    const { spawnReady } = await import('../helpers/stack.ts');
+    const stack = await spawnReady(['bin/extqs.js', 'start', '--port', '0', '--listen', '127.0.0.1', '--www', sandbox.www, '--logs', sandbox.logs], { PORT: 'abc', LISTEN: 'nope' });
+    try {
+      expect((await get(stack.url, '/favicon.ico')).status).to.equal(404);
+    } finally {
+      await stack.stop();
+    }
+  });
+
   it('stops on a www directory without controllers/', function () {
     const result = run(['--port', '0', '--www', sandbox.logs, '--logs', sandbox.logs]);
     expect(result.status).to.equal(2);
@@ -131,6 +141,34 @@ describe('a running stack under faults and signals', function () {
     expect(newPid).to.not.equal(pid);
     await eventually(async () => ((await get(stack.url, '/External/Ping')).body === 'pong' ? true : undefined), 5000, 'service again');
     expect(stack.stderr()).to.match(/host \(pid \d+\) exited with signal SIGKILL; restarting in \d+ ms/);
+  });
+
+  it('on SIGTERM finishes the requests of keep-alive clients, closes their connections, and logs every one', async function () {
+    writeFileSync(join(sandbox.controllers, 'Half.ts'), `export default async () => { await new Promise((r) => setTimeout(r, 500)); return 'half'; };\n`);
+    const { Agent } = await import('node:http');
+    const { request } = await import('node:http');
+    const agent = new Agent({ keepAlive: true });
+    const { hostname, port } = new URL(stack.url);
+    const ask = () =>
+      new Promise<{ status: number; body: string; connection: string | undefined }>((resolve, reject) => {
+        request({ host: hostname, port, path: '/External/Half', agent }, (res) => {
+          let text = '';
+          res.on('data', (c) => (text += c));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text, connection: res.headers.connection }));
+        })
+          .on('error', reject)
+          .end();
+      });
+    const warm = await Promise.all(Array.from({ length: 5 }, ask)); // five open keep-alive connections
+    expect(warm.map((r) => r.connection)).to.deep.equal(Array(5).fill('keep-alive'));
+    const pending = Array.from({ length: 5 }, ask);
+    await new Promise((r) => setTimeout(r, 100)); // let them reach the controller
+    const code = stack.stop();
+    const replies = await Promise.all(pending);
+    agent.destroy();
+    expect(replies.map((r) => [r.status, r.body, r.connection])).to.deep.equal(Array(5).fill([200, 'half', 'close']));
+    expect(await code).to.equal(0);
+    expect(readLog(sandbox, 'access.log').filter((l) => l.includes('"GET /External/Half HTTP/1.1" 200 4'))).to.have.length(10);
   });
 
   it('on SIGTERM lets a request in flight finish, then exits 0 with every log line written', async function () {

@@ -17,6 +17,8 @@ describe('static files from www/public', function () {
     mkdirSync(join(sandbox.publicDir, 'docs'));
     writeFileSync(join(sandbox.publicDir, 'docs', 'index.html'), 'docs\n');
     writeFileSync(join(sandbox.controllers, 'Secret.ts'), `export default () => 'controller-source-marker';\n`);
+    // Two levels above www/public, where /../../package.json would land.
+    writeFileSync(join(sandbox.dir, 'package.json'), '{ "name": "extqs-outside-marker" }\n');
     stack = await startStack(sandbox);
   });
 
@@ -54,12 +56,12 @@ describe('static files from www/public', function () {
     expect(reply.body).not.to.contain('SECRET');
   });
 
-  for (const path of ['/../controllers/Secret.ts', '/%2e%2e/controllers/Secret.ts', '/..%2fcontrollers/Secret.ts', '/%2e%2e%2f%2e%2e%2fpackage.json']) {
+  for (const path of ['/../controllers/Secret.ts', '/%2e%2e/controllers/Secret.ts', '/..%2fcontrollers/Secret.ts', '/%2e%2e%2f%2e%2e%2fpackage.json', '/..%2f..%2fpackage.json', '/%2e%2e/%2e%2e/package.json']) {
     it(`never serves anything outside www/public: ${path}`, async function () {
       const reply = await get(stack.url, path);
       expect(reply.status).to.be.oneOf([400, 403, 404]);
       expect(reply.body).not.to.contain('controller-source-marker');
-      expect(reply.body).not.to.contain('"name": "extqs"');
+      expect(reply.body).not.to.contain('extqs-outside-marker');
     });
   }
 

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
-import { CONTROLLER_PREFIX, routeController } from '../../host/route.ts';
+import { CONTROLLER_PREFIX } from '../../common/protocol.ts';
+import { routeController } from '../../host/route.ts';
 
 describe('routeController', () => {
   describe('a valid controller name', () => {

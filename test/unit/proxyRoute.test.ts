@@ -1,5 +1,6 @@
 import { expect } from 'chai';
-import { FORWARD_PREFIX, normalizePath, routeRequest } from '../../proxy/route.ts';
+import { CONTROLLER_PREFIX } from '../../common/protocol.ts';
+import { normalizePath, routeRequest } from '../../proxy/route.ts';
 
 describe('normalizePath', () => {
   describe('a path without dot segments', () => {
@@ -73,7 +74,7 @@ describe('normalizePath', () => {
 
 describe('routeRequest', () => {
   it('uses /External/ as the forward prefix', () => {
-    expect(FORWARD_PREFIX).to.equal('/External/');
+    expect(CONTROLLER_PREFIX).to.equal('/External/');
   });
 
   describe('a target under /External/', () => {
