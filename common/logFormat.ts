@@ -11,14 +11,32 @@ export function nowMicros(): number {
   return Math.round((performance.timeOrigin + performance.now()) * 1000);
 }
 
+/**
+ * Caches one formatted value per wall-clock second: every log line needs the time, and formatting a
+ * Date field by field for each request was a visible cost on the hot paths.
+ */
+function perSecond<T>(format: (date: Date) => T): (seconds: number) => T {
+  let cachedSecond = -1;
+  let cached!: T;
+  return (seconds) => {
+    if (seconds !== cachedSecond) {
+      cachedSecond = seconds;
+      cached = format(new Date(seconds * 1000));
+    }
+    return cached;
+  };
+}
+
+/** The error-log time around the microseconds: `Sun Nov 22 01:42:10` and ` 2026`. */
+const errorLogSecond = perSecond((date) => ({
+  head: `${DAYS[date.getDay()]} ${MONTHS[date.getMonth()]} ${pad(date.getDate())} ${pad(date.getHours())}:${pad(date.getMinutes())}:${pad(date.getSeconds())}`,
+  tail: ` ${date.getFullYear()}`,
+}));
+
 /** Apache 2.4 error-log time: `Sun Nov 22 01:42:10.919811 2026` (local time, microseconds). */
 export function errorLogTime(micros: number): string {
-  const date = new Date(Math.floor(micros / 1000));
-  return (
-    `${DAYS[date.getDay()]} ${MONTHS[date.getMonth()]} ${pad(date.getDate())} ` +
-    `${pad(date.getHours())}:${pad(date.getMinutes())}:${pad(date.getSeconds())}.${pad(micros % 1_000_000, 6)} ` +
-    `${date.getFullYear()}`
-  );
+  const { head, tail } = errorLogSecond(Math.floor(micros / 1_000_000));
+  return `${head}.${pad(micros % 1_000_000, 6)}${tail}`;
 }
 
 function utcOffset(date: Date): string {
@@ -28,12 +46,15 @@ function utcOffset(date: Date): string {
   return `${sign}${pad(Math.floor(abs / 60))}${pad(abs % 60)}`;
 }
 
+const accessLogSecond = perSecond(
+  (date) =>
+    `${pad(date.getDate())}/${MONTHS[date.getMonth()]}/${date.getFullYear()}:` +
+    `${pad(date.getHours())}:${pad(date.getMinutes())}:${pad(date.getSeconds())} ${utcOffset(date)}`,
+);
+
 /** Common Log Format time: `22/Nov/2026:02:01:41 +0000` (local time with offset). */
 export function accessLogTime(date: Date): string {
-  return (
-    `${pad(date.getDate())}/${MONTHS[date.getMonth()]}/${date.getFullYear()}:` +
-    `${pad(date.getHours())}:${pad(date.getMinutes())}:${pad(date.getSeconds())} ${utcOffset(date)}`
-  );
+  return accessLogSecond(Math.floor(date.getTime() / 1000));
 }
 
 /** The C escapes ap_escape_logitem() writes for these control characters. */

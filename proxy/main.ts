@@ -1,12 +1,14 @@
 // The proxy process (web-server role): the public port. Serves www/public, forwards /External to the
 // host, and writes logs/access.log and logs/error.log.
 import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import { ConfigError, readConfig } from '../common/config.ts';
 import { readyLine } from '../common/ready.ts';
 import { onShutdownSignal } from '../common/shutdown.ts';
 import { openAccessLog } from './accessLog.ts';
 import { openErrorLog } from './errorLog.ts';
 import { createProxyServer } from './server.ts';
+import { StaticCache } from './staticCache.ts';
 
 /** How long a shutdown waits for requests in flight before it closes their connections. */
 const SHUTDOWN_GRACE_MS = 10_000;
@@ -18,8 +20,11 @@ async function main(): Promise<void> {
   }
   const accessLog = openAccessLog(config.logs);
   const errorLog = openErrorLog(config.logs);
+  const staticCache = new StaticCache(join(config.www, 'public'));
+  await staticCache.watch((err) => errorLog.write({ module: 'core', level: 'error', message: `Watching ${config.www}/public failed; files are served from disk from now on: ${String(err)}` }));
   const { server, stop } = createProxyServer({
     www: config.www,
+    staticCache,
     upstream: config.upstream,
     upstreamTimeoutMs: config.upstreamTimeout * 1000,
     accessLog,
@@ -41,6 +46,7 @@ async function main(): Promise<void> {
   onShutdownSignal(async (reason) => {
     errorLog.write({ module: 'mpm_event', level: 'notice', message: `caught ${reason}, shutting down` });
     await stop(SHUTDOWN_GRACE_MS);
+    await staticCache.close();
     await Promise.all([accessLog.drain(), errorLog.drain()]);
   });
 }

@@ -10,6 +10,7 @@ import { clientOf, type ErrorLog } from './errorLog.ts';
 import { createForwarder } from './forward.ts';
 import { requestIdOf } from './requestId.ts';
 import { routeRequest } from './route.ts';
+import type { StaticCache } from './staticCache.ts';
 import { staticFiles } from './staticFiles.ts';
 
 export interface ProxyOptions {
@@ -17,6 +18,8 @@ export interface ProxyOptions {
   upstream: Upstream;
   /** 0 = wait for the host's headers as long as it takes. */
   upstreamTimeoutMs: number;
+  /** Small files and misses of www/public (watched by the caller). */
+  staticCache: StaticCache;
   accessLog: AccessLog;
   errorLog: ErrorLog;
 }
@@ -31,9 +34,9 @@ export interface ProxyServer {
   stop(graceMs: number): Promise<void>;
 }
 
-export function createProxyServer({ www, upstream, upstreamTimeoutMs, accessLog, errorLog }: ProxyOptions): ProxyServer {
+export function createProxyServer({ www, upstream, upstreamTimeoutMs, staticCache, accessLog, errorLog }: ProxyOptions): ProxyServer {
   const forward = createForwarder(upstream, errorLog, upstreamTimeoutMs);
-  const serveStatic = staticFiles(join(www, 'public'), errorLog);
+  const serveStatic = staticFiles(join(www, 'public'), errorLog, staticCache);
 
   const open = new Set<ServerResponse>();
   let stopping = false;

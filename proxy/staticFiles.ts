@@ -1,11 +1,15 @@
 // Everything that is not forwarded is a file under www/public, served by `send` (the library Express
 // uses: conditional GET, Range, ETag, index.html, and its path checks: decode → NUL → `..` → dotfiles).
-// Failures get Apache's page and an error.log line; a missing file is logged as Windows Apache did.
-import type { IncomingMessage, ServerResponse } from 'node:http';
+// What send found (a small file with its headers, or a missing path) is remembered in the StaticCache
+// and answered from memory next time. Failures get Apache's page and an error.log line; a missing file
+// is logged as Windows Apache did.
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import fresh from 'fresh';
 import { join } from 'node:path';
 import send from 'send';
 import { sendErrorPage } from './errorPages.ts';
 import { clientOf, type ErrorLog } from './errorLog.ts';
+import type { CacheEntry, StaticCache } from './staticCache.ts';
 
 /** The OS status the observed Windows deployment logged for a missing file (Apache's %E). */
 export const FILE_NOT_FOUND_STATUS = '(OS 2)The system cannot find the file specified.  ';
@@ -19,7 +23,10 @@ interface SendError extends Error {
   headers?: Record<string, string>;
 }
 
-export function staticFiles(root: string, errorLog: ErrorLog) {
+/** What a 304 repeats of the 200 (RFC 9110 §15.4.5). */
+const NOT_MODIFIED_HEADERS = ['etag', 'last-modified', 'cache-control'] as const;
+
+export function staticFiles(root: string, errorLog: ErrorLog, cache: StaticCache) {
   /** Where a URL path points under the root, for the log line only (send does the real resolution). */
   function fileFor(urlPath: string): string {
     try {
@@ -39,14 +46,9 @@ export function staticFiles(root: string, errorLog: ErrorLog) {
     const status = err.status ?? 500;
     const client = clientOf(req.socket);
     if (status === 404) {
-      errorLog.write({
-        module: 'core',
-        level: 'info',
-        status: FILE_NOT_FOUND_STATUS,
-        client,
-        message: `AH00128: File does not exist: ${err.path ?? fileFor(urlPath)}`,
-        requestId,
-      });
+      const file = err.path ?? fileFor(urlPath);
+      if (err.code === 'ENOENT' && err.path) cache.rememberMissing(urlPath, file);
+      return notFound(req, res, file, requestId, err.headers);
     } else if (status >= 500) {
       errorLog.write({ module: 'core', level: 'error', status: `(${err.code ?? 'EIO'})${err.message}`, client, message: `Cannot serve ${urlPath}`, requestId });
     } else {
@@ -57,14 +59,54 @@ export function staticFiles(root: string, errorLog: ErrorLog) {
     sendErrorPage(res, status, err.headers);
   }
 
+  function notFound(req: IncomingMessage, res: ServerResponse, file: string, requestId: string, headers?: Record<string, string>): void {
+    errorLog.write({
+      module: 'core',
+      level: 'info',
+      status: FILE_NOT_FOUND_STATUS,
+      client: clientOf(req.socket),
+      message: `AH00128: File does not exist: ${file}`,
+      requestId,
+    });
+    for (const name of res.getHeaderNames()) if (name !== 'x-request-id') res.removeHeader(name);
+    sendErrorPage(res, 404, headers);
+  }
+
+  function serveCached(req: IncomingMessage, res: ServerResponse, entry: Extract<CacheEntry, { kind: 'file' }>): void {
+    const { headers } = entry;
+    if (fresh(req.headers, { etag: headers.etag as string, 'last-modified': headers['last-modified'] as string })) {
+      const notModified: OutgoingHttpHeaders = {};
+      for (const name of NOT_MODIFIED_HEADERS) notModified[name] = headers[name];
+      res.writeHead(304, notModified);
+      res.end();
+      return;
+    }
+    res.writeHead(200, headers);
+    res.end(req.method === 'HEAD' ? undefined : entry.body);
+  }
+
   return function serveStatic(req: IncomingMessage, res: ServerResponse, urlPath: string, requestId: string): void {
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       errorLog.write({ module: 'core', level: 'info', client: clientOf(req.socket), message: `Method ${req.method} not allowed for ${urlPath}`, requestId });
       sendErrorPage(res, 405, { Allow: ALLOWED_METHODS });
       return;
     }
+    const cached = cache.get(urlPath);
+    if (cached?.kind === 'missing') return notFound(req, res, cached.file, requestId);
+    // Ranges are rare: send answers them from the file.
+    if (cached?.kind === 'file' && req.headers.range === undefined) return serveCached(req, res, cached);
+
+    let file: string | undefined;
     send(req, urlPath, { root, dotfiles: 'ignore', index: ['index.html'] })
       .on('error', (err: SendError) => fail(req, res, urlPath, requestId, err))
+      .on('file', (path: string) => (file = path))
+      .on('stream', () => {
+        if (file && res.statusCode === 200 && req.headers.range === undefined) {
+          const headers = res.getHeaders();
+          delete headers['x-request-id'];
+          cache.rememberFile(urlPath, file, headers);
+        }
+      })
       .pipe(res);
   };
 }

@@ -65,6 +65,43 @@ describe('static files from www/public', function () {
     });
   }
 
+  describe('when files are served from memory', function () {
+    it('serves a favicon added after it was found missing (the miss is not kept)', async function () {
+      expect((await get(stack.url, '/late.ico')).status).to.equal(404);
+      expect((await get(stack.url, '/late.ico')).status).to.equal(404); // answered from memory, and still logged
+      const logged = () => readLog(sandbox, 'error.log').filter((l) => l.includes(`File does not exist: ${join(sandbox.publicDir, 'late.ico')}`));
+      await eventually(() => (logged().length === 2 ? true : undefined), 2000, 'a log line for each miss');
+      writeFileSync(join(sandbox.publicDir, 'late.ico'), Buffer.from([0, 0, 1, 0, 9]));
+      const reply = await eventually(async () => {
+        const r = await get(stack.url, '/late.ico');
+        return r.status === 200 ? r : undefined;
+      }, 2000, 'the new file');
+      expect(reply.headers['content-length']).to.equal('5');
+    });
+
+    it('serves the new content after a file changes', async function () {
+      writeFileSync(join(sandbox.publicDir, 'page.html'), 'first\n');
+      expect((await get(stack.url, '/page.html')).body).to.equal('first\n');
+      expect((await get(stack.url, '/page.html')).body).to.equal('first\n'); // now from memory
+      writeFileSync(join(sandbox.publicDir, 'page.html'), 'second version\n');
+      await eventually(async () => ((await get(stack.url, '/page.html')).body === 'second version\n' ? true : undefined), 2000, 'the change');
+    });
+
+    it('answers HEAD with the headers only, and a matching If-None-Match with 304', async function () {
+      writeFileSync(join(sandbox.publicDir, 'head.txt'), 'body text\n');
+      const first = await get(stack.url, '/head.txt');
+      await get(stack.url, '/head.txt');
+      const head = await get(stack.url, '/head.txt', { method: 'HEAD' });
+      expect(head.status).to.equal(200);
+      expect(head.body).to.equal('');
+      expect(head.headers['content-length']).to.equal('10');
+      expect(head.headers.etag).to.equal(first.headers.etag);
+      const conditional = await get(stack.url, '/head.txt', { headers: { 'If-None-Match': first.headers.etag as string } });
+      expect(conditional.status).to.equal(304);
+      expect(conditional.headers.etag).to.equal(first.headers.etag);
+    });
+  });
+
   it('answers a malformed escape with 400', async function () {
     expect((await get(stack.url, '/%E0%A4%A')).status).to.equal(400);
   });
