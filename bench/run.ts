@@ -1,6 +1,7 @@
-// `npm run bench`: the four observed paths through extqs and, when nginx is installed, through nginx in
-// front of the same host, interleaved (A B A B A B) so drift cancels; then reload latency under load and
-// memory over 1,000 reloads. Prints a table and writes bench/results/<time>.json.
+// `npm run bench`: the four observed paths through extqs (with each forwarding engine) and, when nginx is
+// installed, through nginx in front of the same host, interleaved (A B C A B C …) so drift cancels; then
+// reload latency under load and memory over 1,000 reloads. Prints a table and writes
+// bench/results/<time>.json. The ratio column is the default engine (undici) against nginx.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { execFileSync } from 'node:child_process';
@@ -155,9 +156,18 @@ async function main(): Promise<void> {
   try {
     const host = await startProcess('host/main.ts', ['--www', sandbox.www, '--logs', sandbox.logs, '--socket', socket, '--workers', WORKERS]);
     processes.push(host);
-    const proxy = await startProcess('proxy/main.ts', ['--port', '0', '--listen', '127.0.0.1', '--www', sandbox.www, '--logs', sandbox.logs, '--upstream', `unix:${socket}`]);
+    const proxyArgs = (forwarder: string, logs: string) => {
+      mkdirSync(logs, { recursive: true });
+      return ['--port', '0', '--listen', '127.0.0.1', '--www', sandbox.www, '--logs', logs, '--upstream', `unix:${socket}`, '--forwarder', forwarder];
+    };
+    const proxy = await startProcess('proxy/main.ts', proxyArgs('undici', sandbox.logs));
     processes.push(proxy);
-    const fronts: { name: 'extqs' | 'nginx'; url: string }[] = [{ name: 'extqs', url: proxy.url }];
+    const httpProxy = await startProcess('proxy/main.ts', proxyArgs('http-proxy', join(sandbox.dir, 'logs-http-proxy')));
+    processes.push(httpProxy);
+    const fronts: { name: 'extqs' | 'extqs-http-proxy' | 'nginx'; url: string }[] = [
+      { name: 'extqs', url: proxy.url },
+      { name: 'extqs-http-proxy', url: httpProxy.url },
+    ];
     if (hasNginx()) {
       const nginxDir = join(sandbox.dir, 'nginx');
       mkdirSync(nginxDir);
@@ -171,10 +181,11 @@ async function main(): Promise<void> {
     const results: Record<string, Record<string, LoadResult[]>> = {};
     for (const scenario of SCENARIOS) {
       results[scenario.name] = {};
-      for (const front of fronts) await runLoad(front.url + scenario.path, scenario.expected[front.name], 1); // warm-up
+      const expectedOf = (front: (typeof fronts)[number]) => scenario.expected[front.name === 'nginx' ? 'nginx' : 'extqs'];
+      for (const front of fronts) await runLoad(front.url + scenario.path, expectedOf(front), 1); // warm-up
       for (let round = 0; round < ROUNDS; round++) {
         for (const front of fronts) {
-          const result = await runLoad(front.url + scenario.path, scenario.expected[front.name], SECONDS);
+          const result = await runLoad(front.url + scenario.path, expectedOf(front), SECONDS);
           (results[scenario.name][front.name] ??= []).push(result);
           process.stderr.write(`${scenario.name} / ${front.name} round ${round + 1}: ${Math.round(result.requestsPerSecond)} req/s\n`);
         }
@@ -195,19 +206,22 @@ async function main(): Promise<void> {
         };
       };
       const extqs = summary('extqs')!;
+      const viaHttpProxy = summary('extqs-http-proxy')!;
       const nginxSummary = summary('nginx');
       const ratio = nginxSummary ? extqs.requestsPerSecond / nginxSummary.requestsPerSecond : undefined;
-      return { scenario: scenario.name, target: scenario.target, extqs, nginx: nginxSummary, ratio, met: ratio === undefined ? undefined : ratio >= scenario.target };
+      const httpProxyRatio = nginxSummary ? viaHttpProxy.requestsPerSecond / nginxSummary.requestsPerSecond : undefined;
+      return { scenario: scenario.name, target: scenario.target, extqs, httpProxy: viaHttpProxy, nginx: nginxSummary, ratio, httpProxyRatio, met: ratio === undefined ? undefined : ratio >= scenario.target };
     });
 
     const pad = (text: string, width: number) => text.padEnd(width);
     const lines = [
-      `${pad('scenario', 24)}${pad('extqs req/s', 13)}${pad('p50/p99 ms', 12)}${pad('nginx req/s', 13)}${pad('ratio', 8)}${pad('target', 8)}unexpected/errors`,
+      `${pad('scenario', 24)}${pad('extqs req/s', 13)}${pad('p50/p99 ms', 12)}${pad('nginx req/s', 13)}${pad('ratio', 8)}${pad('target', 10)}${pad('unexp/err', 11)}http-proxy engine`,
       ...rows.map(
         (r) =>
           `${pad(r.scenario, 24)}${pad(String(Math.round(r.extqs.requestsPerSecond)), 13)}${pad(`${r.extqs.p50}/${r.extqs.p99}`, 12)}` +
           `${pad(r.nginx ? String(Math.round(r.nginx.requestsPerSecond)) : '-', 13)}${pad(r.ratio ? r.ratio.toFixed(2) : '-', 8)}` +
-          `${pad(`${r.target}${r.met === undefined ? '' : r.met ? ' ok' : ' MISS'}`, 8)}${r.extqs.unexpected}/${r.extqs.errors}`,
+          `${pad(`${r.target}${r.met === undefined ? '' : r.met ? ' ok' : ' MISS'}`, 10)}${pad(`${r.extqs.unexpected}/${r.extqs.errors}`, 11)}` +
+          `${Math.round(r.httpProxy.requestsPerSecond)} req/s${r.httpProxyRatio ? ` (${r.httpProxyRatio.toFixed(2)})` : ''}`,
       ),
       `reload latency p50 ${reload.reloadP50Ms.toFixed(1)} ms, p99 ${reload.reloadP99Ms.toFixed(1)} ms (target 100), failed requests ${reload.failedDuringReloads} (target 0)`,
       `host RSS ${reload.rssBeforeMb.toFixed(1)} MB -> ${reload.rssAfterMb.toFixed(1)} MB over ${RELOADS_FOR_MEMORY} reloads: ${reload.rssGrowthMb.toFixed(1)} MB (target 10)`,

@@ -126,7 +126,7 @@ export function createHostApp({ registry, log, stats, limit, poolStatus, onReque
     try {
       const result = await controller.handler(context);
       if (overran) return;
-      return await sendResult(reply, result);
+      return sendResult(reply, result);
     } catch (err) {
       if (overran) return;
       counters.errors += 1;

@@ -1,14 +1,16 @@
-// Sends what a controller returned (DESIGN.md §5): a Response as it is, a string as text/html (PHP's
-// echo), anything else as JSON.
+// Sends what a controller returned (DESIGN.md §5): a Response as it is (its body streamed), a string as
+// text/html (PHP's echo), anything else as JSON.
+import { Readable } from 'node:stream';
+import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import type { FastifyReply } from 'fastify';
 
-export async function sendResult(reply: FastifyReply, result: unknown): Promise<FastifyReply> {
+export function sendResult(reply: FastifyReply, result: unknown): FastifyReply {
   if (result instanceof Response) {
     reply.code(result.status);
     result.headers.forEach((value, key) => {
       reply.header(key, value);
     });
-    return reply.send(Buffer.from(await result.arrayBuffer()));
+    return reply.send(result.body ? Readable.fromWeb(result.body as WebReadableStream) : '');
   }
   if (result === undefined || result === null) {
     return reply.type('text/html; charset=UTF-8').send('');

@@ -17,6 +17,7 @@ const USAGE = `usage: extqs start [options]
   --max-requests       MAX_REQUESTS        recycle a host worker after N requests (default 0 = never)
   --max-execution-time MAX_EXECUTION_TIME  seconds a controller may run, then 504 (default 30, 0 = no limit)
   --upstream-timeout   UPSTREAM_TIMEOUT    seconds the proxy waits for the host's headers (default: max-execution-time)
+  --forwarder          FORWARDER           the proxy's forwarding engine: undici (default) or http-proxy
 `;
 
 function fail(message: string, code: number): never {
@@ -47,7 +48,7 @@ async function start(argv: string[]): Promise<void> {
     script: 'proxy/main.ts',
     args: [
       ...['--port', String(config.port), '--listen', config.listen, '--www', config.www, '--logs', config.logs],
-      ...['--upstream', `unix:${socket}`, '--upstream-timeout', String(config.upstreamTimeout)],
+      ...['--upstream', `unix:${socket}`, '--upstream-timeout', String(config.upstreamTimeout), '--forwarder', config.forwarder],
     ],
     onReady: (url) => process.stdout.write(`${readyLine(url)}\n`),
     onEvent: say,

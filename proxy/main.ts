@@ -27,6 +27,7 @@ async function main(): Promise<void> {
     staticCache,
     upstream: config.upstream,
     upstreamTimeoutMs: config.upstreamTimeout * 1000,
+    forwarder: config.forwarder,
     accessLog,
     errorLog,
   });

@@ -3,11 +3,12 @@
 import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { join } from 'node:path';
-import type { Upstream } from '../common/config.ts';
+import type { Forwarder, Upstream } from '../common/config.ts';
 import type { AccessLog } from './accessLog.ts';
 import { errorPage, sendErrorPage } from './errorPages.ts';
 import { clientOf, type ErrorLog } from './errorLog.ts';
-import { createForwarder } from './forward.ts';
+import { createHttpProxyForwarder } from './forwardHttpProxy.ts';
+import { createUndiciForwarder } from './forwardUndici.ts';
 import { requestIdOf } from './requestId.ts';
 import { routeRequest } from './route.ts';
 import type { StaticCache } from './staticCache.ts';
@@ -18,6 +19,7 @@ export interface ProxyOptions {
   upstream: Upstream;
   /** 0 = wait for the host's headers as long as it takes. */
   upstreamTimeoutMs: number;
+  forwarder: Forwarder;
   /** Small files and misses of www/public (watched by the caller). */
   staticCache: StaticCache;
   accessLog: AccessLog;
@@ -34,8 +36,10 @@ export interface ProxyServer {
   stop(graceMs: number): Promise<void>;
 }
 
-export function createProxyServer({ www, upstream, upstreamTimeoutMs, staticCache, accessLog, errorLog }: ProxyOptions): ProxyServer {
-  const forward = createForwarder(upstream, errorLog, upstreamTimeoutMs);
+const ENGINES = { undici: createUndiciForwarder, 'http-proxy': createHttpProxyForwarder } as const;
+
+export function createProxyServer({ www, upstream, upstreamTimeoutMs, forwarder, staticCache, accessLog, errorLog }: ProxyOptions): ProxyServer {
+  const forward = ENGINES[forwarder]({ upstream, errorLog, upstreamTimeoutMs });
   const serveStatic = staticFiles(join(www, 'public'), errorLog, staticCache);
 
   const open = new Set<ServerResponse>();

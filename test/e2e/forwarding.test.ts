@@ -1,10 +1,12 @@
-// What crosses the proxy on the way to the host and back: the pitfalls of http-proxy 1.18.1 handled.
+// What crosses the proxy on the way to the host and back, for each forwarding engine (the same
+// conformance suite for both): headers, failures and their status codes, clients that leave.
 import { connect } from 'node:net';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { get } from '../helpers/http.ts';
-import { eventually, makeSandbox, readLog, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
+import { FORWARDERS } from '../../common/config.ts';
+import { eventually, makeSandbox, readLog, startProcess, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
 
 /** Sends `raw` bytes (ending in `Connection: close`) and resolves with all the server sent until it closed. */
 function rawExchange(url: string, raw: string): Promise<string> {
@@ -19,109 +21,206 @@ function rawExchange(url: string, raw: string): Promise<string> {
   });
 }
 
-describe('forwarding to the host', function () {
-  let sandbox: Sandbox;
-  let stack: Running;
+for (const forwarder of FORWARDERS) {
+  describe(`forwarding to the host (${forwarder})`, function () {
+    let sandbox: Sandbox;
+    let stack: Running;
 
-  before(async function () {
-    sandbox = makeSandbox();
-    writeFileSync(join(sandbox.controllers, 'Headers.ts'), `export default ({ headers, requestId }: any) => ({ headers, requestId });\n`);
-    stack = await startStack(sandbox);
-  });
-
-  after(async function () {
-    await stack?.stop();
-    sandbox?.remove();
-  });
-
-  it('survives a Trailer header on a GET (node-http-proxy #1647) and keeps serving', async function () {
-    const response = await rawExchange(stack.url, 'GET /External/Headers HTTP/1.1\r\nHost: x\r\nTrailer: cookie\r\nConnection: close\r\n\r\n');
-    expect(response).to.match(/^HTTP\/1\.1 200 OK\r\n/);
-    expect(response).not.to.match(/"trailer"/);
-    expect((await get(stack.url, '/External/Headers')).status).to.equal(200);
-  });
-
-  it('replaces client-sent X-Forwarded-* with its own', async function () {
-    const reply = await get(stack.url, '/External/Headers', {
-      headers: { 'X-Forwarded-For': '6.6.6.6', 'X-Forwarded-Host': 'evil.example', 'X-Forwarded-Proto': 'https', Host: 'service.example' },
+    before(async function () {
+      sandbox = makeSandbox();
+      writeFileSync(join(sandbox.controllers, 'Headers.ts'), `export default ({ headers, requestId }: any) => ({ headers, requestId });\n`);
+      stack = await startStack(sandbox, ['--workers', '1', '--forwarder', forwarder]);
     });
-    const { headers } = JSON.parse(reply.body);
-    expect(headers['x-forwarded-for']).to.equal('127.0.0.1');
-    expect(headers['x-forwarded-proto']).to.equal('http');
-    expect(headers['x-forwarded-host']).to.equal('service.example');
+
+    after(async function () {
+      await stack?.stop();
+      sandbox?.remove();
+    });
+
+    it('survives a Trailer header on a GET (node-http-proxy #1647) and keeps serving', async function () {
+      const response = await rawExchange(stack.url, 'GET /External/Headers HTTP/1.1\r\nHost: x\r\nTrailer: cookie\r\nConnection: close\r\n\r\n');
+      expect(response).to.match(/^HTTP\/1\.1 200 OK\r\n/);
+      expect(response).not.to.match(/"trailer"/);
+      expect((await get(stack.url, '/External/Headers')).status).to.equal(200);
+    });
+
+    it('replaces client-sent X-Forwarded-* with its own', async function () {
+      const reply = await get(stack.url, '/External/Headers', {
+        headers: { 'X-Forwarded-For': '6.6.6.6', 'X-Forwarded-Host': 'evil.example', 'X-Forwarded-Proto': 'https', Host: 'service.example' },
+      });
+      const { headers } = JSON.parse(reply.body);
+      expect(headers['x-forwarded-for']).to.equal('127.0.0.1');
+      expect(headers['x-forwarded-proto']).to.equal('http');
+      expect(headers['x-forwarded-host']).to.equal('service.example');
+    });
+
+    it('does not forward hop-by-hop headers, nor those the Connection header names', async function () {
+      const reply = await get(stack.url, '/External/Headers', { headers: { Connection: 'keep-alive, X-Secret-Hop', 'X-Secret-Hop': '1', 'Keep-Alive': 'timeout=1', TE: 'trailers' } });
+      const { headers } = JSON.parse(reply.body);
+      expect(headers).not.to.have.property('x-secret-hop');
+      expect(headers).not.to.have.property('keep-alive');
+      expect(headers).not.to.have.property('te');
+    });
+
+    it("does not pass the host's keep-alive terms to the client", async function () {
+      const reply = await get(stack.url, '/External/Headers', { headers: { Connection: 'keep-alive' } });
+      // The host advertises its own, longer timeout (keep-alive: timeout=75); it must not reach the client.
+      expect(reply.headers['keep-alive']).to.be.oneOf([undefined, 'timeout=5']); // the proxy's own, or none
+      expect(reply.headers.connection).to.equal('keep-alive');
+    });
+
+    it('gives the host and the client the same request id, keeping a well-formed incoming one', async function () {
+      const generated = await get(stack.url, '/External/Headers');
+      expect(JSON.parse(generated.body).requestId).to.equal(generated.headers['x-request-id']);
+      const kept = await get(stack.url, '/External/Headers', { headers: { 'X-Request-Id': 'lb-1234.abc' } });
+      expect(kept.headers['x-request-id']).to.equal('lb-1234.abc');
+      expect(JSON.parse(kept.body).requestId).to.equal('lb-1234.abc');
+      const replaced = await get(stack.url, '/External/Headers', { headers: { 'X-Request-Id': 'bad id with spaces' } });
+      expect(replaced.headers['x-request-id']).to.match(/^[0-9a-f-]{36}$/);
+    });
+
+    it('serves /External/../favicon.ico as the favicon, not as a controller', async function () {
+      const response = await rawExchange(stack.url, 'GET /External/../favicon.ico HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+      expect(response).to.match(/^HTTP\/1\.1 404 Not Found\r\n/);
+    });
+
+    it('never answers a pipelined request with the 400 meant for a malformed one after it', async function () {
+      writeFileSync(join(sandbox.controllers, 'Slowish.ts'), `export default () => new Promise((r) => setTimeout(() => r('slowish'), 300));\n`);
+      const response = await rawExchange(stack.url, 'GET /External/Slowish HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/1.1\r\nBad Header\r\n\r\n');
+      expect(response).not.to.match(/^HTTP\/1\.1 400/);
+    });
+
+    it('answers a malformed request with 400 and stays up', async function () {
+      const response = await rawExchange(stack.url, 'GET / HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n');
+      expect(response).to.match(/^HTTP\/1\.1 400 Bad Request\r\n/);
+      expect((await get(stack.url, '/External/Headers')).status).to.equal(200);
+    });
   });
 
-  it('does not forward hop-by-hop headers, nor those the Connection header names', async function () {
-    const reply = await get(stack.url, '/External/Headers', { headers: { Connection: 'keep-alive, X-Secret-Hop', 'X-Secret-Hop': '1', 'Keep-Alive': 'timeout=1', TE: 'trailers' } });
-    const { headers } = JSON.parse(reply.body);
-    expect(headers).not.to.have.property('x-secret-hop');
-    expect(headers).not.to.have.property('keep-alive');
-    expect(headers).not.to.have.property('te');
+  describe(`when the client goes away before the answer (${forwarder})`, function () {
+    let sandbox: Sandbox;
+    let stack: Running;
+
+    before(async function () {
+      sandbox = makeSandbox();
+      stack = await startStack(sandbox, ['--workers', '1', '--forwarder', forwarder]);
+    });
+
+    after(async function () {
+      await stack?.stop();
+      sandbox?.remove();
+    });
+
+    it("aborts the host's request, so the controller's signal fires", async function () {
+      const marker = join(sandbox.dir, 'aborted.txt');
+      writeFileSync(
+        join(sandbox.controllers, 'Patient.ts'),
+        `import { writeFileSync } from 'node:fs';
+  export default ({ signal }: any) => new Promise((resolve) => {
+    const timer = setTimeout(() => resolve('too late'), 10_000);
+    signal.addEventListener('abort', () => { clearTimeout(timer); writeFileSync(${JSON.stringify(marker)}, 'aborted'); resolve('gone'); });
+  });\n`,
+      );
+      const { hostname, port } = new URL(stack.url);
+      const socket = connect(Number(port), hostname, () => socket.write('GET /External/Patient HTTP/1.1\r\nHost: x\r\n\r\n'));
+      await eventually(() => (readLog(sandbox, 'host.log').some((l) => l.includes('Loaded controller Patient')) ? true : undefined), 3000, 'the request to reach the controller');
+      socket.destroy();
+      expect(await eventually(() => (existsSync(marker) ? readFileSync(marker, 'utf8') : undefined), 3000, 'the abort')).to.equal('aborted');
+    });
   });
 
-  it("does not pass the host's keep-alive terms to the client", async function () {
-    const reply = await get(stack.url, '/External/Headers', { headers: { Connection: 'keep-alive' } });
-    // The host advertises its own, longer timeout (keep-alive: timeout=75); it must not reach the client.
-    expect(reply.headers['keep-alive']).to.equal(undefined);
-    expect(reply.headers.connection).to.equal('keep-alive');
+  describe(`forwarding failures (${forwarder})`, function () {
+    let sandbox: Sandbox;
+    let stack: Running;
+
+    before(async function () {
+      sandbox = makeSandbox();
+      stack = await startStack(sandbox, ['--workers', '1', '--forwarder', forwarder, '--max-execution-time', '1']);
+    });
+
+    after(async function () {
+      await stack?.stop();
+      sandbox?.remove();
+    });
+
+    const errorLine = (id: string) => eventually(() => readLog(sandbox, 'error.log').find((l) => l.includes(id)), 3000, 'the error.log line');
+
+    it('answers 500 with "End of script output before headers" when the host ends a request without headers', async function () {
+      const reply = await get(stack.url, '/External/Latest?sn=1&no=');
+      expect(reply.status).to.equal(500);
+      expect(reply.body).to.contain('<title>500 Internal Server Error</title>');
+      const line = await errorLine(reply.headers['x-request-id'] as string);
+      expect(line).to.contain('(ECONNRESET)');
+      expect(line).to.contain('End of script output before headers: /External/Latest');
+    });
+
+    it('answers 504 naming the controller and the limit when no headers come in time', async function () {
+      writeFileSync(join(sandbox.controllers, 'Never.ts'), `export default () => new Promise(() => {});\n`);
+      const reply = await get(stack.url, '/External/Never');
+      expect(reply.status).to.equal(504);
+      const line = await errorLine(reply.headers['x-request-id'] as string);
+      expect(line).to.contain('Timeout waiting for output from controller Never (/External/Never)');
+      expect(line).to.contain('max_execution_time 1 s');
+    });
+
+    it('cuts the client, never leaves it hanging, when the host dies in the middle of a body', async function () {
+      writeFileSync(
+        join(sandbox.controllers, 'DiesMidBody.ts'),
+        `export default () => new Response(new ReadableStream({ start(c) { c.enqueue(new TextEncoder().encode('partial')); setTimeout(() => process.kill(process.pid, 'SIGKILL'), 100); } }));\n`,
+      );
+      const outcome = await get(stack.url, '/External/DiesMidBody').then(
+        (reply) => `complete ${reply.status} ${reply.body}`,
+        (err: NodeJS.ErrnoException) => `cut ${err.code ?? err.message}`,
+      );
+      expect(outcome).to.match(/^cut /);
+      // The pool replaces the worker; requests are answered again.
+      writeFileSync(join(sandbox.controllers, 'Alive.ts'), `export default () => 'alive';\n`);
+      await eventually(async () => ((await get(stack.url, '/External/Alive')).body === 'alive' ? true : undefined), 10_000, 'service again');
+    });
+
+    it('forwards a request body and answers it', async function () {
+      writeFileSync(join(sandbox.controllers, 'Method.ts'), `export default ({ method, headers }: any) => ({ method, length: headers['content-length'] ?? null });\n`);
+      const { request } = await import('node:http');
+      const { hostname, port } = new URL(stack.url);
+      const reply = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const req = request({ host: hostname, port, path: '/External/Method', method: 'POST', agent: false, headers: { 'content-type': 'application/json' } }, (res) => {
+          let body = '';
+          res.on('data', (c) => (body += c));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+        });
+        req.on('error', reject);
+        req.write('{"a":');
+        req.end('1}'); // chunked: no Content-Length from the client
+      });
+      expect(reply.status).to.equal(200);
+      expect(JSON.parse(reply.body).method).to.equal('POST');
+    });
   });
 
-  it('gives the host and the client the same request id, keeping a well-formed incoming one', async function () {
-    const generated = await get(stack.url, '/External/Headers');
-    expect(JSON.parse(generated.body).requestId).to.equal(generated.headers['x-request-id']);
-    const kept = await get(stack.url, '/External/Headers', { headers: { 'X-Request-Id': 'lb-1234.abc' } });
-    expect(kept.headers['x-request-id']).to.equal('lb-1234.abc');
-    expect(JSON.parse(kept.body).requestId).to.equal('lb-1234.abc');
-    const replaced = await get(stack.url, '/External/Headers', { headers: { 'X-Request-Id': 'bad id with spaces' } });
-    expect(replaced.headers['x-request-id']).to.match(/^[0-9a-f-]{36}$/);
-  });
+  describe(`a host that cannot be reached (${forwarder})`, function () {
+    let sandbox: Sandbox;
+    let proxy: Running;
+    const socket = () => join(sandbox.dir, 'nobody-listens.sock');
 
-  it('serves /External/../favicon.ico as the favicon, not as a controller', async function () {
-    const response = await rawExchange(stack.url, 'GET /External/../favicon.ico HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
-    expect(response).to.match(/^HTTP\/1\.1 404 Not Found\r\n/);
-  });
+    before(async function () {
+      sandbox = makeSandbox();
+      proxy = await startProcess('proxy/main.ts', ['--port', '0', '--listen', '127.0.0.1', '--www', sandbox.www, '--logs', sandbox.logs, '--upstream', `unix:${socket()}`, '--forwarder', forwarder]);
+    });
 
-  it('never answers a pipelined request with the 400 meant for a malformed one after it', async function () {
-    writeFileSync(join(sandbox.controllers, 'Slowish.ts'), `export default () => new Promise((r) => setTimeout(() => r('slowish'), 300));\n`);
-    const response = await rawExchange(stack.url, 'GET /External/Slowish HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/1.1\r\nBad Header\r\n\r\n');
-    expect(response).not.to.match(/^HTTP\/1\.1 400/);
-  });
+    after(async function () {
+      await proxy?.stop();
+      sandbox?.remove();
+    });
 
-  it('answers a malformed request with 400 and stays up', async function () {
-    const response = await rawExchange(stack.url, 'GET / HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n');
-    expect(response).to.match(/^HTTP\/1\.1 400 Bad Request\r\n/);
-    expect((await get(stack.url, '/External/Headers')).status).to.equal(200);
+    it('answers 503 and logs a connect failure naming the upstream', async function () {
+      const reply = await get(proxy.url, '/External/Latest?sn=1&no=');
+      expect(reply.status).to.equal(503);
+      expect(reply.body).to.contain('<title>503 Service Unavailable</title>');
+      const id = reply.headers['x-request-id'] as string;
+      const line = await eventually(() => readLog(sandbox, 'error.log').find((l) => l.includes(id)), 3000, 'error.log line');
+      expect(line).to.contain('[proxy:error]');
+      expect(line).to.contain(`attempt to connect to upstream unix:${socket()} failed`);
+      expect(line).to.contain('[client 127.0.0.1:');
+    });
   });
-});
-
-describe('when the client goes away before the answer', function () {
-  let sandbox: Sandbox;
-  let stack: Running;
-
-  before(async function () {
-    sandbox = makeSandbox();
-    stack = await startStack(sandbox);
-  });
-
-  after(async function () {
-    await stack?.stop();
-    sandbox?.remove();
-  });
-
-  it("aborts the host's request, so the controller's signal fires", async function () {
-    const marker = join(sandbox.dir, 'aborted.txt');
-    writeFileSync(
-      join(sandbox.controllers, 'Patient.ts'),
-      `import { writeFileSync } from 'node:fs';
-export default ({ signal }: any) => new Promise((resolve) => {
-  const timer = setTimeout(() => resolve('too late'), 10_000);
-  signal.addEventListener('abort', () => { clearTimeout(timer); writeFileSync(${JSON.stringify(marker)}, 'aborted'); resolve('gone'); });
-});\n`,
-    );
-    const { hostname, port } = new URL(stack.url);
-    const socket = connect(Number(port), hostname, () => socket.write('GET /External/Patient HTTP/1.1\r\nHost: x\r\n\r\n'));
-    await eventually(() => (readLog(sandbox, 'host.log').some((l) => l.includes('Loaded controller Patient')) ? true : undefined), 3000, 'the request to reach the controller');
-    socket.destroy();
-    expect(await eventually(() => (existsSync(marker) ? readFileSync(marker, 'utf8') : undefined), 3000, 'the abort')).to.equal('aborted');
-  });
-});
+}

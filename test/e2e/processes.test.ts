@@ -39,33 +39,6 @@ describe('the host process on its own', function () {
   });
 });
 
-describe('the proxy with no host behind it', function () {
-  let sandbox: Sandbox;
-  let proxy: Running;
-  const socket = () => join(sandbox.dir, 'nobody-listens.sock');
-
-  before(async function () {
-    sandbox = makeSandbox();
-    proxy = await startProcess('proxy/main.ts', ['--port', '0', '--listen', '127.0.0.1', '--www', sandbox.www, '--logs', sandbox.logs, '--upstream', `unix:${socket()}`]);
-  });
-
-  after(async function () {
-    await proxy?.stop();
-    sandbox?.remove();
-  });
-
-  it('answers 503 and logs a connect failure naming the upstream', async function () {
-    const reply = await get(proxy.url, '/External/Latest?sn=1&no=');
-    expect(reply.status).to.equal(503);
-    expect(reply.body).to.contain('<title>503 Service Unavailable</title>');
-    const id = reply.headers['x-request-id'] as string;
-    const line = await eventually(() => readLog(sandbox, 'error.log').find((l) => l.includes(id)), 3000, 'error.log line');
-    expect(line).to.contain('[proxy:error]');
-    expect(line).to.contain(`attempt to connect to upstream unix:${socket()} failed`);
-    expect(line).to.contain('[client 127.0.0.1:');
-  });
-});
-
 describe('start-up validation', function () {
   let sandbox: Sandbox;
   before(() => (sandbox = makeSandbox()));

@@ -84,6 +84,7 @@ describe('config', () => {
         maxRequests: 0,
         maxExecutionTime: 30,
         upstreamTimeout: 30,
+        forwarder: 'undici',
       });
     });
   });
@@ -97,6 +98,11 @@ describe('config', () => {
     it('lets the proxy wait as long as a controller may run, unless --upstream-timeout says otherwise', () => {
       expect(readConfig(['--max-execution-time', '7'], {}, cwd).upstreamTimeout).to.equal(7);
       expect(readConfig(['--max-execution-time', '7', '--upstream-timeout', '9'], {}, cwd).upstreamTimeout).to.equal(9);
+    });
+
+    it('chooses the forwarding engine, and rejects an unknown one naming the choices', () => {
+      expect(readConfig(['--forwarder', 'http-proxy'], {}, cwd).forwarder).to.equal('http-proxy');
+      expect(() => readConfig([], { FORWARDER: 'nginx' }, cwd)).to.throw(ConfigError, '--forwarder (FORWARDER) must be one of undici, http-proxy, got "nginx"');
     });
 
     it('rejects 0 workers, naming the setting, the value and the range', () => {

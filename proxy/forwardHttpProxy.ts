@@ -1,0 +1,79 @@
+// The http-proxy engine (the design's choice) over a keep-alive agent. http-proxy 1.18.1 is
+// unmaintained; what it lacks is made up here: a deadline of our own (its proxyTimeout looks like a
+// reset), the upstream request destroyed when the client leaves (it only listens for 'aborted', which
+// a finished GET never emits), hop-by-hop response fields removed, and a client not left hanging when
+// the host dies mid-body.
+import { Agent, type ClientRequest, type IncomingMessage, type ServerResponse } from 'node:http';
+import httpProxy from 'http-proxy';
+import { countBodyBytes } from './accessLog.ts';
+import { failures, IDLE_UPSTREAM_SOCKET_MS, removeHopByHop, requestPasses, type Forward, type ForwarderOptions } from './forwarding.ts';
+
+export function createHttpProxyForwarder(options: ForwarderOptions): Forward {
+  const { upstream, upstreamTimeoutMs } = options;
+  const fail = failures(options);
+  // `timeout` is what makes the agent drop idle sockets; Node sets it on busy sockets too, where it only
+  // emits 'timeout', which nothing here listens to (the response deadline is our own timer below).
+  const agent = new Agent({ keepAlive: true, maxSockets: 512, maxFreeSockets: 256, scheduling: 'lifo', timeout: IDLE_UPSTREAM_SOCKET_MS });
+  const target = upstream.kind === 'unix' ? { socketPath: upstream.path } : { host: upstream.host, port: upstream.port, protocol: 'http:' };
+  const proxy = httpProxy.createProxyServer({ agent, xfwd: false, ws: false });
+
+  /** Requests the proxy has answered itself (504): whatever the host does later is ignored. */
+  const answered = new WeakSet<IncomingMessage>();
+  const upstreamRequests = new WeakMap<IncomingMessage, ClientRequest>();
+  const deadlines = new WeakMap<IncomingMessage, NodeJS.Timeout>();
+  const pathOf = (req: IncomingMessage) => (req.url ?? '').split('?', 1)[0];
+
+  proxy.on('proxyReq', (proxyReq, req, res) => {
+    upstreamRequests.set(req, proxyReq);
+    res.once('close', () => {
+      if (!res.writableFinished) proxyReq.destroy();
+    });
+  });
+
+  proxy.on('proxyRes', (proxyRes, req, res) => {
+    clearTimeout(deadlines.get(req));
+    if (answered.has(req)) {
+      proxyRes.destroy();
+      return;
+    }
+    removeHopByHop(proxyRes.headers);
+    // http-proxy copies the client's Connection header otherwise, which we removed: say what Node will do.
+    proxyRes.headers.connection = res.shouldKeepAlive ? 'keep-alive' : 'close';
+    if (proxyRes.headers['content-length'] === undefined) proxyRes.on('data', (chunk: Buffer) => countBodyBytes(res, chunk.length));
+    // pipe() does not pass errors on: a host dying mid-body would leave the client waiting forever.
+    proxyRes.once('close', () => {
+      if (!proxyRes.complete) res.destroy();
+    });
+  });
+
+  function onProxyError(err: NodeJS.ErrnoException, req: IncomingMessage, res: ServerResponse): void {
+    clearTimeout(deadlines.get(req));
+    if (answered.has(req)) return;
+    fail.failed(err, req, res, pathOf(req));
+  }
+  proxy.on('error', (err, req, res) => onProxyError(err, req, res as ServerResponse));
+
+  return function forward(req, res, url, requestId) {
+    for (const pass of requestPasses) pass(req);
+    req.headers['x-request-id'] = requestId;
+    req.url = url;
+    if (upstreamTimeoutMs > 0) {
+      deadlines.set(
+        req,
+        setTimeout(() => {
+          answered.add(req);
+          fail.timedOut(req, res, pathOf(req));
+          upstreamRequests.get(req)?.destroy();
+        }, upstreamTimeoutMs),
+      );
+      // A client that leaves needs no deadline.
+      res.once('close', () => clearTimeout(deadlines.get(req)));
+    }
+    try {
+      proxy.web(req, res, { target });
+    } catch (err) {
+      // http.request throws synchronously on headers Node refuses to send.
+      onProxyError(err as NodeJS.ErrnoException, req, res);
+    }
+  };
+}

@@ -1,0 +1,105 @@
+// What every forwarding engine shares: the request passes that make a request fit to forward, the
+// header hygiene in both directions, and the answers and error-log lines for each way forwarding fails
+// (DESIGN.md §3). The engines (forwardHttpProxy.ts, forwardUndici.ts) only move bytes.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { formatUpstream, type Upstream } from '../common/config.ts';
+import { CONTROLLER_PREFIX } from '../common/protocol.ts';
+import { sendErrorPage } from './errorPages.ts';
+import { clientAddress, clientOf, type ErrorLog } from './errorLog.ts';
+
+export type Forward = (req: IncomingMessage, res: ServerResponse, url: string, requestId: string) => void;
+
+export interface ForwarderOptions {
+  upstream: Upstream;
+  errorLog: ErrorLog;
+  /** No response headers within this many ms: 504. 0 = wait as long as it takes. */
+  upstreamTimeoutMs: number;
+}
+
+/** The upstream's idle sockets are dropped after this long; the host keeps them longer (host/app.ts) and never closes one itself while retiring. */
+export const IDLE_UPSTREAM_SOCKET_MS = 10_000;
+
+/** RFC 9110 §7.6.1: connection-specific fields are never forwarded, in either direction. */
+const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'te', 'upgrade', 'trailer'] as const;
+
+/** Errors that mean the host could not be reached at all (down or restarting): 503, not 500. */
+const CONNECT_ERRORS = new Set(['ECONNREFUSED', 'ENOENT', 'EACCES', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL']);
+
+type Headers = Record<string, string | string[] | undefined>;
+
+/** Removes the hop-by-hop fields and those the Connection field names. */
+export function removeHopByHop(headers: Headers): void {
+  const nominated = headers.connection;
+  if (typeof nominated === 'string') {
+    for (const name of nominated.split(',')) delete headers[name.trim().toLowerCase()];
+  }
+  for (const name of HOP_BY_HOP) delete headers[name];
+}
+
+/** `Latest` for `/External/Latest`: what an operator greps for. */
+function controllerOf(path: string): string {
+  return path.slice(CONTROLLER_PREFIX.length) || '-';
+}
+
+// ── request passes, in order ────────────────────────────────────────────────────────────────────
+
+/** Hop-by-hop fields, and `Trailer` in particular: on a GET it makes Node's client throw
+ *  ERR_HTTP_TRAILER_INVALID inside http-proxy, which crashes the process (node-http-proxy #1647). */
+function stripHopByHop(req: IncomingMessage): void {
+  removeHopByHop(req.headers);
+}
+
+/** Forwarding headers come from this proxy only: a client must not pick the address the host sees. */
+function setForwarded(req: IncomingMessage): void {
+  for (const name of Object.keys(req.headers)) {
+    if (name.startsWith('x-forwarded-') || name === 'forwarded') delete req.headers[name];
+  }
+  req.headers['x-forwarded-for'] = clientAddress(req.socket.remoteAddress);
+  req.headers['x-forwarded-proto'] = 'http';
+  if (req.headers.host) req.headers['x-forwarded-host'] = req.headers.host;
+}
+
+export const requestPasses = [stripHopByHop, setForwarded] as const;
+
+// ── failures ─────────────────────────────────────────────────────────────────────────────────────
+
+export interface Failures {
+  /** No response headers within the limit: 504 naming the controller and the limit. */
+  timedOut(req: IncomingMessage, res: ServerResponse, path: string): void;
+  /** The request could not be forwarded or the host ended it without headers: 503 or 500. */
+  failed(err: NodeJS.ErrnoException, req: IncomingMessage, res: ServerResponse, path: string): void;
+}
+
+export function failures({ upstream, errorLog, upstreamTimeoutMs }: ForwarderOptions): Failures {
+  const upstreamName = formatUpstream(upstream);
+  return {
+    timedOut(req, res, path) {
+      const seconds = upstreamTimeoutMs / 1000;
+      errorLog.write({
+        module: 'proxy',
+        level: 'error',
+        status: '(ETIMEDOUT)The timeout specified has expired',
+        client: clientOf(req.socket),
+        message: `Timeout waiting for output from controller ${controllerOf(path)} (${path}): no response headers within ${seconds} s (max_execution_time ${seconds} s)`,
+        requestId: String(req.headers['x-request-id'] ?? ''),
+      });
+      sendErrorPage(res, 504);
+    },
+    failed(err, req, res, path) {
+      if (req.socket.destroyed) return; // nobody left to answer
+      const requestId = String(req.headers['x-request-id'] ?? '');
+      const code = err.code ?? 'EPROTO';
+      const connectFailed = CONNECT_ERRORS.has(code);
+      errorLog.write({
+        module: 'proxy',
+        level: 'error',
+        status: `(${code})${err.message}`,
+        client: clientOf(req.socket),
+        // Otherwise the host ended the request without a response header (DESIGN.md §3).
+        message: connectFailed ? `attempt to connect to upstream ${upstreamName} failed for ${path}` : `End of script output before headers: ${path}`,
+        requestId,
+      });
+      sendErrorPage(res, connectFailed ? 503 : 500);
+    },
+  };
+}
