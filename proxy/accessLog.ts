@@ -1,5 +1,6 @@
 // logs/access.log: one Apache combined line per request, written when the response is done
-// (finished or cut short), as mod_log_config does.
+// (finished or cut short), as mod_log_config does. The server calls record() from its one 'close'
+// listener per response.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { openLineLog } from '../common/lineLog.ts';
 import { combinedLine } from '../common/logFormat.ts';
@@ -20,32 +21,29 @@ function bodyBytes(req: IncomingMessage, res: ServerResponse): number {
 }
 
 export interface AccessLog {
-  track(req: IncomingMessage, res: ServerResponse): void;
+  /** The line for a response that has ended (finished or cut); `url` and `arrivedAt` as the request came. */
+  record(req: IncomingMessage, res: ServerResponse, url: string, arrivedAt: number): void;
   drain(): Promise<void>;
 }
 
 export function openAccessLog(dir: string): AccessLog {
   const log = openLineLog(dir, 'access.log');
   return {
-    track(req, res) {
-      const time = new Date(); // %t is when the request arrived
-      const url = req.url ?? '-'; // %r is the request as received, before any rewriting
-      res.once('close', function logAccess() {
-        log.write(
-          combinedLine({
-            remoteAddress: clientAddress(req.socket.remoteAddress),
-            time,
-            method: req.method ?? '-',
-            url,
-            httpVersion: req.httpVersion,
-            // A response cut before its header was sent is logged as Apache does: with the status it was to have.
-            status: res.statusCode,
-            bytes: bodyBytes(req, res),
-            referer: req.headers.referer,
-            userAgent: req.headers['user-agent'],
-          }),
-        );
-      });
+    record(req, res, url, arrivedAt) {
+      log.write(
+        combinedLine({
+          remoteAddress: clientAddress(req.socket.remoteAddress),
+          time: new Date(arrivedAt), // %t is when the request arrived
+          method: req.method ?? '-',
+          url, // %r is the request as received, before any rewriting
+          httpVersion: req.httpVersion,
+          // A response cut before its header was sent is logged as Apache does: with the status it was to have.
+          status: res.statusCode,
+          bytes: bodyBytes(req, res),
+          referer: req.headers.referer,
+          userAgent: req.headers['user-agent'],
+        }),
+      );
     },
     drain: () => log.drain(),
   };

@@ -6,7 +6,7 @@
 import { Agent, type ClientRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import httpProxy from 'http-proxy';
 import { countBodyBytes } from './accessLog.ts';
-import { failures, IDLE_UPSTREAM_SOCKET_MS, removeHopByHop, requestPasses, type Forward, type ForwarderOptions } from './forwarding.ts';
+import { failures, forwardedHeaders, IDLE_UPSTREAM_SOCKET_MS, removeHopByHop, type Forward, type ForwarderOptions } from './forwarding.ts';
 
 export function createHttpProxyForwarder(options: ForwarderOptions): Forward {
   const { upstream, upstreamTimeoutMs } = options;
@@ -22,6 +22,8 @@ export function createHttpProxyForwarder(options: ForwarderOptions): Forward {
   const upstreamRequests = new WeakMap<IncomingMessage, ClientRequest>();
   const deadlines = new WeakMap<IncomingMessage, NodeJS.Timeout>();
   const pathOf = (req: IncomingMessage) => (req.url ?? '').split('?', 1)[0];
+  // req.headers is what forwardedHeaders() made, so the id there is this proxy's.
+  const idOf = (req: IncomingMessage) => String(req.headers['x-request-id']);
 
   proxy.on('proxyReq', (proxyReq, req, res) => {
     upstreamRequests.set(req, proxyReq);
@@ -49,20 +51,20 @@ export function createHttpProxyForwarder(options: ForwarderOptions): Forward {
   function onProxyError(err: NodeJS.ErrnoException, req: IncomingMessage, res: ServerResponse): void {
     clearTimeout(deadlines.get(req));
     if (answered.has(req)) return;
-    fail.failed(err, req, res, pathOf(req));
+    fail.failed(err, req, res, pathOf(req), idOf(req));
   }
   proxy.on('error', (err, req, res) => onProxyError(err, req, res as ServerResponse));
 
   return function forward(req, res, url, requestId) {
-    for (const pass of requestPasses) pass(req);
-    req.headers['x-request-id'] = requestId;
+    // http-proxy copies req.headers; the access log reads only Referer and User-Agent from it later.
+    req.headers = forwardedHeaders(req, requestId);
     req.url = url;
     if (upstreamTimeoutMs > 0) {
       deadlines.set(
         req,
         setTimeout(() => {
           answered.add(req);
-          fail.timedOut(req, res, pathOf(req));
+          fail.timedOut(req, res, pathOf(req), idOf(req));
           upstreamRequests.get(req)?.destroy();
         }, upstreamTimeoutMs),
       );

@@ -4,9 +4,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Pool, type Dispatcher } from 'undici';
 import { countBodyBytes } from './accessLog.ts';
-import { failures, IDLE_UPSTREAM_SOCKET_MS, removeHopByHop, requestPasses, type Failures, type Forward, type ForwarderOptions } from './forwarding.ts';
+import { failures, forwardedHeaders, IDLE_UPSTREAM_SOCKET_MS, removeHopByHop, type Failures, type Forward, type ForwarderOptions } from './forwarding.ts';
 
-/** Fields undici frames or refuses itself; the request passes have removed the other hop-by-hop ones. */
+/** Fields undici frames or refuses itself (the other hop-by-hop ones are never forwarded). */
 const ENGINE_FRAMED = ['transfer-encoding', 'expect'] as const;
 
 /** One forwarded request: the host's answer is written to `res` as it arrives. */
@@ -21,6 +21,7 @@ class ForwardHandler implements Dispatcher.DispatchHandler {
     private readonly req: IncomingMessage,
     private readonly res: ServerResponse,
     private readonly path: string,
+    private readonly requestId: string,
     private readonly fail: Failures,
   ) {}
 
@@ -33,7 +34,7 @@ class ForwardHandler implements Dispatcher.DispatchHandler {
 
   timeout(): void {
     if (this.settled || this.res.headersSent) return;
-    this.fail.timedOut(this.req, this.res, this.path);
+    this.fail.timedOut(this.req, this.res, this.path, this.requestId);
     this.abandon('no response headers in time');
   }
 
@@ -71,7 +72,7 @@ class ForwardHandler implements Dispatcher.DispatchHandler {
     if (this.res.headersSent) return void this.res.destroy();
     // undici says UND_ERR_SOCKET ("other side closed") where Node's client says ECONNRESET.
     const code = err.code === 'UND_ERR_SOCKET' ? 'ECONNRESET' : err.code;
-    this.fail.failed(Object.assign(new Error(err.message), { code }), this.req, this.res, this.path);
+    this.fail.failed(Object.assign(new Error(err.message), { code }), this.req, this.res, this.path, this.requestId);
   }
 }
 
@@ -90,16 +91,14 @@ export function createUndiciForwarder(options: ForwarderOptions): Forward {
 
   return function forward(req, res, url, requestId) {
     const hasBody = req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] ?? '0') !== '0';
-    for (const pass of requestPasses) pass(req);
-    for (const name of ENGINE_FRAMED) delete req.headers[name];
-    req.headers['x-request-id'] = requestId;
-    const handler = new ForwardHandler(req, res, url.split('?', 1)[0], fail);
+    const headers = forwardedHeaders(req, requestId, ENGINE_FRAMED);
+    const handler = new ForwardHandler(req, res, url.split('?', 1)[0], requestId, fail);
     res.once('close', () => {
       if (!res.writableFinished) handler.abandon('client closed the request');
     });
     if (upstreamTimeoutMs > 0) handler.deadline = setTimeout(() => handler.timeout(), upstreamTimeoutMs);
     try {
-      pool.dispatch({ path: url, method: req.method as Dispatcher.HttpMethod, headers: req.headers, body: hasBody ? req : null }, handler);
+      pool.dispatch({ path: url, method: req.method as Dispatcher.HttpMethod, headers, body: hasBody ? req : null }, handler);
     } catch (err) {
       // undici refuses some requests synchronously (invalid header values).
       handler.onResponseError(undefined as unknown as Dispatcher.DispatchController, err as Error & { code?: string });

@@ -22,6 +22,8 @@ export const IDLE_UPSTREAM_SOCKET_MS = 10_000;
 /** RFC 9110 §7.6.1: connection-specific fields are never forwarded, in either direction. */
 const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'te', 'upgrade', 'trailer'] as const;
 
+const NEVER_FORWARDED = new Set<string>([...HOP_BY_HOP, 'forwarded', 'x-request-id']);
+
 /** Errors that mean the host could not be reached at all (down or restarting): 503, not 500. */
 const CONNECT_ERRORS = new Set(['ECONNREFUSED', 'ENOENT', 'EACCES', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL']);
 
@@ -41,39 +43,48 @@ function controllerOf(path: string): string {
   return path.slice(CONTROLLER_PREFIX.length) || '-';
 }
 
-// ── request passes, in order ────────────────────────────────────────────────────────────────────
+// ── the request's header fields ─────────────────────────────────────────────────────────────────
 
-/** Hop-by-hop fields, and `Trailer` in particular: on a GET it makes Node's client throw
- *  ERR_HTTP_TRAILER_INVALID inside http-proxy, which crashes the process (node-http-proxy #1647). */
-function stripHopByHop(req: IncomingMessage): void {
-  removeHopByHop(req.headers);
-}
-
-/** Forwarding headers come from this proxy only: a client must not pick the address the host sees. */
-function setForwarded(req: IncomingMessage): void {
-  for (const name of Object.keys(req.headers)) {
-    if (name.startsWith('x-forwarded-') || name === 'forwarded') delete req.headers[name];
+/**
+ * The fields sent to the host, as a fresh object (deleting from req.headers would turn it into a slow
+ * dictionary-mode object on the hot path). Never forwarded:
+ * - hop-by-hop fields and those the Connection field names (RFC 9110 §7.6.1), `Trailer` in particular:
+ *   on a GET it makes Node's client throw ERR_HTTP_TRAILER_INVALID inside http-proxy, which crashes the
+ *   process (node-http-proxy #1647);
+ * - X-Forwarded-* and Forwarded from the client: only this proxy says who the client is (spoofing);
+ * - the client's X-Request-Id: the id this proxy chose (kept if well-formed) goes instead;
+ * - `engineFramed`: what the engine frames or refuses itself.
+ */
+export function forwardedHeaders(req: IncomingMessage, requestId: string, engineFramed: readonly string[] = []): Record<string, string | string[]> {
+  const incoming = req.headers;
+  const nominated = typeof incoming.connection === 'string' ? incoming.connection.toLowerCase().split(',').map((name) => name.trim()) : [];
+  const out: Record<string, string | string[]> = {};
+  for (const name in incoming) {
+    const value = incoming[name];
+    if (value === undefined || NEVER_FORWARDED.has(name) || name.startsWith('x-forwarded-')) continue;
+    if (nominated.includes(name) || engineFramed.includes(name)) continue;
+    out[name] = value;
   }
-  req.headers['x-forwarded-for'] = clientAddress(req.socket.remoteAddress);
-  req.headers['x-forwarded-proto'] = 'http';
-  if (req.headers.host) req.headers['x-forwarded-host'] = req.headers.host;
+  out['x-forwarded-for'] = clientAddress(req.socket.remoteAddress);
+  out['x-forwarded-proto'] = 'http';
+  if (incoming.host) out['x-forwarded-host'] = incoming.host;
+  out['x-request-id'] = requestId;
+  return out;
 }
-
-export const requestPasses = [stripHopByHop, setForwarded] as const;
 
 // ── failures ─────────────────────────────────────────────────────────────────────────────────────
 
 export interface Failures {
   /** No response headers within the limit: 504 naming the controller and the limit. */
-  timedOut(req: IncomingMessage, res: ServerResponse, path: string): void;
+  timedOut(req: IncomingMessage, res: ServerResponse, path: string, requestId: string): void;
   /** The request could not be forwarded or the host ended it without headers: 503 or 500. */
-  failed(err: NodeJS.ErrnoException, req: IncomingMessage, res: ServerResponse, path: string): void;
+  failed(err: NodeJS.ErrnoException, req: IncomingMessage, res: ServerResponse, path: string, requestId: string): void;
 }
 
 export function failures({ upstream, errorLog, upstreamTimeoutMs }: ForwarderOptions): Failures {
   const upstreamName = formatUpstream(upstream);
   return {
-    timedOut(req, res, path) {
+    timedOut(req, res, path, requestId) {
       const seconds = upstreamTimeoutMs / 1000;
       errorLog.write({
         module: 'proxy',
@@ -81,13 +92,12 @@ export function failures({ upstream, errorLog, upstreamTimeoutMs }: ForwarderOpt
         status: '(ETIMEDOUT)The timeout specified has expired',
         client: clientOf(req.socket),
         message: `Timeout waiting for output from controller ${controllerOf(path)} (${path}): no response headers within ${seconds} s (max_execution_time ${seconds} s)`,
-        requestId: String(req.headers['x-request-id'] ?? ''),
+        requestId,
       });
       sendErrorPage(res, 504);
     },
-    failed(err, req, res, path) {
+    failed(err, req, res, path, requestId) {
       if (req.socket.destroyed) return; // nobody left to answer
-      const requestId = String(req.headers['x-request-id'] ?? '');
       const code = err.code ?? 'EPROTO';
       const connectFailed = CONNECT_ERRORS.has(code);
       errorLog.write({

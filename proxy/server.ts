@@ -54,9 +54,11 @@ export function createProxyServer({ www, upstream, upstreamTimeoutMs, forwarder,
       requestTimeout: 60_000,
     },
     function handleRequest(req: IncomingMessage, res: ServerResponse) {
-      accessLog.track(req, res);
+      const arrivedAt = Date.now();
+      const url = req.url ?? '-';
       open.add(res);
       res.once('close', () => {
+        accessLog.record(req, res, url, arrivedAt);
         open.delete(res);
         if (open.size === 0) onIdle?.();
       });
