@@ -7,7 +7,7 @@ import fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest }
 import type { ControllerContext } from '../common/controller.ts';
 import { WELL_FORMED_REQUEST_ID } from '../common/protocol.ts';
 import { ControllerLoadError, ControllerMissingError } from './errors.ts';
-import type { ExecutionLimit } from './executionLimit.ts';
+import type { ExecutionLimit, Tracked } from './executionLimit.ts';
 import type { HostLog } from './hostLog.ts';
 import { parsePhpQuery } from './query.ts';
 import type { ControllerRegistry, LoadedController } from './registry.ts';
@@ -97,33 +97,36 @@ export function createHostApp({ registry, log, stats, limit, poolStatus, onReque
       return endWithoutHeaders(request, reply);
     }
 
-    const { query, warnings } = parsePhpQuery(route.rawQuery);
-    for (const warning of warnings) log.warn(`${warning} ${where}`, request.id);
-    const context: ControllerContext = {
-      query,
-      rawQuery: route.rawQuery,
-      method: request.method,
-      path: route.path,
-      headers: request.headers,
-      requestId: request.id,
-      signal: aborter.signal,
-    };
-
+    // Everything after acquire() is inside the try, so the version is always released.
     let overran = false;
-    const slot =
-      limit?.track({
-        name: controller.name,
-        file: controller.file,
-        requestId: request.id,
-        what: `${request.method} ${request.url}`,
-        startedAt: Date.now(),
-        onOverrun: () => {
-          overran = true;
-          aborter.abort(new Error('max_execution_time exceeded'));
-          endWithoutHeaders(request, reply);
-        },
-      }) ?? -1;
+    let tracked: Tracked | undefined;
     try {
+      const { query, warnings } = parsePhpQuery(route.rawQuery);
+      for (const warning of warnings) log.warn(`${warning} ${where}`, request.id);
+      const context: ControllerContext = {
+        query,
+        rawQuery: route.rawQuery,
+        method: request.method,
+        path: route.path,
+        headers: request.headers,
+        requestId: request.id,
+        signal: aborter.signal,
+      };
+      if (limit) {
+        tracked = {
+          name: controller.name,
+          file: controller.file,
+          requestId: request.id,
+          what: `${request.method} ${request.url}`,
+          startedAt: Date.now(),
+          onOverrun: () => {
+            overran = true;
+            aborter.abort(new Error('max_execution_time exceeded'));
+            endWithoutHeaders(request, reply);
+          },
+        };
+        limit.track(tracked);
+      }
       const result = await controller.handler(context);
       if (overran) return;
       return sendResult(reply, result);
@@ -135,7 +138,7 @@ export function createHostApp({ registry, log, stats, limit, poolStatus, onReque
       log.error(`Uncaught exception in controller ${controller.file} (version ${controller.version}) ${where}: ${detail}`, request.id);
       return reply.code(500).type('text/html; charset=UTF-8').send('');
     } finally {
-      limit?.release(slot);
+      if (tracked) limit?.release(tracked);
       registry.release(controller);
     }
   });

@@ -57,6 +57,8 @@ export class ExecutionLimit {
   private readonly table: SharedTable;
   private readonly free: number[] = [];
   private readonly running = new Map<number, Tracked>();
+  private readonly slots = new Map<Tracked, number>();
+  private warnedFull = false;
   private readonly encoder = new TextEncoder();
   private readonly timer: NodeJS.Timeout;
   private readonly watchdog: Worker;
@@ -66,6 +68,7 @@ export class ExecutionLimit {
     hostLogFile: string,
     private readonly onOverrun: (tracked: Tracked) => void,
     onWatchdogError: (err: Error) => void,
+    private readonly onTableFull: (slots: number) => void = () => {},
   ) {
     const { buffer, table } = createSharedTable();
     this.table = table;
@@ -78,20 +81,31 @@ export class ExecutionLimit {
     this.watchdog.unref();
   }
 
-  /** Starts the clock for one controller call; returns the slot to release (or -1 when the table is full). */
-  track(tracked: Tracked): number {
+  /**
+   * Starts the clock for one controller call. Release it with the same object: a slot freed by an
+   * overrun may already serve another call when the late one settles, and must not be freed twice.
+   * A full table (SLOTS calls in flight in one worker) leaves the call unlimited, and says so once.
+   */
+  track(tracked: Tracked): void {
     const slot = this.free.pop();
-    if (slot === undefined) return -1;
+    if (slot === undefined) {
+      if (!this.warnedFull) this.onTableFull(SLOTS);
+      this.warnedFull = true;
+      return;
+    }
     const label = `${tracked.name}\t${tracked.file}\t${tracked.requestId}\t${tracked.what}`;
     const { written } = this.encoder.encodeInto(label, this.table.labels.subarray(slot * LABEL_BYTES, (slot + 1) * LABEL_BYTES));
     this.table.labelLengths[slot] = written;
     this.table.startedAt[slot] = tracked.startedAt;
     this.running.set(slot, tracked);
-    return slot;
+    this.slots.set(tracked, slot);
   }
 
-  release(slot: number): void {
-    if (slot < 0 || !this.running.delete(slot)) return;
+  release(tracked: Tracked): void {
+    const slot = this.slots.get(tracked);
+    if (slot === undefined) return;
+    this.slots.delete(tracked);
+    this.running.delete(slot);
     this.table.startedAt[slot] = 0;
     this.free.push(slot);
   }
@@ -99,9 +113,9 @@ export class ExecutionLimit {
   private check(): void {
     const now = Date.now();
     this.table.heartbeat[0] = now;
-    for (const [slot, tracked] of this.running) {
+    for (const tracked of this.running.values()) {
       if (now - tracked.startedAt >= this.limitMs) {
-        this.release(slot);
+        this.release(tracked);
         this.onOverrun(tracked);
         tracked.onOverrun();
       }

@@ -9,7 +9,7 @@ import { readyLine } from '../common/ready.ts';
 import { onShutdownSignal } from '../common/shutdown.ts';
 import { openHostLog } from './hostLog.ts';
 import type { ToPrimary, ToWorker } from './poolMessages.ts';
-import { summarize, type WorkerSnapshot } from './stats.ts';
+import { addDeparted, departedNone, summarize, type WorkerSnapshot } from './stats.ts';
 
 const SNAPSHOT_TIMEOUT_MS = 1_000;
 /** More unexpected exits than this within CRASH_WINDOW_MS and replacements wait RESTART_DELAY_MS. */
@@ -20,8 +20,13 @@ export async function runPool(config: Config): Promise<void> {
   const log = openHostLog(config.logs);
   const startedAt = new Date().toISOString();
   const live = new Set<Worker>();
+  /** Workers whose server listens: only they have their message handlers in place (IPC messages to a
+   *  process that has not attached one yet are dropped). */
+  const up = new WeakSet<Worker>();
   const retiring = new Set<Worker>();
   const crashes: number[] = [];
+  // Counters of workers gone: from a retiring worker's final stats; a crashed worker's are lost.
+  const departed = departedNone();
   let stopping = false;
   let nextSnapshotId = 0;
   const pendingSnapshots = new Map<number, (snapshot: WorkerSnapshot) => void>();
@@ -31,9 +36,9 @@ export async function runPool(config: Config): Promise<void> {
   }
 
   function snapshotOf(worker: Worker): Promise<WorkerSnapshot> {
-    const unresponsive = (): WorkerSnapshot => ({
+    const placeholder = (state: 'starting' | 'unresponsive'): WorkerSnapshot => ({
       pid: worker.process.pid ?? 0,
-      state: 'unresponsive',
+      state,
       requests: 0,
       inFlight: 0,
       lastRequest: undefined,
@@ -42,11 +47,12 @@ export async function runPool(config: Config): Promise<void> {
       startedAt: '',
       controllers: {},
     });
+    if (!up.has(worker)) return Promise.resolve(placeholder('starting'));
     return new Promise((resolve) => {
       const id = nextSnapshotId++;
       const timer = setTimeout(() => {
         pendingSnapshots.delete(id);
-        resolve(unresponsive());
+        resolve(placeholder('unresponsive'));
       }, SNAPSHOT_TIMEOUT_MS);
       pendingSnapshots.set(id, (snapshot) => {
         clearTimeout(timer);
@@ -60,30 +66,41 @@ export async function runPool(config: Config): Promise<void> {
   function onMessage(worker: Worker, message: ToPrimary): void {
     if (message.type === 'stats') {
       pendingSnapshots.get(message.id)?.(message.snapshot);
+    } else if (message.type === 'final-stats') {
+      addDeparted(departed, message.snapshot);
     } else if (message.type === 'status?') {
       void Promise.all([...live].map(snapshotOf)).then((snapshots) =>
-        send(worker, { type: 'status', id: message.id, status: summarize(process.pid, startedAt, snapshots, message.full) }),
+        send(worker, { type: 'status', id: message.id, status: summarize(process.pid, startedAt, snapshots, departed, message.full) }),
       );
     } else if (message.type === 'retire-me') {
       if (stopping || retiring.has(worker)) return;
       retiring.add(worker);
       log.info(`Recycling worker ${worker.process.pid} (${message.reason}): starting its replacement first`);
       // The old worker keeps serving until the new one listens, so no request finds nobody.
-      fork().then(
+      fork(true).then(
         () => send(worker, { type: 'retire' }),
-        (err) => log.error(`Could not start a replacement for worker ${worker.process.pid}: ${String(err)}`),
+        (err) => {
+          // The old worker keeps serving; it is recycled when a later replacement starts.
+          log.error(`Could not start a replacement for worker ${worker.process.pid}: ${String(err)}; trying again in ${RESTART_DELAY_MS} ms`);
+          retiring.delete(worker);
+          setTimeout(() => {
+            if (live.has(worker)) onMessage(worker, message);
+          }, RESTART_DELAY_MS);
+        },
       );
     }
   }
 
-  function fork(): Promise<{ worker: Worker; port: number }> {
+  /** Starts a worker; `recycling` when it replaces one that asked to retire (its failure is retried there). */
+  function fork(recycling = false): Promise<{ worker: Worker; port: number }> {
     const worker = cluster.fork();
+    let listening = false;
     live.add(worker);
     worker.on('message', (message: ToPrimary) => onMessage(worker, message));
     worker.once('exit', (code, signal) => {
       live.delete(worker);
       const wasRetiring = retiring.delete(worker);
-      if (stopping || wasRetiring) return;
+      if (stopping || wasRetiring || (recycling && !listening)) return;
       const now = Date.now();
       crashes.push(now);
       while (crashes.length > 0 && crashes[0] < now - CRASH_WINDOW_MS) crashes.shift();
@@ -94,7 +111,11 @@ export async function runPool(config: Config): Promise<void> {
       }, delay);
     });
     return new Promise((resolve, reject) => {
-      worker.once('listening', (address) => resolve({ worker, port: address.port }));
+      worker.once('listening', (address) => {
+        listening = true;
+        up.add(worker);
+        resolve({ worker, port: address.port });
+      });
       worker.once('exit', () => reject(new Error(`worker ${worker.process.pid} exited before listening`)));
     });
   }
@@ -115,7 +136,9 @@ export async function runPool(config: Config): Promise<void> {
     stopping = true;
     log.info(`Host pool ${process.pid} shutting down (${reason})`);
     const exits = [...live].map((worker) => once(worker, 'exit'));
-    for (const worker of live) send(worker, { type: 'retire' });
+    // A signal, not a message: a worker still starting has no message handler yet, and would miss a
+    // 'retire' (a stop during a recycle then waited for the hard stop). SIGTERM retires it the same way.
+    for (const worker of live) worker.process.kill('SIGTERM');
     const hardStop = setTimeout(() => {
       for (const worker of live) worker.process.kill('SIGKILL');
     }, (config.maxExecutionTime || 30) * 1000 + 20_000);

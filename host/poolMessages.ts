@@ -6,7 +6,9 @@ export type ToPrimary =
   | { type: 'retire-me'; reason: string }
   /** A /status request on this worker: the primary gathers every worker's snapshot. */
   | { type: 'status?'; id: number; full: boolean }
-  | { type: 'stats'; id: number; snapshot: WorkerSnapshot };
+  | { type: 'stats'; id: number; snapshot: WorkerSnapshot }
+  /** A retiring worker's last counters, just before it exits. */
+  | { type: 'final-stats'; snapshot: WorkerSnapshot };
 
 export type ToWorker =
   /** Stop taking requests, finish those in flight, exit. */

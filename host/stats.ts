@@ -12,7 +12,7 @@ export interface ControllerCounters {
 
 export interface WorkerSnapshot {
   pid: number;
-  state: 'idle' | 'busy' | 'retiring' | 'unresponsive';
+  state: 'starting' | 'idle' | 'busy' | 'retiring' | 'unresponsive';
   requests: number;
   inFlight: number;
   lastRequest: string | undefined;
@@ -26,6 +26,7 @@ export class WorkerStats {
   requests = 0;
   inFlight = 0;
   retiring = false;
+  starting = true;
   private lastRequest: string | undefined;
   private lastDurationMs: number | undefined;
   private readonly startedAt = new Date().toISOString();
@@ -61,7 +62,7 @@ export class WorkerStats {
   snapshot(): WorkerSnapshot {
     return {
       pid: process.pid,
-      state: this.retiring ? 'retiring' : this.inFlight > 0 ? 'busy' : 'idle',
+      state: this.starting ? 'starting' : this.retiring ? 'retiring' : this.inFlight > 0 ? 'busy' : 'idle',
       requests: this.requests,
       inFlight: this.inFlight,
       lastRequest: this.lastRequest,
@@ -77,22 +78,50 @@ export interface PoolStatus {
   pool: string;
   pid: number;
   startedAt: string;
+  /** Worker processes alive, by state (they add up to `workers`). */
   workers: number;
-  idleWorkers: number;
-  busyWorkers: number;
+  states: Record<WorkerSnapshot['state'], number>;
+  /** Since the pool started, workers gone included (php-fpm's "accepted conn": it never goes down). */
   acceptedRequests: number;
-  /** Per controller, summed over the workers; versions lists each distinct version being served. */
+  /** Per controller, since the pool started; versions lists each distinct version served now. */
   controllers: Record<string, Omit<ControllerCounters, 'version'> & { versions: string[] }>;
   /** Only with ?full. */
   processes?: WorkerSnapshot[];
 }
 
-/** Sums worker snapshots into the pool view (pure, tested without processes). */
-export function summarize(pid: number, startedAt: string, snapshots: WorkerSnapshot[], full: boolean): PoolStatus {
+/** What the workers that have gone did, kept by the pool so its totals never go backwards. */
+export interface Departed {
+  requests: number;
+  controllers: Record<string, { requests: number; errors: number; loadFailures: number }>;
+}
+
+export function departedNone(): Departed {
+  return { requests: 0, controllers: {} };
+}
+
+export function addDeparted(departed: Departed, gone: WorkerSnapshot): void {
+  departed.requests += gone.requests;
+  for (const [name, c] of Object.entries(gone.controllers)) {
+    const total = (departed.controllers[name] ??= { requests: 0, errors: 0, loadFailures: 0 });
+    total.requests += c.requests;
+    total.errors += c.errors;
+    total.loadFailures += c.loadFailures;
+  }
+}
+
+/** Sums the live workers' snapshots and the departed totals into the pool view (pure). */
+export function summarize(pid: number, startedAt: string, snapshots: WorkerSnapshot[], departed: Departed, full: boolean): PoolStatus {
   const controllers: PoolStatus['controllers'] = {};
+  const totalOf = (name: string) => (controllers[name] ??= { requests: 0, errors: 0, loadFailures: 0, lastReload: undefined, versions: [] });
+  for (const [name, c] of Object.entries(departed.controllers)) {
+    const total = totalOf(name);
+    total.requests += c.requests;
+    total.errors += c.errors;
+    total.loadFailures += c.loadFailures;
+  }
   for (const worker of snapshots) {
     for (const [name, c] of Object.entries(worker.controllers)) {
-      const total = (controllers[name] ??= { requests: 0, errors: 0, loadFailures: 0, lastReload: undefined, versions: [] });
+      const total = totalOf(name);
       total.requests += c.requests;
       total.errors += c.errors;
       total.loadFailures += c.loadFailures;
@@ -100,14 +129,15 @@ export function summarize(pid: number, startedAt: string, snapshots: WorkerSnaps
       if (c.version && !total.versions.includes(c.version)) total.versions.push(c.version);
     }
   }
+  const states: PoolStatus['states'] = { starting: 0, idle: 0, busy: 0, retiring: 0, unresponsive: 0 };
+  for (const worker of snapshots) states[worker.state] += 1;
   const status: PoolStatus = {
     pool: 'extqs-host',
     pid,
     startedAt,
     workers: snapshots.length,
-    idleWorkers: snapshots.filter((w) => w.state === 'idle').length,
-    busyWorkers: snapshots.filter((w) => w.state === 'busy').length,
-    acceptedRequests: snapshots.reduce((sum, w) => sum + w.requests, 0),
+    states,
+    acceptedRequests: departed.requests + snapshots.reduce((sum, w) => sum + w.requests, 0),
     controllers,
   };
   if (full) status.processes = snapshots;

@@ -19,8 +19,16 @@ function send(message: ToPrimary): void {
 }
 
 export async function runWorker(config: Config): Promise<void> {
-  const log = openHostLog(config.logs);
+  // Listen to the pool first: a message sent while this worker starts (a shutdown, a status request)
+  // would otherwise be dropped. Until the server is up, a retire is remembered and a status answered.
   const stats = new WorkerStats();
+  let retireWhenUp = false;
+  let handle = (message: ToWorker): void => {
+    if (message.type === 'retire') retireWhenUp = true;
+    else if (message.type === 'stats?') send({ type: 'stats', id: message.id, snapshot: stats.snapshot() });
+  };
+  process.on('message', (message: ToWorker) => handle(message));
+  const log = openHostLog(config.logs);
   const controllersDir = join(config.www, 'controllers');
 
   let retireAsked = false;
@@ -50,7 +58,8 @@ export async function runWorker(config: Config): Promise<void> {
             tracked.requestId,
           );
           askToRetire('max_execution_time');
-        }, (err) => log.error(`The execution-time watchdog failed; synchronous overruns go unchecked: ${err.stack ?? err.message}`))
+        }, (err) => log.error(`The execution-time watchdog failed; synchronous overruns go unchecked: ${err.stack ?? err.message}`),
+        (slots) => log.warn(`More than ${slots} controller calls in flight in worker ${process.pid}: calls past that run without the execution limit`))
       : undefined;
 
   const pendingStatus = new Map<number, (status: PoolStatus) => void>();
@@ -98,17 +107,21 @@ export async function runWorker(config: Config): Promise<void> {
       await limit?.close();
       await watcher.close();
       await registry.disposeAll();
+      // The pool adds what this worker did to the totals of workers gone, so /status never goes backwards.
+      send({ type: 'final-stats', snapshot: stats.snapshot() });
       await log.drain();
     })());
 
-  process.on('message', (message: ToWorker) => {
-    if (message.type === 'retire') retire().then(() => process.exit(0));
-    else if (message.type === 'stats?') send({ type: 'stats', id: message.id, snapshot: stats.snapshot() });
-    else if (message.type === 'status') pendingStatus.get(message.id)?.(message.status);
-  });
   onShutdownSignal(() => retire());
 
   if (config.socket) await app.listen({ path: config.socket });
   else await app.listen({ host: '127.0.0.1', port: config.hostPort });
   log.info(`Worker ${process.pid} ready`);
+  stats.starting = false;
+  handle = (message) => {
+    if (message.type === 'retire') retire().then(() => process.exit(0));
+    else if (message.type === 'stats?') send({ type: 'stats', id: message.id, snapshot: stats.snapshot() });
+    else if (message.type === 'status') pendingStatus.get(message.id)?.(message.status);
+  };
+  if (retireWhenUp) handle({ type: 'retire' });
 }

@@ -42,6 +42,8 @@ async function start(argv: string[]): Promise<void> {
     ],
     onReady: () => {},
     onEvent: say,
+    // The pool lets controllers run out their limit, then stops hard 20 s later (host/pool.ts).
+    stopTimeoutMs: (config.maxExecutionTime || 30) * 1000 + 25_000,
   });
   const proxy = new Supervisor({
     name: 'proxy',
@@ -52,6 +54,7 @@ async function start(argv: string[]): Promise<void> {
     ],
     onReady: (url) => process.stdout.write(`${readyLine(url)}\n`),
     onEvent: say,
+    stopTimeoutMs: 15_000, // the proxy cuts what is left after 10 s (proxy/main.ts)
   });
 
   let stopping: Promise<void> | undefined;

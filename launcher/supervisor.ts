@@ -14,8 +14,6 @@ const FIRST_RESTART_DELAY_MS = 100;
 const MAX_RESTART_DELAY_MS = 5_000;
 /** A child that stayed up this long is healthy again: its next crash restarts it without delay growth. */
 const STABLE_AFTER_MS = 10_000;
-/** How long stop() waits after SIGTERM before SIGKILL. */
-const STOP_TIMEOUT_MS = 15_000;
 
 /**
  * The launcher has read PORT, LISTEN and the rest and passes each child the flags meant for it; the
@@ -37,6 +35,8 @@ export interface ChildSpec {
   onReady(url: string): void;
   /** Called with what went wrong when a running child exited or could not be restarted. */
   onEvent(message: string): void;
+  /** How long stop() waits after SIGTERM before SIGKILL: longer than the child's own graceful stop. */
+  stopTimeoutMs: number;
 }
 
 export class Supervisor {
@@ -111,7 +111,7 @@ export class Supervisor {
     if (!child || child.exitCode !== null || child.signalCode !== null) return;
     const exited = once(child, 'exit');
     child.kill('SIGTERM');
-    const killer = setTimeout(() => child.kill('SIGKILL'), STOP_TIMEOUT_MS);
+    const killer = setTimeout(() => child.kill('SIGKILL'), this.spec.stopTimeoutMs);
     await exited;
     clearTimeout(killer);
   }

@@ -13,21 +13,39 @@ export type CacheEntry =
 
 export interface StaticCacheOptions {
   maxFileBytes: number;
-  maxEntries: number;
+  maxFiles: number;
+  maxTotalBytes: number;
+  maxMisses: number;
+}
+
+const DEFAULTS: StaticCacheOptions = { maxFileBytes: 64 * 1024, maxFiles: 1024, maxTotalBytes: 32 * 1024 * 1024, maxMisses: 4096 };
+
+/**
+ * Only paths without escapes are kept: `send` decodes `%2f` and normalises, so `/css%2fsite.css`,
+ * `/css%2f%2fsite.css`, … are endless names for one file, each of which would hold its own copy.
+ */
+function cacheable(urlPath: string): boolean {
+  return !urlPath.includes('%');
 }
 
 export class StaticCache {
-  private readonly entries = new Map<string, CacheEntry>();
-  /** Bumped on every change seen, so a read that raced with a change is not stored. */
+  private readonly files = new Map<string, Extract<CacheEntry, { kind: 'file' }>>();
+  // Kept apart from the files, so a flood of distinct missing paths cannot push the hot files out.
+  private readonly misses = new Map<string, Extract<CacheEntry, { kind: 'missing' }>>();
+  private totalBytes = 0;
+  /** Bumped on every change seen, so what was looked up before a change is not stored after it. */
   private generation = 0;
   private watcher: FSWatcher | undefined;
   /** Without a working watcher nothing would ever be invalidated: the cache switches itself off. */
   private disabled = false;
+  private readonly options: StaticCacheOptions;
 
   constructor(
     private readonly root: string,
-    private readonly options: StaticCacheOptions = { maxFileBytes: 64 * 1024, maxEntries: 4096 },
-  ) {}
+    options: Partial<StaticCacheOptions> = {},
+  ) {
+    this.options = { ...DEFAULTS, ...options };
+  }
 
   /** Starts watching the root; resolves once chokidar has scanned it. */
   async watch(onError: (err: unknown) => void): Promise<void> {
@@ -43,43 +61,46 @@ export class StaticCache {
   }
 
   get(urlPath: string): CacheEntry | undefined {
-    return this.entries.get(urlPath);
+    return this.files.get(urlPath) ?? this.misses.get(urlPath);
   }
 
-  get enabled(): boolean {
-    return !this.disabled;
+  /** Taken before a lookup on disk; the result is stored only if nothing changed since. */
+  get version(): number {
+    return this.generation;
   }
 
   clear(): void {
     this.generation += 1;
-    this.entries.clear();
+    this.files.clear();
+    this.misses.clear();
+    this.totalBytes = 0;
   }
 
-  rememberMissing(urlPath: string, file: string): void {
-    this.store(urlPath, { kind: 'missing', file });
+  rememberMissing(urlPath: string, file: string, version: number): void {
+    if (this.disabled || version !== this.generation || !cacheable(urlPath)) return;
+    if (this.misses.size >= this.options.maxMisses) this.misses.delete(this.misses.keys().next().value!);
+    this.misses.set(urlPath, { kind: 'missing', file });
   }
 
   /** Reads `file` (which `send` has just served with `headers`) and keeps it, if small and unchanged. */
-  rememberFile(urlPath: string, file: string, headers: OutgoingHttpHeaders): void {
+  rememberFile(urlPath: string, file: string, headers: OutgoingHttpHeaders, version: number): void {
     const size = Number(headers['content-length']);
-    if (!(size <= this.options.maxFileBytes)) return;
-    const generation = this.generation;
+    if (this.disabled || version !== this.generation || !cacheable(urlPath) || !(size <= this.options.maxFileBytes)) return;
     readFile(file).then(
       (body) => {
         // A change seen meanwhile, or a file that no longer matches the headers sent: do not keep it.
-        if (generation === this.generation && body.length === size) this.store(urlPath, { kind: 'file', headers, body });
+        if (this.disabled || version !== this.generation || body.length !== size || this.files.has(urlPath)) return;
+        while (this.files.size > 0 && (this.files.size >= this.options.maxFiles || this.totalBytes + size > this.options.maxTotalBytes)) {
+          const [oldest, entry] = this.files.entries().next().value!;
+          this.files.delete(oldest);
+          this.totalBytes -= entry.body.length;
+        }
+        if (size > this.options.maxTotalBytes) return;
+        this.files.set(urlPath, { kind: 'file', headers, body });
+        this.totalBytes += size;
       },
       () => {},
     );
-  }
-
-  private store(urlPath: string, entry: CacheEntry): void {
-    if (this.disabled) return;
-    // Bounded against clients asking for endless distinct missing paths: the oldest entry goes.
-    if (this.entries.size >= this.options.maxEntries && !this.entries.has(urlPath)) {
-      this.entries.delete(this.entries.keys().next().value!);
-    }
-    this.entries.set(urlPath, entry);
   }
 
   async close(): Promise<void> {

@@ -36,7 +36,7 @@ export function staticFiles(root: string, errorLog: ErrorLog, cache: StaticCache
     }
   }
 
-  function fail(req: IncomingMessage, res: ServerResponse, urlPath: string, requestId: string, err: SendError): void {
+  function fail(req: IncomingMessage, res: ServerResponse, urlPath: string, requestId: string, err: SendError, version: number): void {
     // A read error after the headers went out: the response can only be cut (STYLE habit 5).
     if (res.headersSent) {
       errorLog.write({ module: 'core', level: 'error', status: `(${err.code ?? 'EIO'})${err.message}`, client: clientOf(req.socket), message: `Cut short while sending ${urlPath}`, requestId });
@@ -47,7 +47,7 @@ export function staticFiles(root: string, errorLog: ErrorLog, cache: StaticCache
     const client = clientOf(req.socket);
     if (status === 404) {
       const file = err.path ?? fileFor(urlPath);
-      if (err.code === 'ENOENT' && err.path) cache.rememberMissing(urlPath, file);
+      if (err.code === 'ENOENT' && err.path) cache.rememberMissing(urlPath, file, version);
       return notFound(req, res, file, requestId, err.headers);
     } else if (status >= 500) {
       errorLog.write({ module: 'core', level: 'error', status: `(${err.code ?? 'EIO'})${err.message}`, client, message: `Cannot serve ${urlPath}`, requestId });
@@ -97,14 +97,15 @@ export function staticFiles(root: string, errorLog: ErrorLog, cache: StaticCache
     if (cached?.kind === 'file' && req.headers.range === undefined) return serveCached(req, res, cached);
 
     let file: string | undefined;
+    const version = cache.version;
     send(req, urlPath, { root, dotfiles: 'ignore', index: ['index.html'] })
-      .on('error', (err: SendError) => fail(req, res, urlPath, requestId, err))
+      .on('error', (err: SendError) => fail(req, res, urlPath, requestId, err, version))
       .on('file', (path: string) => (file = path))
       .on('stream', () => {
         if (file && res.statusCode === 200 && req.headers.range === undefined) {
           const headers = res.getHeaders();
           delete headers['x-request-id'];
-          cache.rememberFile(urlPath, file, headers);
+          cache.rememberFile(urlPath, file, headers, version);
         }
       })
       .pipe(res);
