@@ -102,10 +102,8 @@ export function combinedLine(entry: AccessEntry): string {
 }
 
 export interface ErrorEntry {
-  micros: number;
   module: string;
   level: 'emerg' | 'alert' | 'crit' | 'error' | 'warn' | 'notice' | 'info' | 'debug';
-  pid: number;
   /** Apache's %E: the OS or library status before the client, e.g. `(OS 2)The system cannot find the file specified.` */
   status?: string;
   client?: string;
@@ -117,13 +115,12 @@ export interface ErrorEntry {
  * Apache 2.4's default ErrorLogFormat:
  * `[%{u}t] [%-m:%l] [pid %P] %E: [client %a] %M, request_id: %L`.
  */
-export function errorLine(entry: ErrorEntry): string {
-  let line = `[${errorLogTime(entry.micros)}] [${entry.module}:${entry.level}] [pid ${entry.pid}] `;
-  if (entry.status) line += `${entry.status}: `;
-  if (entry.client) line += `[client ${entry.client}] `;
-  line += escapeLogValue(entry.message, false);
-  if (entry.requestId) line += `, request_id: ${escapeLogValue(entry.requestId, false)}`;
-  return line;
+export function errorLine(entry: ErrorEntry, micros: number, pid: number): string {
+  // One template, not a chain of +=: this runs for every missing file and failed forward.
+  const status = entry.status ? `${entry.status}: ` : '';
+  const client = entry.client ? `[client ${entry.client}] ` : '';
+  const id = entry.requestId ? `, request_id: ${escapeLogValue(entry.requestId, false)}` : '';
+  return `[${errorLogTime(micros)}] [${entry.module}:${entry.level}] [pid ${pid}] ${status}${client}${escapeLogValue(entry.message, false)}${id}`;
 }
 
 /** PHP error-log time: `22-Nov-2026 02:01:41 UTC`, here with milliseconds. */

@@ -2,17 +2,15 @@
 import { openLineLog } from '../common/lineLog.ts';
 import { errorLine, nowMicros, type ErrorEntry } from '../common/logFormat.ts';
 
-export type ErrorEvent = Omit<ErrorEntry, 'micros' | 'pid'>;
-
 export interface ErrorLog {
-  write(event: ErrorEvent): void;
+  write(event: ErrorEntry): void;
   drain(): Promise<void>;
 }
 
 export function openErrorLog(dir: string): ErrorLog {
   const log = openLineLog(dir, 'error.log');
   return {
-    write: (event) => log.write(errorLine({ ...event, micros: nowMicros(), pid: process.pid })),
+    write: (event) => log.write(errorLine(event, nowMicros(), process.pid)),
     drain: () => log.drain(),
   };
 }

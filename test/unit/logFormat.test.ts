@@ -201,15 +201,13 @@ describe('errorLine', () => {
     it('gives [time] [module:level] [pid] status: [client] message, request_id', () => {
       expect(
         errorLine({
-          micros: FIXED_MICROS,
           module: 'core',
           level: 'info',
-          pid: 7,
           status: '(OS 2)The system cannot find the file specified.',
           client: '1.2.3.4:5',
           message: 'msg',
           requestId: 'abc',
-        }),
+        }, FIXED_MICROS, 7),
       ).to.equal(
         `[${errorLogTime(FIXED_MICROS)}] [core:info] [pid 7] (OS 2)The system cannot find the file specified.: ` +
           '[client 1.2.3.4:5] msg, request_id: abc',
@@ -219,14 +217,14 @@ describe('errorLine', () => {
 
   describe('with optional fields missing', () => {
     it('leaves out status, client and request id', () => {
-      expect(errorLine({ micros: FIXED_MICROS, module: 'proxy', level: 'error', pid: 1, message: 'upstream gone' })).to.equal(
+      expect(errorLine({ module: 'proxy', level: 'error', message: 'upstream gone' }, FIXED_MICROS, 1)).to.equal(
         `[${errorLogTime(FIXED_MICROS)}] [proxy:error] [pid 1] upstream gone`,
       );
     });
 
     it('writes the client without a status', () => {
       expect(
-        errorLine({ micros: FIXED_MICROS, module: 'proxy', level: 'warn', pid: 2, client: '::1:5000', message: 'm' }),
+        errorLine({ module: 'proxy', level: 'warn', client: '::1:5000', message: 'm' }, FIXED_MICROS, 2),
       ).to.equal(`[${errorLogTime(FIXED_MICROS)}] [proxy:warn] [pid 2] [client ::1:5000] m`);
     });
   });
@@ -234,13 +232,11 @@ describe('errorLine', () => {
   describe('with control characters', () => {
     it('escapes them in the message and in the request id', () => {
       const line = errorLine({
-        micros: FIXED_MICROS,
         module: 'core',
         level: 'error',
-        pid: 3,
         message: 'bad\x01name',
         requestId: 'id\x1b',
-      });
+      }, FIXED_MICROS, 3);
       expect(line).to.equal(`[${errorLogTime(FIXED_MICROS)}] [core:error] [pid 3] bad\\x01name, request_id: id\\x1b`);
     });
   });
