@@ -53,6 +53,15 @@ export function readLabel(table: SharedTable, slot: number): string {
   return new TextDecoder().decode(table.labels.subarray(start, start + table.labelLengths[slot]));
 }
 
+export interface ExecutionLimitEvents {
+  /** A call ran past the limit while the event loop was free (it is dropped right after). */
+  overrun(tracked: Tracked): void;
+  /** The watchdog thread failed: synchronous overruns go unchecked from now on. */
+  watchdogFailed(err: Error): void;
+  /** More calls in flight than the table holds: the extra ones run unlimited (said once). */
+  tableFull(slots: number): void;
+}
+
 export class ExecutionLimit {
   private readonly table: SharedTable;
   private readonly free: number[] = [];
@@ -66,9 +75,7 @@ export class ExecutionLimit {
   constructor(
     readonly limitMs: number,
     hostLogFile: string,
-    private readonly onOverrun: (tracked: Tracked) => void,
-    onWatchdogError: (err: Error) => void,
-    private readonly onTableFull: (slots: number) => void = () => {},
+    private readonly events: ExecutionLimitEvents,
   ) {
     const { buffer, table } = createSharedTable();
     this.table = table;
@@ -77,7 +84,7 @@ export class ExecutionLimit {
     this.timer = setInterval(() => this.check(), CHECK_EVERY_MS).unref();
     this.watchdog = new Worker(WATCHDOG_BOOT, { eval: true, workerData: { buffer, limitMs, graceMs: BLOCKED_GRACE_MS, hostLogFile } });
     // Without the watchdog only synchronous overruns go unchecked: log it, keep serving.
-    this.watchdog.on('error', onWatchdogError);
+    this.watchdog.on('error', (err) => events.watchdogFailed(err));
     this.watchdog.unref();
   }
 
@@ -89,7 +96,7 @@ export class ExecutionLimit {
   track(tracked: Tracked): void {
     const slot = this.free.pop();
     if (slot === undefined) {
-      if (!this.warnedFull) this.onTableFull(SLOTS);
+      if (!this.warnedFull) this.events.tableFull(SLOTS);
       this.warnedFull = true;
       return;
     }
@@ -116,7 +123,7 @@ export class ExecutionLimit {
     for (const tracked of this.running.values()) {
       if (now - tracked.startedAt >= this.limitMs) {
         this.release(tracked);
-        this.onOverrun(tracked);
+        this.events.overrun(tracked);
         tracked.onOverrun();
       }
     }

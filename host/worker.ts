@@ -52,14 +52,17 @@ export async function runWorker(config: Config): Promise<void> {
 
   const limit =
     config.maxExecutionTime > 0
-      ? new ExecutionLimit(config.maxExecutionTime * 1000, join(config.logs, 'host.log'), (tracked) => {
-          log.error(
-            `Maximum execution time of ${config.maxExecutionTime} seconds exceeded in controller ${tracked.name} (${tracked.file}) in ${tracked.what}: request dropped, worker ${process.pid} will be replaced`,
-            tracked.requestId,
-          );
-          askToRetire('max_execution_time');
-        }, (err) => log.error(`The execution-time watchdog failed; synchronous overruns go unchecked: ${err.stack ?? err.message}`),
-        (slots) => log.warn(`More than ${slots} controller calls in flight in worker ${process.pid}: calls past that run without the execution limit`))
+      ? new ExecutionLimit(config.maxExecutionTime * 1000, join(config.logs, 'host.log'), {
+          overrun(tracked) {
+            log.error(
+              `Maximum execution time of ${config.maxExecutionTime} seconds exceeded in controller ${tracked.name} (${tracked.file}) in ${tracked.what}: request dropped, worker ${process.pid} will be replaced`,
+              tracked.requestId,
+            );
+            askToRetire('max_execution_time');
+          },
+          watchdogFailed: (err) => log.error(`The execution-time watchdog failed; synchronous overruns go unchecked: ${err.stack ?? err.message}`),
+          tableFull: (slots) => log.warn(`More than ${slots} controller calls in flight in worker ${process.pid}: calls past that run without the execution limit`),
+        })
       : undefined;
 
   const pendingStatus = new Map<number, (status: PoolStatus) => void>();

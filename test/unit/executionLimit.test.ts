@@ -14,8 +14,12 @@ describe('the execution limit', () => {
   beforeEach(() => {
     dir = mkdtempSync(join(tmpdir(), 'extqs-limit-'));
     overruns.length = 0;
-    limit = new ExecutionLimit(200, join(dir, 'host.log'), (t) => overruns.push(t.name), (err) => {
-      throw err;
+    limit = new ExecutionLimit(200, join(dir, 'host.log'), {
+      overrun: (t) => overruns.push(t.name),
+      watchdogFailed: (err) => {
+        throw err;
+      },
+      tableFull: () => {},
     });
   });
 
