@@ -178,6 +178,36 @@ for (const forwarder of FORWARDERS) {
       await eventually(async () => ((await get(stack.url, '/External/Alive')).body === 'alive' ? true : undefined), 10_000, 'service again');
     });
 
+    it('passes a large streamed body intact to a client that reads slowly (a pause must be resumed)', async function () {
+      // 8 MB in 64 KB chunks: more than the socket buffers hold, so the engine pauses the host and must resume it.
+      writeFileSync(
+        join(sandbox.controllers, 'Big.ts'),
+        `export default () => { let i = 0; return new Response(new ReadableStream({ pull(c) { if (i === 128) return c.close(); c.enqueue(new Uint8Array(65536).fill(i++ % 251)); } })); };\n`,
+      );
+      const { request } = await import('node:http');
+      const { createHash } = await import('node:crypto');
+      const { hostname, port } = new URL(stack.url);
+      const got = await new Promise<{ length: number; digest: string }>((resolve, reject) => {
+        request({ host: hostname, port, path: '/External/Big', agent: false }, (res) => {
+          const hash = createHash('sha256');
+          let length = 0;
+          res.pause();
+          setTimeout(() => res.resume(), 300); // the client lags behind the host
+          res.on('data', (chunk: Buffer) => {
+            length += chunk.length;
+            hash.update(chunk);
+          });
+          res.on('end', () => resolve({ length, digest: hash.digest('hex') }));
+          res.on('error', reject);
+        })
+          .on('error', reject)
+          .end();
+      });
+      const expected = createHash('sha256');
+      for (let i = 0; i < 128; i++) expected.update(Buffer.alloc(65536, i % 251));
+      expect(got).to.deep.equal({ length: 128 * 65536, digest: expected.digest('hex') });
+    });
+
     it('forwards a request body and answers it', async function () {
       writeFileSync(join(sandbox.controllers, 'Method.ts'), `export default ({ method, headers }: any) => ({ method, length: headers['content-length'] ?? null });\n`);
       const { request } = await import('node:http');
