@@ -36,7 +36,7 @@ async function start(argv: string[]): Promise<void> {
   const host = new Supervisor({
     name: 'host',
     script: 'host/main.ts',
-    args: [
+    args: () => [
       ...['--www', config.www, '--logs', config.logs, '--socket', socket],
       ...['--workers', String(config.workers), '--max-requests', String(config.maxRequests), '--max-execution-time', String(config.maxExecutionTime)],
     ],
@@ -45,14 +45,20 @@ async function start(argv: string[]): Promise<void> {
     // The pool lets controllers run out their limit, then stops hard 20 s later (host/pool.ts).
     stopTimeoutMs: (config.maxExecutionTime || 30) * 1000 + 25_000,
   });
+  // With --port 0 the first proxy picks a free port; a restarted one must come back on that same port,
+  // or every client would lose the service.
+  let port = config.port;
   const proxy = new Supervisor({
     name: 'proxy',
     script: 'proxy/main.ts',
-    args: [
-      ...['--port', String(config.port), '--listen', config.listen, '--www', config.www, '--logs', config.logs],
+    args: () => [
+      ...['--port', String(port), '--listen', config.listen, '--www', config.www, '--logs', config.logs],
       ...['--upstream', `unix:${socket}`, '--upstream-timeout', String(config.upstreamTimeout), '--forwarder', config.forwarder],
     ],
-    onReady: (url) => process.stdout.write(`${readyLine(url)}\n`),
+    onReady: (url) => {
+      port = Number(new URL(url).port);
+      process.stdout.write(`${readyLine(url)}\n`);
+    },
     onEvent: say,
     stopTimeoutMs: 15_000, // the proxy cuts what is left after 10 s (proxy/main.ts)
   });

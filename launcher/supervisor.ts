@@ -30,7 +30,8 @@ export interface ChildSpec {
   name: string;
   /** Entry script, relative to the project root. */
   script: string;
-  args: string[];
+  /** The child's flags, read at every start (a restart may need different ones). */
+  args: () => string[];
   /** Called with the URL of every ready line (first start and restarts). */
   onReady(url: string): void;
   /** Called with what went wrong when a running child exited or could not be restarted. */
@@ -51,7 +52,7 @@ export class Supervisor {
   start(): Promise<string> {
     return new Promise((resolve, reject) => {
       const startedAt = Date.now();
-      const child = spawn(process.execPath, ['--import', TSX, fileURLToPath(new URL(`../${this.spec.script}`, import.meta.url)), ...this.spec.args], {
+      const child = spawn(process.execPath, ['--import', TSX, fileURLToPath(new URL(`../${this.spec.script}`, import.meta.url)), ...this.spec.args()], {
         // Own process group: a terminal's Ctrl-C reaches the launcher only, which stops children in
         // order (proxy first, so requests in flight still reach the host). The IPC channel lets a
         // child notice the launcher is gone and stop by itself.

@@ -116,6 +116,17 @@ describe('a running stack under faults and signals', function () {
     expect(stack.stderr()).to.match(/host \(pid \d+\) exited with signal SIGKILL; restarting in \d+ ms/);
   });
 
+  it('restarts a proxy killed with SIGKILL on the same port, and serves again', async function () {
+    const proxyPid = () => readLog(sandbox, 'error.log').flatMap((l) => /extqs proxy (\d+) configured/.exec(l)?.[1] ?? []).map(Number);
+    const [pid] = await eventually(() => (proxyPid().length ? proxyPid() : undefined), 3000, 'proxy pid in error.log');
+    process.kill(pid, 'SIGKILL');
+    await eventually(() => proxyPid().find((p) => p !== pid), 10_000, 'a new proxy');
+    // The same URL as the first ready line (the test asked for --port 0).
+    await eventually(async () => ((await get(stack.url, '/favicon.ico').catch(() => undefined))?.status === 404 ? true : undefined), 5000, 'service on the same port');
+    expect(stack.stderr()).to.match(/proxy \(pid \d+\) exited with signal SIGKILL; restarting in \d+ ms/);
+    expect(stack.stdout().trim().split('\n')).to.deep.equal([`listening on ${stack.url}`, `listening on ${stack.url}`]);
+  });
+
   it('on SIGTERM finishes the requests of keep-alive clients, closes their connections, and logs every one', async function () {
     writeFileSync(join(sandbox.controllers, 'Half.ts'), `export default async () => { await new Promise((r) => setTimeout(r, 500)); return 'half'; };\n`);
     const { Agent } = await import('node:http');
