@@ -55,6 +55,36 @@ function freePort(): Promise<number> {
   });
 }
 
+const CLOCK_TICKS_PER_SECOND = (() => {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  } catch {
+    return 100;
+  }
+})();
+
+/**
+ * CPU time (user + system, all threads) of a process and its direct children, from /proc, in µs: the
+ * front's cost per request is far steadier across runs than req/s on a shared 2-core machine.
+ */
+function cpuMicros(pid: number): number {
+  const ticksOf = (p: number) => {
+    try {
+      const fields = readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1].split(' ');
+      return Number(fields[11]) + Number(fields[12]); // utime, stime
+    } catch {
+      return 0;
+    }
+  };
+  let children: number[] = [];
+  try {
+    children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+  } catch {
+    children = [];
+  }
+  return ((ticksOf(pid) + children.reduce((sum, child) => sum + ticksOf(child), 0)) * 1e6) / CLOCK_TICKS_PER_SECOND;
+}
+
 function hasNginx(): boolean {
   try {
     execFileSync('nginx', ['-v'], { stdio: 'ignore' });
@@ -100,9 +130,18 @@ async function startNginx(dir: string, socket: string, publicDir: string): Promi
   throw new Error('nginx did not start');
 }
 
+/**
+ * The host's RSS at rest: the lowest of five samples a second apart, since V8 collects lazily and a single
+ * sample right after a burst of reloads counts garbage not yet collected (one run read +18.8 MB that way).
+ */
 async function hostRss(socket: string): Promise<number> {
-  const status = JSON.parse((await getBody('http://host/status?full', socket)).body);
-  return status.processes.reduce((sum: number, w: { rss: number }) => sum + w.rss, 0);
+  let lowest = Infinity;
+  for (let i = 0; i < 5; i++) {
+    const status = JSON.parse((await getBody('http://host/status?full', socket)).body);
+    lowest = Math.min(lowest, status.processes.reduce((sum: number, w: { rss: number }) => sum + w.rss, 0));
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+  return lowest;
 }
 
 /** Time from an atomic rename of a controller to the first answer from the new version, under load. */
@@ -133,7 +172,6 @@ async function reloadLatency(url: string, controllers: string, socket: string): 
     renameSync(`${file}.tmp`, file);
     await getBody(`${url}/External/Swap`);
   }
-  await new Promise((r) => setTimeout(r, 1000));
   const after = await hostRss(socket);
   return {
     reloadP50Ms: median(latencies),
@@ -164,28 +202,30 @@ async function main(): Promise<void> {
     processes.push(proxy);
     const httpProxy = await startProcess('proxy/main.ts', proxyArgs('http-proxy', join(sandbox.dir, 'logs-http-proxy')));
     processes.push(httpProxy);
-    const fronts: { name: 'extqs' | 'extqs-http-proxy' | 'nginx'; url: string }[] = [
-      { name: 'extqs', url: proxy.url },
-      { name: 'extqs-http-proxy', url: httpProxy.url },
+    const fronts: { name: 'extqs' | 'extqs-http-proxy' | 'nginx'; url: string; pid: number }[] = [
+      { name: 'extqs', url: proxy.url, pid: proxy.child.pid! },
+      { name: 'extqs-http-proxy', url: httpProxy.url, pid: httpProxy.child.pid! },
     ];
     if (hasNginx()) {
       const nginxDir = join(sandbox.dir, 'nginx');
       mkdirSync(nginxDir);
       const started = await startNginx(nginxDir, socket, sandbox.publicDir);
       nginx = started.child;
-      fronts.push({ name: 'nginx', url: started.url });
+      fronts.push({ name: 'nginx', url: started.url, pid: started.child.pid! });
     } else {
       process.stderr.write('nginx is not on PATH (Debian: nginx-light): extqs only, no ratios\n');
     }
 
-    const results: Record<string, Record<string, LoadResult[]>> = {};
+    const results: Record<string, Record<string, (LoadResult & { cpuMicrosPerRequest: number })[]>> = {};
     for (const scenario of SCENARIOS) {
       results[scenario.name] = {};
       const expectedOf = (front: (typeof fronts)[number]) => scenario.expected[front.name === 'nginx' ? 'nginx' : 'extqs'];
       for (const front of fronts) await runLoad(front.url + scenario.path, expectedOf(front), 1); // warm-up
       for (let round = 0; round < ROUNDS; round++) {
         for (const front of fronts) {
-          const result = await runLoad(front.url + scenario.path, expectedOf(front), SECONDS);
+          const cpuBefore = cpuMicros(front.pid);
+          const load = await runLoad(front.url + scenario.path, expectedOf(front), SECONDS);
+          const result = { ...load, cpuMicrosPerRequest: (cpuMicros(front.pid) - cpuBefore) / Math.max(load.total, 1) };
           (results[scenario.name][front.name] ??= []).push(result);
           process.stderr.write(`${scenario.name} / ${front.name} round ${round + 1}: ${Math.round(result.requestsPerSecond)} req/s\n`);
         }
@@ -203,6 +243,7 @@ async function main(): Promise<void> {
           p99: median(runs.map((r) => r.p99)),
           unexpected: runs.reduce((s, r) => s + r.unexpected, 0),
           errors: runs.reduce((s, r) => s + r.errors + r.timeouts, 0),
+          cpuMicrosPerRequest: median(runs.map((r) => r.cpuMicrosPerRequest)),
         };
       };
       const extqs = summary('extqs')!;
@@ -215,12 +256,13 @@ async function main(): Promise<void> {
 
     const pad = (text: string, width: number) => text.padEnd(width);
     const lines = [
-      `${pad('scenario', 24)}${pad('extqs req/s', 13)}${pad('p50/p99 ms', 12)}${pad('nginx req/s', 13)}${pad('ratio', 8)}${pad('target', 10)}${pad('unexp/err', 11)}http-proxy engine`,
+      `${pad('scenario', 24)}${pad('extqs req/s', 13)}${pad('p50/p99 ms', 12)}${pad('nginx req/s', 13)}${pad('ratio', 8)}${pad('target', 10)}${pad('unexp/err', 11)}${pad('CPU us/req extqs/nginx', 24)}http-proxy engine`,
       ...rows.map(
         (r) =>
           `${pad(r.scenario, 24)}${pad(String(Math.round(r.extqs.requestsPerSecond)), 13)}${pad(`${r.extqs.p50}/${r.extqs.p99}`, 12)}` +
           `${pad(r.nginx ? String(Math.round(r.nginx.requestsPerSecond)) : '-', 13)}${pad(r.ratio ? r.ratio.toFixed(2) : '-', 8)}` +
           `${pad(`${r.target}${r.met === undefined ? '' : r.met ? ' ok' : ' MISS'}`, 10)}${pad(`${r.extqs.unexpected}/${r.extqs.errors}`, 11)}` +
+          `${pad(`${Math.round(r.extqs.cpuMicrosPerRequest)}/${r.nginx ? Math.round(r.nginx.cpuMicrosPerRequest) : '-'}`, 24)}` +
           `${Math.round(r.httpProxy.requestsPerSecond)} req/s${r.httpProxyRatio ? ` (${r.httpProxyRatio.toFixed(2)})` : ''}`,
       ),
       `reload latency p50 ${reload.reloadP50Ms.toFixed(1)} ms, p99 ${reload.reloadP99Ms.toFixed(1)} ms (target 100), failed requests ${reload.failedDuringReloads} (target 0)`,
