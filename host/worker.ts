@@ -19,13 +19,13 @@ function send(message: ToPrimary): void {
 }
 
 export async function runWorker(config: Config): Promise<void> {
-  // Listen to the pool first: a message sent while this worker starts (a shutdown, a status request)
-  // would otherwise be dropped. Until the server is up, a retire is remembered and a status answered.
+  // Listen to the pool at once: IPC messages to a process without a handler are dropped, and the pool
+  // may ask for stats as soon as it sees this worker listen, a moment before the full handler is set.
+  // (The pool stops workers with a signal and recycles only workers that are up, so no 'retire' comes
+  // earlier.)
   const stats = new WorkerStats();
-  let retireWhenUp = false;
   let handle = (message: ToWorker): void => {
-    if (message.type === 'retire') retireWhenUp = true;
-    else if (message.type === 'stats?') send({ type: 'stats', id: message.id, snapshot: stats.snapshot() });
+    if (message.type === 'stats?') send({ type: 'stats', id: message.id, snapshot: stats.snapshot() });
   };
   process.on('message', (message: ToWorker) => handle(message));
   const log = openHostLog(config.logs);
@@ -126,5 +126,4 @@ export async function runWorker(config: Config): Promise<void> {
     else if (message.type === 'stats?') send({ type: 'stats', id: message.id, snapshot: stats.snapshot() });
     else if (message.type === 'status') pendingStatus.get(message.id)?.(message.status);
   };
-  if (retireWhenUp) handle({ type: 'retire' });
 }
