@@ -83,14 +83,14 @@ export function parsePort(name: FlagName, raw: string): number {
   return Number(raw);
 }
 
-export function parseInteger(name: FlagName, raw: string, min: number, max: number): number {
+function parseInteger(name: FlagName, raw: string, min: number, max: number): number {
   if (!/^\d{1,9}$/.test(raw) || Number(raw) < min || Number(raw) > max) {
     throw new ConfigError(label(name), raw, `an integer from ${min} to ${max}`);
   }
   return Number(raw);
 }
 
-export function parseForwarder(raw: string): Forwarder {
+function parseForwarder(raw: string): Forwarder {
   if (!(FORWARDERS as readonly string[]).includes(raw)) throw new ConfigError(label('forwarder'), raw, `one of ${FORWARDERS.join(', ')}`);
   return raw as Forwarder;
 }

@@ -15,7 +15,7 @@ const SLOTS = 1024;
 const LABEL_BYTES = 512;
 const CHECK_EVERY_MS = 100;
 /** How long the event loop must be blocked, past the limit, before the watchdog kills the worker. */
-export const BLOCKED_GRACE_MS = 1000;
+const BLOCKED_GRACE_MS = 1000;
 
 export interface Tracked {
   name: string;
@@ -34,7 +34,7 @@ export interface SharedTable {
   labels: Uint8Array;
 }
 
-export function createSharedTable(): { buffer: SharedArrayBuffer; table: SharedTable } {
+function createSharedTable(): { buffer: SharedArrayBuffer; table: SharedTable } {
   const buffer = new SharedArrayBuffer(8 + SLOTS * 8 + SLOTS * 4 + SLOTS * LABEL_BYTES);
   return { buffer, table: viewSharedTable(buffer) };
 }

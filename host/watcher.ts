@@ -10,7 +10,7 @@ import type { ControllerRegistry } from './registry.ts';
 import { CONTROLLER_NAME } from './route.ts';
 
 /** Longer than chokidar's 50 ms 'change' throttle (chokidar/index.js `_throttle(EV.CHANGE, path, 50)`). */
-export const TRAILING_REFRESH_MS = 75;
+const TRAILING_REFRESH_MS = 75;
 
 /** The controller a file in the controllers directory defines, if any. */
 export function controllerNameOf(file: string): string | undefined {

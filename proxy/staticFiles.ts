@@ -12,7 +12,7 @@ import { clientOf, type ErrorLog } from './errorLog.ts';
 import type { CacheEntry, StaticCache } from './staticCache.ts';
 
 /** The OS status the observed Windows deployment logged for a missing file (Apache's %E). */
-export const FILE_NOT_FOUND_STATUS = '(OS 2)The system cannot find the file specified.  ';
+const FILE_NOT_FOUND_STATUS = '(OS 2)The system cannot find the file specified.  ';
 
 const ALLOWED_METHODS = 'GET, HEAD';
 
