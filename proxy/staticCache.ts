@@ -1,7 +1,8 @@
 // Small files of www/public and the paths found missing there, kept in memory so the hot static paths
 // (a 1.4 KB page, the favicon browsers keep asking for) cost no stat/open/read/close round trips through
 // libuv's thread pool (profiled: about a third of the proxy's time on those paths). chokidar watches the
-// directory; any change there empties the cache.
+// directory; any change there empties the cache, at once and again shortly after: chokidar drops a
+// 'change' that follows another within 50 ms and sends no trailing one (host/watcher.ts has the same).
 import type { OutgoingHttpHeaders } from 'node:http';
 import { readFile } from 'node:fs/promises';
 import { watch, type FSWatcher } from 'chokidar';
@@ -17,6 +18,9 @@ export interface StaticCacheOptions {
   maxTotalBytes: number;
   maxMisses: number;
 }
+
+/** Longer than chokidar's 50 ms change throttle. */
+const TRAILING_CLEAR_MS = 75;
 
 const DEFAULTS: StaticCacheOptions = { maxFileBytes: 64 * 1024, maxFiles: 1024, maxTotalBytes: 32 * 1024 * 1024, maxMisses: 4096 };
 
@@ -36,6 +40,7 @@ export class StaticCache {
   /** Bumped on every change seen, so what was looked up before a change is not stored after it. */
   private generation = 0;
   private watcher: FSWatcher | undefined;
+  private trailingClear: NodeJS.Timeout | undefined;
   /** Without a working watcher nothing would ever be invalidated: the cache switches itself off. */
   private disabled = false;
   private readonly options: StaticCacheOptions;
@@ -51,7 +56,11 @@ export class StaticCache {
   async watch(onError: (err: unknown) => void): Promise<void> {
     this.watcher = watch(this.root, { ignoreInitial: true });
     this.watcher
-      .on('all', () => this.clear())
+      .on('all', () => {
+        this.clear();
+        clearTimeout(this.trailingClear);
+        this.trailingClear = setTimeout(() => this.clear(), TRAILING_CLEAR_MS);
+      })
       .on('error', (err) => {
         this.disabled = true;
         this.clear();
@@ -104,6 +113,7 @@ export class StaticCache {
   }
 
   async close(): Promise<void> {
+    clearTimeout(this.trailingClear);
     await this.watcher?.close();
   }
 }
