@@ -18,11 +18,17 @@ export interface Config {
   readonly www: string;
   /** Absolute path of the log directory. */
   readonly logs: string;
-  /** Where the proxy forwards /External (set by the launcher). */
-  readonly upstream: Upstream | undefined;
+  /** Where the proxy forwards /External, in round-robin order (the launcher sets one; repeat the flag for more). */
+  readonly upstreams: readonly Upstream[];
+  /** Connect failures in a row after which an upstream is skipped (nginx max_fails). */
+  readonly upstreamMaxFails: number;
+  /** Seconds a failed upstream is skipped before it is tried again (nginx fail_timeout). */
+  readonly upstreamFailTimeout: number;
   /** Unix socket the host binds (set by the launcher); without it the host binds 127.0.0.1:--host-port. */
   readonly socket: string | undefined;
-  /** Loopback port of the host when it runs without --socket (0 = any free port). */
+  /** Address the host binds when it runs without --socket: loopback unless the host serves proxies on other machines. */
+  readonly hostListen: string;
+  /** Port of the host when it runs without --socket (0 = any free port). */
   readonly hostPort: number;
   /** Host worker processes (php-fpm pm.max_children). */
   readonly workers: number;
@@ -55,8 +61,12 @@ const flags = {
   listen: { env: 'LISTEN', fallback: '0.0.0.0' },
   www: { env: 'WWW_ROOT', fallback: './www' },
   logs: { env: 'LOG_DIR', fallback: './logs' },
+  // Repeatable; in the environment, a comma-separated list.
   upstream: { env: 'EXTQS_UPSTREAM', fallback: '' },
+  'upstream-max-fails': { env: 'UPSTREAM_MAX_FAILS', fallback: '1' },
+  'upstream-fail-timeout': { env: 'UPSTREAM_FAIL_TIMEOUT', fallback: '10' },
   socket: { env: 'EXTQS_SOCKET', fallback: '' },
+  'host-listen': { env: 'EXTQS_HOST_LISTEN', fallback: '127.0.0.1' },
   'host-port': { env: 'EXTQS_HOST_PORT', fallback: '0' },
   workers: { env: 'WORKERS', fallback: () => String(Math.min(availableParallelism(), MAX_WORKERS)) },
   'max-requests': { env: 'MAX_REQUESTS', fallback: '0' },
@@ -68,6 +78,8 @@ const flags = {
 } as const;
 
 type FlagName = keyof typeof flags;
+
+const REPEATABLE = new Set<string>(['upstream']);
 
 /** The environment variables this configuration reads. */
 export const CONFIG_ENV_NAMES: readonly string[] = Object.values(flags).map((flag) => flag.env);
@@ -95,26 +107,40 @@ function parseForwarder(raw: string): Forwarder {
   return raw as Forwarder;
 }
 
-export function parseListen(raw: string): string {
+export function parseListen(raw: string, name: FlagName = 'listen'): string {
   if (raw !== 'localhost' && isIP(raw) === 0) {
-    throw new ConfigError(label('listen'), raw, 'an IPv4 or IPv6 address (e.g. 0.0.0.0, 127.0.0.1, ::) or localhost');
+    throw new ConfigError(label(name), raw, 'an IPv4 or IPv6 address (e.g. 0.0.0.0, 127.0.0.1, ::) or localhost');
   }
   return raw;
 }
+
+const UPSTREAM_ALLOWED = 'unix:/path/to/socket or http://<host>:<port>';
 
 export function parseUpstream(raw: string): Upstream {
   if (raw.startsWith('unix:') && raw.length > 'unix:'.length) {
     return { kind: 'unix', path: resolve(raw.slice('unix:'.length)) };
   }
-  const match = /^http:\/\/(127\.\d{1,3}\.\d{1,3}\.\d{1,3}|localhost|\[::1\]):(\d{1,5})\/?$/.exec(raw);
-  if (match && Number(match[2]) > 0 && Number(match[2]) <= 65535) {
-    return { kind: 'tcp', host: match[1].replace(/^\[|\]$/g, ''), port: Number(match[2]) };
+  // A host name, an IPv4 address or a bracketed IPv6 address; nothing after the port but an optional '/'.
+  const match = /^http:\/\/([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\]):(\d{1,5})\/?$/.exec(raw);
+  const host = match?.[1].replace(/^\[|\]$/g, '');
+  if (match && host && (!match[1].startsWith('[') || isIP(host) === 6) && Number(match[2]) > 0 && Number(match[2]) <= 65535) {
+    return { kind: 'tcp', host, port: Number(match[2]) };
   }
-  throw new ConfigError(label('upstream'), raw, 'unix:/path/to/socket or http://<loopback address>:<port>');
+  throw new ConfigError(label('upstream'), raw, UPSTREAM_ALLOWED);
+}
+
+/** Each of the repeated flag's values, or the environment's comma-separated list. */
+function parseUpstreams(raws: readonly string[]): Upstream[] {
+  const upstreams = raws.flatMap((raw) => raw.split(',')).map((raw) => raw.trim()).filter((raw) => raw !== '').map(parseUpstream);
+  const names = upstreams.map(formatUpstream);
+  const repeated = names.find((name, i) => names.indexOf(name) !== i);
+  if (repeated) throw new ConfigError(label('upstream'), repeated, `${UPSTREAM_ALLOWED}, each given once`);
+  return upstreams;
 }
 
 export function formatUpstream(upstream: Upstream): string {
-  return upstream.kind === 'unix' ? `unix:${upstream.path}` : `http://${upstream.host}:${upstream.port}`;
+  if (upstream.kind === 'unix') return `unix:${upstream.path}`;
+  return `http://${upstream.host.includes(':') ? `[${upstream.host}]` : upstream.host}:${upstream.port}`;
 }
 
 function checkWww(raw: string, cwd: string): string {
@@ -147,10 +173,10 @@ function checkLogs(raw: string, cwd: string): string {
 export function readConfig(argv: string[], env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): Config {
   let values: Partial<Record<FlagName, string>>;
   try {
-    const options = Object.fromEntries(Object.keys(flags).map((name) => [name, { type: 'string' as const }]));
-    ({ values } = parseArgs({ args: argv, options, strict: true, allowPositionals: false }) as {
-      values: Partial<Record<FlagName, string>>;
-    });
+    const options = Object.fromEntries(Object.keys(flags).map((name) => [name, { type: 'string' as const, multiple: REPEATABLE.has(name) }]));
+    // A repeatable flag's values are joined the way its environment variable lists them.
+    const parsed = parseArgs({ args: argv, options, strict: true, allowPositionals: false }).values as Record<string, string | string[]>;
+    values = Object.fromEntries(Object.entries(parsed).map(([name, value]) => [name, Array.isArray(value) ? value.join(',') : value]));
   } catch (err) {
     const known = Object.keys(flags).map((name) => `--${name}`).join(', ');
     throw new ConfigError('command line', argv.join(' '), `made of ${known}, each with a value (${(err as Error).message})`);
@@ -162,15 +188,17 @@ export function readConfig(argv: string[], env: NodeJS.ProcessEnv = process.env,
     return typeof fallback === 'function' ? fallback(pick) : fallback;
   };
 
-  const upstream = pick('upstream');
   const socket = pick('socket');
   return Object.freeze({
     port: parsePort('port', pick('port')),
     listen: parseListen(pick('listen')),
     www: checkWww(pick('www'), cwd),
     logs: checkLogs(pick('logs'), cwd),
-    upstream: upstream === '' ? undefined : parseUpstream(upstream),
+    upstreams: parseUpstreams([pick('upstream')]),
+    upstreamMaxFails: parseInteger('upstream-max-fails', pick('upstream-max-fails'), 1, 1000),
+    upstreamFailTimeout: parseInteger('upstream-fail-timeout', pick('upstream-fail-timeout'), 0, 86_400),
     socket: socket === '' ? undefined : resolve(cwd, socket),
+    hostListen: parseListen(pick('host-listen'), 'host-listen'),
     hostPort: parsePort('host-port', pick('host-port')),
     workers: parseInteger('workers', pick('workers'), 1, MAX_WORKERS),
     maxRequests: parseInteger('max-requests', pick('max-requests'), 0, 1_000_000_000),

@@ -4,7 +4,7 @@
 import cluster, { type Worker } from 'node:cluster';
 import { once } from 'node:events';
 import { chmod, rm } from 'node:fs/promises';
-import type { Config } from '../common/config.ts';
+import { formatUpstream, type Config } from '../common/config.ts';
 import { readyLine } from '../common/ready.ts';
 import { onShutdownSignal } from '../common/shutdown.ts';
 import { openHostLog } from './hostLog.ts';
@@ -128,7 +128,7 @@ export async function runPool(config: Config): Promise<void> {
   if (config.socket) await rm(config.socket, { force: true });
   const first = await Promise.all(Array.from({ length: config.workers }, fork));
   if (config.socket) await chmod(config.socket, 0o600);
-  const url = config.socket ? `unix:${config.socket}` : `http://127.0.0.1:${first[0].port}`;
+  const url = config.socket ? `unix:${config.socket}` : formatUpstream({ kind: 'tcp', host: config.hostListen, port: first[0].port });
   log.info(`Host pool ${process.pid} serving ${config.www}/controllers on ${url} with ${config.workers} workers`);
   process.stdout.write(`${readyLine(url)}\n`);
 

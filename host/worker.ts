@@ -118,7 +118,7 @@ export async function runWorker(config: Config): Promise<void> {
   onShutdownSignal(() => retire());
 
   if (config.socket) await app.listen({ path: config.socket });
-  else await app.listen({ host: '127.0.0.1', port: config.hostPort });
+  else await app.listen({ host: config.hostListen, port: config.hostPort });
   log.info(`Worker ${process.pid} ready`);
   stats.starting = false;
   handle = (message) => {

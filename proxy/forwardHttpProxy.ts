@@ -6,15 +6,20 @@
 import { Agent, type ClientRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import httpProxy from 'http-proxy';
 import { countBodyBytes } from './accessLog.ts';
-import { failures, forwardedHeaders, IDLE_UPSTREAM_SOCKET_MS, removeHopByHop, type Forward, type ForwarderOptions } from './forwarding.ts';
+import type { Upstream } from '../common/config.ts';
+import { failures, forwardedHeaders, IDLE_UPSTREAM_SOCKET_MS, isConnectError, mayRetry, removeHopByHop, type Forward, type ForwarderOptions } from './forwarding.ts';
+import type { UpstreamState } from './upstreams.ts';
+
+function targetOf(upstream: Upstream) {
+  return upstream.kind === 'unix' ? { socketPath: upstream.path } : { host: upstream.host, port: upstream.port, protocol: 'http:' };
+}
 
 export function createHttpProxyForwarder(options: ForwarderOptions): Forward {
-  const { upstream, upstreamTimeoutMs } = options;
+  const { upstreams, upstreamTimeoutMs } = options;
   const fail = failures(options);
   // `timeout` is what makes the agent drop idle sockets; Node sets it on busy sockets too, where it only
   // emits 'timeout', which nothing here listens to (the response deadline is our own timer below).
   const agent = new Agent({ keepAlive: true, maxSockets: 512, maxFreeSockets: 256, scheduling: 'lifo', timeout: IDLE_UPSTREAM_SOCKET_MS });
-  const target = upstream.kind === 'unix' ? { socketPath: upstream.path } : { host: upstream.host, port: upstream.port, protocol: 'http:' };
   const proxy = httpProxy.createProxyServer({ agent, xfwd: false, ws: false });
 
   /** Requests the proxy has answered itself (504): whatever the host does later is ignored. */
@@ -34,6 +39,8 @@ export function createHttpProxyForwarder(options: ForwarderOptions): Forward {
 
   proxy.on('proxyRes', (proxyRes, req, res) => {
     clearTimeout(deadlines.get(req));
+    const upstream = sentTo.get(req);
+    if (upstream) upstreams.reached(upstream);
     if (answered.has(req)) {
       proxyRes.destroy();
       return;
@@ -48,14 +55,43 @@ export function createHttpProxyForwarder(options: ForwarderOptions): Forward {
     });
   });
 
-  function onProxyError(err: NodeJS.ErrnoException, req: IncomingMessage, res: ServerResponse): void {
-    clearTimeout(deadlines.get(req));
-    if (answered.has(req)) return;
-    fail.failed(err, req, res, pathOf(req), idOf(req));
+  /** The upstream each request went to last, and those it could not reach. */
+  const sentTo = new WeakMap<IncomingMessage, UpstreamState>();
+  const unreachable = new WeakMap<IncomingMessage, Set<UpstreamState>>();
+
+  function send(req: IncomingMessage, res: ServerResponse, upstream: UpstreamState, retryable: boolean): void {
+    sentTo.set(req, upstream);
+    upstream.requests += 1;
+    try {
+      proxy.web(req, res, { target: targetOf(upstream.upstream) }, (err) => onProxyError(err, req, res, retryable));
+    } catch (err) {
+      // http.request throws synchronously on headers Node refuses to send.
+      onProxyError(err as NodeJS.ErrnoException, req, res, false);
+    }
   }
-  proxy.on('error', (err, req, res) => onProxyError(err, req, res as ServerResponse));
+
+  function onProxyError(err: NodeJS.ErrnoException, req: IncomingMessage, res: ServerResponse, retryable: boolean): void {
+    if (answered.has(req)) return;
+    const upstream = sentTo.get(req)!;
+    if (isConnectError(err)) {
+      upstreams.connectFailed(upstream);
+      const tried = unreachable.get(req) ?? new Set<UpstreamState>();
+      unreachable.set(req, tried.add(upstream));
+      // An ended request stream pipes into the next upstream request as an immediate end, so a GET can go again.
+      const next = retryable && !res.headersSent && !req.socket.destroyed ? upstreams.pick(tried) : undefined;
+      if (next) {
+        fail.connectFailed(err, req, pathOf(req), idOf(req), upstream);
+        return send(req, res, next, retryable);
+      }
+    } else {
+      upstreams.reached(upstream);
+    }
+    clearTimeout(deadlines.get(req));
+    fail.failed(err, req, res, pathOf(req), idOf(req), upstream);
+  }
 
   return function forward(req, res, url, requestId) {
+    const hasBody = req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] ?? '0') !== '0';
     // http-proxy copies req.headers; the access log reads only Referer and User-Agent from it later.
     req.headers = forwardedHeaders(req, requestId);
     req.url = url;
@@ -71,11 +107,6 @@ export function createHttpProxyForwarder(options: ForwarderOptions): Forward {
       // A client that leaves needs no deadline.
       res.once('close', () => clearTimeout(deadlines.get(req)));
     }
-    try {
-      proxy.web(req, res, { target });
-    } catch (err) {
-      // http.request throws synchronously on headers Node refuses to send.
-      onProxyError(err as NodeJS.ErrnoException, req, res);
-    }
+    send(req, res, upstreams.pick()!, mayRetry(req, hasBody));
   };
 }

@@ -2,9 +2,12 @@
 // straight from the host's socket to the client's response, with no stream or promise per request
 // (Node's http.request client, under http-proxy, is the slow part of forwarding: see the bench).
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { PassThrough } from 'node:stream';
 import { Pool, type Dispatcher } from 'undici';
+import { formatUpstream, type Upstream } from '../common/config.ts';
 import { countBodyBytes } from './accessLog.ts';
-import { failures, forwardedHeaders, IDLE_UPSTREAM_SOCKET_MS, removeHopByHop, type Failures, type Forward, type ForwarderOptions } from './forwarding.ts';
+import { failures, forwardedHeaders, IDLE_UPSTREAM_SOCKET_MS, isConnectError, mayRetry, removeHopByHop, type Failures, type Forward, type ForwarderOptions } from './forwarding.ts';
+import type { Upstreams, UpstreamState } from './upstreams.ts';
 
 /** Fields undici frames or refuses itself (the other hop-by-hop ones are never forwarded). */
 const ENGINE_FRAMED = ['transfer-encoding', 'expect'] as const;
@@ -15,6 +18,9 @@ class ForwardHandler implements Dispatcher.DispatchHandler {
   /** Answered by the proxy itself (504) or nobody left to answer: the host's answer is dropped. */
   private settled = false;
   private countBytes = false;
+  /** Upstreams that could not be reached for this request. */
+  private tried: Set<UpstreamState> | undefined;
+  private upstream!: UpstreamState;
   deadline: NodeJS.Timeout | undefined;
 
   constructor(
@@ -22,8 +28,22 @@ class ForwardHandler implements Dispatcher.DispatchHandler {
     private readonly res: ServerResponse,
     private readonly path: string,
     private readonly requestId: string,
-    private readonly fail: Failures,
+    private readonly engine: Engine,
+    private readonly options: Dispatcher.DispatchOptions,
+    private readonly retryable: boolean,
   ) {}
+
+  send(upstream: UpstreamState): void {
+    this.upstream = upstream;
+    this.controller = undefined;
+    upstream.requests += 1;
+    try {
+      this.engine.poolFor(upstream).dispatch(this.options, this);
+    } catch (err) {
+      // undici refuses some requests synchronously (invalid header values).
+      this.onResponseError(undefined as unknown as Dispatcher.DispatchController, err as Error & { code?: string });
+    }
+  }
 
   /** The client went away, or the deadline passed: stop the host's work (its signal fires). */
   abandon(reason: string): void {
@@ -34,7 +54,7 @@ class ForwardHandler implements Dispatcher.DispatchHandler {
 
   timeout(): void {
     if (this.settled || this.res.headersSent) return;
-    this.fail.timedOut(this.req, this.res, this.path, this.requestId);
+    this.engine.fail.timedOut(this.req, this.res, this.path, this.requestId);
     this.abandon('no response headers in time');
   }
 
@@ -46,6 +66,7 @@ class ForwardHandler implements Dispatcher.DispatchHandler {
   onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>): void {
     if (this.settled) return controller.abort(new Error('answered already'));
     clearTimeout(this.deadline);
+    this.engine.upstreams.reached(this.upstream);
     removeHopByHop(headers);
     delete headers['transfer-encoding']; // Node frames the client's response itself
     this.countBytes = headers['content-length'] === undefined;
@@ -64,44 +85,70 @@ class ForwardHandler implements Dispatcher.DispatchHandler {
     this.res.end();
   }
 
-  onResponseError(_controller: Dispatcher.DispatchController, err: Error & { code?: string }): void {
-    clearTimeout(this.deadline);
+  onResponseError(_controller: Dispatcher.DispatchController, cause: Error & { code?: string }): void {
     if (this.settled) return;
+    // undici says UND_ERR_SOCKET ("other side closed") where Node's client says ECONNRESET.
+    const err = Object.assign(new Error(cause.message), { code: cause.code === 'UND_ERR_SOCKET' ? 'ECONNRESET' : cause.code });
+    const { upstreams, fail } = this.engine;
+    if (isConnectError(err)) {
+      upstreams.connectFailed(this.upstream);
+      const next = this.retryable && !this.res.headersSent ? upstreams.pick((this.tried ??= new Set()).add(this.upstream)) : undefined;
+      if (next) {
+        fail.connectFailed(err, this.req, this.path, this.requestId, this.upstream);
+        return this.send(next);
+      }
+    } else {
+      upstreams.reached(this.upstream);
+    }
+    clearTimeout(this.deadline);
     this.settled = true;
     // The host died mid-body: the client can only be cut.
     if (this.res.headersSent) return void this.res.destroy();
-    // undici says UND_ERR_SOCKET ("other side closed") where Node's client says ECONNRESET.
-    const code = err.code === 'UND_ERR_SOCKET' ? 'ECONNRESET' : err.code;
-    this.fail.failed(Object.assign(new Error(err.message), { code }), this.req, this.res, this.path, this.requestId);
+    fail.failed(err, this.req, this.res, this.path, this.requestId, this.upstream);
   }
 }
 
+/** What every request's handler shares. */
+interface Engine {
+  upstreams: Upstreams;
+  fail: Failures;
+  poolFor(upstream: UpstreamState): Pool;
+}
+
+function originOf(upstream: Upstream): string {
+  return upstream.kind === 'unix' ? 'http://localhost' : formatUpstream(upstream);
+}
+
 export function createUndiciForwarder(options: ForwarderOptions): Forward {
-  const { upstream, upstreamTimeoutMs } = options;
-  const fail = failures(options);
-  const pool = new Pool(upstream.kind === 'unix' ? 'http://localhost' : `http://${upstream.host}:${upstream.port}`, {
-    socketPath: upstream.kind === 'unix' ? upstream.path : undefined,
-    connections: 512,
-    keepAliveTimeout: IDLE_UPSTREAM_SOCKET_MS,
-    keepAliveMaxTimeout: IDLE_UPSTREAM_SOCKET_MS,
-    // The deadline is ours (exact, and logged as a 504); undici's timers are coarse.
-    headersTimeout: 0,
-    bodyTimeout: 0,
-  });
+  const { upstreams, upstreamTimeoutMs } = options;
+  const pools = new Map(
+    upstreams.all.map((state) => [
+      state,
+      new Pool(originOf(state.upstream), {
+        socketPath: state.upstream.kind === 'unix' ? state.upstream.path : undefined,
+        connections: 512,
+        keepAliveTimeout: IDLE_UPSTREAM_SOCKET_MS,
+        keepAliveMaxTimeout: IDLE_UPSTREAM_SOCKET_MS,
+        // The deadline is ours (exact, and logged as a 504); undici's timers are coarse.
+        headersTimeout: 0,
+        bodyTimeout: 0,
+      }),
+    ]),
+  );
+  const engine: Engine = { upstreams, fail: failures(options), poolFor: (upstream) => pools.get(upstream)! };
 
   return function forward(req, res, url, requestId) {
     const hasBody = req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] ?? '0') !== '0';
     const headers = forwardedHeaders(req, requestId, ENGINE_FRAMED);
-    const handler = new ForwardHandler(req, res, url.split('?', 1)[0], requestId, fail);
+    // undici destroys a body stream it could not send, and destroying `req` would reset the client's
+    // connection instead of answering 503: it gets a stream of its own.
+    const body = hasBody ? req.pipe(new PassThrough()) : null;
+    const dispatch: Dispatcher.DispatchOptions = { path: url, method: req.method as Dispatcher.HttpMethod, headers, body };
+    const handler = new ForwardHandler(req, res, url.split('?', 1)[0], requestId, engine, dispatch, mayRetry(req, hasBody));
     res.once('close', () => {
       if (!res.writableFinished) handler.abandon('client closed the request');
     });
     if (upstreamTimeoutMs > 0) handler.deadline = setTimeout(() => handler.timeout(), upstreamTimeoutMs);
-    try {
-      pool.dispatch({ path: url, method: req.method as Dispatcher.HttpMethod, headers, body: hasBody ? req : null }, handler);
-    } catch (err) {
-      // undici refuses some requests synchronously (invalid header values).
-      handler.onResponseError(undefined as unknown as Dispatcher.DispatchController, err as Error & { code?: string });
-    }
+    handler.send(upstreams.pick()!);
   };
 }

@@ -2,15 +2,15 @@
 // header hygiene in both directions, and the answers and error-log lines for each way forwarding fails
 // (DESIGN.md §3). The engines (forwardHttpProxy.ts, forwardUndici.ts) only move bytes.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { formatUpstream, type Upstream } from '../common/config.ts';
 import { CONTROLLER_PREFIX } from '../common/protocol.ts';
 import { sendErrorPage } from './errorPages.ts';
 import { clientAddress, clientOf, type ErrorLog } from './errorLog.ts';
+import type { Upstreams, UpstreamState } from './upstreams.ts';
 
 export type Forward = (req: IncomingMessage, res: ServerResponse, url: string, requestId: string) => void;
 
 export interface ForwarderOptions {
-  upstream: Upstream;
+  upstreams: Upstreams;
   errorLog: ErrorLog;
   /** No response headers within this many ms: 504. 0 = wait as long as it takes. */
   upstreamTimeoutMs: number;
@@ -25,7 +25,20 @@ const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'te', 'upgra
 const NEVER_FORWARDED = new Set<string>([...HOP_BY_HOP, 'forwarded', 'x-request-id']);
 
 /** Errors that mean the host could not be reached at all (down or restarting): 503, not 500. */
-const CONNECT_ERRORS = new Set(['ECONNREFUSED', 'ENOENT', 'EACCES', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL']);
+const CONNECT_ERRORS = new Set(['ECONNREFUSED', 'ENOENT', 'EACCES', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL', 'ETIMEDOUT', 'UND_ERR_CONNECT_TIMEOUT']);
+
+/** Nothing reached the host: another upstream may be tried. */
+export function isConnectError(err: NodeJS.ErrnoException): boolean {
+  return CONNECT_ERRORS.has(err.code ?? '');
+}
+
+/**
+ * A request another upstream may be sent when the first could not be reached (nginx
+ * proxy_next_upstream for idempotent methods): without a body, so nothing was consumed.
+ */
+export function mayRetry(req: IncomingMessage, hasBody: boolean): boolean {
+  return (req.method === 'GET' || req.method === 'HEAD') && !hasBody;
+}
 
 type Headers = Record<string, string | string[] | undefined>;
 
@@ -77,12 +90,22 @@ export function forwardedHeaders(req: IncomingMessage, requestId: string, engine
 export interface Failures {
   /** No response headers within the limit: 504 naming the controller and the limit. */
   timedOut(req: IncomingMessage, res: ServerResponse, path: string, requestId: string): void;
+  /** A connect to `upstream` failed and the request goes to another one: logged only. */
+  connectFailed(err: NodeJS.ErrnoException, req: IncomingMessage, path: string, requestId: string, upstream: UpstreamState): void;
   /** The request could not be forwarded or the host ended it without headers: 503 or 500. */
-  failed(err: NodeJS.ErrnoException, req: IncomingMessage, res: ServerResponse, path: string, requestId: string): void;
+  failed(err: NodeJS.ErrnoException, req: IncomingMessage, res: ServerResponse, path: string, requestId: string, upstream: UpstreamState): void;
 }
 
-export function failures({ upstream, errorLog, upstreamTimeoutMs }: ForwarderOptions): Failures {
-  const upstreamName = formatUpstream(upstream);
+export function failures({ errorLog, upstreamTimeoutMs }: ForwarderOptions): Failures {
+  const logConnectFailure = (err: NodeJS.ErrnoException, req: IncomingMessage, path: string, requestId: string, upstream: UpstreamState) =>
+    errorLog.write({
+      module: 'proxy',
+      level: 'error',
+      status: `(${err.code})${err.message}`,
+      client: clientOf(req.socket),
+      message: `attempt to connect to upstream ${upstream.name} failed for ${path}`,
+      requestId,
+    });
   return {
     timedOut(req, res, path, requestId) {
       const seconds = upstreamTimeoutMs / 1000;
@@ -96,20 +119,23 @@ export function failures({ upstream, errorLog, upstreamTimeoutMs }: ForwarderOpt
       });
       sendErrorPage(res, 504);
     },
-    failed(err, req, res, path, requestId) {
+    connectFailed: logConnectFailure,
+    failed(err, req, res, path, requestId, upstream) {
       if (req.socket.destroyed) return; // nobody left to answer
-      const code = err.code ?? 'EPROTO';
-      const connectFailed = CONNECT_ERRORS.has(code);
+      if (isConnectError(err)) {
+        logConnectFailure(err, req, path, requestId, upstream);
+        return sendErrorPage(res, 503);
+      }
+      // The host ended the request without a response header (DESIGN.md §3).
       errorLog.write({
         module: 'proxy',
         level: 'error',
-        status: `(${code})${err.message}`,
+        status: `(${err.code ?? 'EPROTO'})${err.message}`,
         client: clientOf(req.socket),
-        // Otherwise the host ended the request without a response header (DESIGN.md §3).
-        message: connectFailed ? `attempt to connect to upstream ${upstreamName} failed for ${path}` : `End of script output before headers: ${path}`,
+        message: `End of script output before headers: ${path}`,
         requestId,
       });
-      sendErrorPage(res, connectFailed ? 503 : 500);
+      sendErrorPage(res, 500);
     },
   };
 }

@@ -9,23 +9,29 @@ import { openAccessLog } from './accessLog.ts';
 import { openErrorLog } from './errorLog.ts';
 import { createProxyServer } from './server.ts';
 import { StaticCache } from './staticCache.ts';
+import { Upstreams } from './upstreams.ts';
 
 /** How long a shutdown waits for requests in flight before it closes their connections. */
 const SHUTDOWN_GRACE_MS = 10_000;
 
 async function main(): Promise<void> {
   const config = readConfig(process.argv.slice(2));
-  if (!config.upstream) {
-    throw new ConfigError('--upstream (EXTQS_UPSTREAM)', '', 'unix:/path/to/socket or http://<loopback address>:<port> (the launcher sets it)');
+  if (config.upstreams.length === 0) {
+    throw new ConfigError('--upstream (EXTQS_UPSTREAM)', '', 'unix:/path/to/socket or http://<host>:<port>, once per host (the launcher sets it)');
   }
   const accessLog = openAccessLog(config.logs);
   const errorLog = openErrorLog(config.logs);
+  const upstreams = new Upstreams(
+    config.upstreams,
+    { maxFails: config.upstreamMaxFails, failTimeoutMs: config.upstreamFailTimeout * 1000 },
+    (message) => errorLog.write({ module: 'proxy', level: 'warn', message }),
+  );
   const staticCache = new StaticCache(join(config.www, 'public'));
   await staticCache.watch((err) => errorLog.write({ module: 'core', level: 'error', message: `Watching ${config.www}/public failed; files are served from disk from now on: ${String(err)}` }));
   const { server, stop } = createProxyServer({
     www: config.www,
     staticCache,
-    upstream: config.upstream,
+    upstreams,
     upstreamTimeoutMs: config.upstreamTimeout * 1000,
     forwarder: config.forwarder,
     accessLog,

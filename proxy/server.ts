@@ -3,7 +3,7 @@
 import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { join } from 'node:path';
-import type { Forwarder, Upstream } from '../common/config.ts';
+import type { Forwarder } from '../common/config.ts';
 import type { AccessLog } from './accessLog.ts';
 import { errorPage, sendErrorPage } from './errorPages.ts';
 import { clientOf, type ErrorLog } from './errorLog.ts';
@@ -13,10 +13,11 @@ import { requestIdOf } from './requestId.ts';
 import { routeRequest } from './route.ts';
 import type { StaticCache } from './staticCache.ts';
 import { staticFiles } from './staticFiles.ts';
+import type { Upstreams } from './upstreams.ts';
 
 export interface ProxyOptions {
   www: string;
-  upstream: Upstream;
+  upstreams: Upstreams;
   /** 0 = wait for the host's headers as long as it takes. */
   upstreamTimeoutMs: number;
   forwarder: Forwarder;
@@ -38,8 +39,8 @@ export interface ProxyServer {
 
 const ENGINES = { undici: createUndiciForwarder, 'http-proxy': createHttpProxyForwarder } as const;
 
-export function createProxyServer({ www, upstream, upstreamTimeoutMs, forwarder, staticCache, accessLog, errorLog }: ProxyOptions): ProxyServer {
-  const forward = ENGINES[forwarder]({ upstream, errorLog, upstreamTimeoutMs });
+export function createProxyServer({ www, upstreams, upstreamTimeoutMs, forwarder, staticCache, accessLog, errorLog }: ProxyOptions): ProxyServer {
+  const forward = ENGINES[forwarder]({ upstreams, errorLog, upstreamTimeoutMs });
   const serveStatic = staticFiles(join(www, 'public'), errorLog, staticCache);
 
   const open = new Set<ServerResponse>();

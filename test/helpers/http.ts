@@ -8,7 +8,7 @@ export interface Reply {
   body: string;
 }
 
-export function get(base: string, path: string, options: { method?: string; headers?: Record<string, string>; socketPath?: string } = {}): Promise<Reply> {
+export function get(base: string, path: string, options: { method?: string; headers?: Record<string, string>; socketPath?: string; body?: string } = {}): Promise<Reply> {
   const url = new URL(base);
   return new Promise((resolve, reject) => {
     const req = request(
@@ -30,6 +30,6 @@ export function get(base: string, path: string, options: { method?: string; head
       },
     );
     req.on('error', reject);
-    req.end();
+    req.end(options.body);
   });
 }

@@ -87,8 +87,8 @@ export function startStack(sandbox: Sandbox, extraArgs: string[] = []): Promise<
 }
 
 /** One process on its own (host or proxy), through the tsx loader. */
-export function startProcess(script: string, args: string[]): Promise<Running> {
-  return spawnReady(['--import', TSX, script, ...args]);
+export function startProcess(script: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<Running> {
+  return spawnReady(['--import', TSX, script, ...args], env);
 }
 
 export function readLog(sandbox: Sandbox, file: 'access.log' | 'error.log' | 'host.log'): string[] {

@@ -61,8 +61,9 @@ describe('config', () => {
       expect(existsSync(join(cwd, 'logs'))).to.equal(true);
     });
 
-    it('has no upstream and no socket, and host port 0', () => {
-      expect(config.upstream).to.equal(undefined);
+    it('has no upstream and no socket, and host port 0 on loopback', () => {
+      expect(config.upstreams).to.deep.equal([]);
+      expect(config.hostListen).to.equal('127.0.0.1');
       expect(config.socket).to.equal(undefined);
       expect(config.hostPort).to.equal(0);
     });
@@ -77,8 +78,11 @@ describe('config', () => {
         listen: '0.0.0.0',
         www: join(cwd, 'www'),
         logs: join(cwd, 'logs'),
-        upstream: undefined,
+        upstreams: [],
+        upstreamMaxFails: 1,
+        upstreamFailTimeout: 10,
         socket: undefined,
+        hostListen: '127.0.0.1',
         hostPort: 0,
         workers: Math.min(availableParallelism(), 256),
         maxRequests: 0,
@@ -134,7 +138,7 @@ describe('config', () => {
         cwd,
       );
       expect(config.listen).to.equal('127.0.0.1');
-      expect(config.upstream).to.deep.equal({ kind: 'tcp', host: '127.0.0.1', port: 9000 });
+      expect(config.upstreams).to.deep.equal([{ kind: 'tcp', host: '127.0.0.1', port: 9000 }]);
       expect(config.socket).to.equal(join(cwd, 'host.sock'));
       expect(config.hostPort).to.equal(9100);
     });
@@ -267,10 +271,37 @@ describe('config', () => {
       expect(parseUpstream('http://[::1]:9001')).to.deep.equal({ kind: 'tcp', host: '::1', port: 9001 });
     });
 
-    it('rejects a non-loopback address (http://10.0.0.1:80)', () => {
-      const err = configErrorOf(() => parseUpstream('http://10.0.0.1:80'));
-      expect(err.setting).to.equal('--upstream (EXTQS_UPSTREAM)');
-      expect(err.value).to.equal('http://10.0.0.1:80');
+    it('accepts a host on another machine, by address or name (hosts behind one proxy)', () => {
+      expect(parseUpstream('http://10.0.0.5:9000')).to.deep.equal({ kind: 'tcp', host: '10.0.0.5', port: 9000 });
+      expect(parseUpstream('http://app-2.internal:9000')).to.deep.equal({ kind: 'tcp', host: 'app-2.internal', port: 9000 });
+    });
+
+    it('rejects a path, credentials or a bad IPv6 literal after http://', () => {
+      for (const raw of ['http://10.0.0.5:9000/app', 'http://user@10.0.0.5:9000', 'http://[zz]:9000']) {
+        const err = configErrorOf(() => parseUpstream(raw));
+        expect(err.setting, raw).to.equal('--upstream (EXTQS_UPSTREAM)');
+        expect(err.value).to.equal(raw);
+      }
+    });
+
+    it('takes several upstreams from the repeated flag, in order, or from the comma-separated variable', () => {
+      const fromFlags = readConfig(['--upstream', 'unix:/run/a.sock', '--upstream', 'http://10.0.0.6:9000'], {}, cwd);
+      expect(fromFlags.upstreams).to.deep.equal([
+        { kind: 'unix', path: '/run/a.sock' },
+        { kind: 'tcp', host: '10.0.0.6', port: 9000 },
+      ]);
+      const fromEnv = readConfig([], { EXTQS_UPSTREAM: 'http://10.0.0.5:9000, http://10.0.0.6:9000' }, cwd);
+      expect(fromEnv.upstreams.map(formatUpstream)).to.deep.equal(['http://10.0.0.5:9000', 'http://10.0.0.6:9000']);
+    });
+
+    it('rejects the same upstream given twice', () => {
+      const err = configErrorOf(() => readConfig(['--upstream', 'unix:/run/a.sock', '--upstream', 'unix:/run/a.sock'], {}, cwd));
+      expect(err.message).to.equal('--upstream (EXTQS_UPSTREAM) must be unix:/path/to/socket or http://<host>:<port>, each given once, got "unix:/run/a.sock"');
+    });
+
+    it('rejects a bad --upstream-max-fails or --upstream-fail-timeout, naming it', () => {
+      expect(configErrorOf(() => readConfig(['--upstream-max-fails', '0'], {}, cwd)).message).to.equal('--upstream-max-fails (UPSTREAM_MAX_FAILS) must be an integer from 1 to 1000, got "0"');
+      expect(configErrorOf(() => readConfig([], { UPSTREAM_FAIL_TIMEOUT: '10s' }, cwd)).setting).to.equal('--upstream-fail-timeout (UPSTREAM_FAIL_TIMEOUT)');
     });
 
     it('rejects another scheme (ftp://x)', () => {
@@ -289,7 +320,7 @@ describe('config', () => {
 
     it('round-trips through formatUpstream', () => {
       expect(formatUpstream(parseUpstream('unix:/tmp/x.sock'))).to.equal('unix:/tmp/x.sock');
-      expect(formatUpstream(parseUpstream('http://[::1]:9001/'))).to.equal('http://::1:9001');
+      expect(formatUpstream(parseUpstream('http://[::1]:9001/'))).to.equal('http://[::1]:9001');
     });
   });
 
