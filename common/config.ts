@@ -40,6 +40,15 @@ export interface Config {
   readonly upstreamTimeout: number;
   /** The proxy's forwarding engine. */
   readonly forwarder: Forwarder;
+  /** Clients allowed to see /server-status (Apache `Require ip`). */
+  readonly statusAllow: readonly AllowedClient[];
+}
+
+/** An address or subnet (CIDR) allowed a page. */
+export interface AllowedClient {
+  address: string;
+  prefix: number;
+  family: 'ipv4' | 'ipv6';
 }
 
 export const FORWARDERS = ['undici', 'http-proxy'] as const;
@@ -75,6 +84,8 @@ const flags = {
   'upstream-timeout': { env: 'UPSTREAM_TIMEOUT', fallback: (pick: (name: 'max-execution-time') => string) => pick('max-execution-time') },
   // undici measured twice as fast as http-proxy on controller JSON (README, Performance).
   forwarder: { env: 'FORWARDER', fallback: 'undici' },
+  // Loopback only, as Apache's default `Require local`.
+  'status-allow': { env: 'STATUS_ALLOW', fallback: '127.0.0.0/8,::1' },
 } as const;
 
 type FlagName = keyof typeof flags;
@@ -127,6 +138,23 @@ export function parseUpstream(raw: string): Upstream {
     return { kind: 'tcp', host, port: Number(match[2]) };
   }
   throw new ConfigError(label('upstream'), raw, UPSTREAM_ALLOWED);
+}
+
+/** A comma-separated list of addresses and CIDR subnets: `127.0.0.0/8,::1,10.1.0.0/16`. */
+export function parseAllowList(raw: string): AllowedClient[] {
+  return raw
+    .split(',')
+    .map((item) => item.trim())
+    .filter((item) => item !== '')
+    .map((item) => {
+      const [address, prefix, extra] = item.split('/');
+      const family = isIP(address) === 4 ? 'ipv4' : isIP(address) === 6 ? 'ipv6' : undefined;
+      const bits = family === 'ipv4' ? 32 : 128;
+      if (!family || extra !== undefined || (prefix !== undefined && !(/^\d{1,3}$/.test(prefix) && Number(prefix) <= bits))) {
+        throw new ConfigError(label('status-allow'), raw, `a comma-separated list of IP addresses or CIDR subnets (e.g. 127.0.0.0/8,::1,10.1.0.0/16); ${JSON.stringify(item)} is not one`);
+      }
+      return { address, prefix: prefix === undefined ? bits : Number(prefix), family };
+    });
 }
 
 /** Each of the repeated flag's values, or the environment's comma-separated list. */
@@ -205,5 +233,6 @@ export function readConfig(argv: string[], env: NodeJS.ProcessEnv = process.env,
     maxExecutionTime: parseInteger('max-execution-time', pick('max-execution-time'), 0, 86_400),
     upstreamTimeout: parseInteger('upstream-timeout', pick('upstream-timeout'), 0, 86_400),
     forwarder: parseForwarder(pick('forwarder')),
+    statusAllow: parseAllowList(pick('status-allow')),
   });
 }

@@ -18,6 +18,7 @@ const USAGE = `usage: extqs start [options]
   --max-execution-time MAX_EXECUTION_TIME  seconds a controller may run, then 504 (default 30, 0 = no limit)
   --upstream-timeout   UPSTREAM_TIMEOUT    seconds the proxy waits for the host's headers (default: max-execution-time)
   --forwarder          FORWARDER           the proxy's forwarding engine: undici (default) or http-proxy
+  --status-allow       STATUS_ALLOW        addresses/subnets allowed /server-status (default 127.0.0.0/8,::1)
 `;
 
 function fail(message: string, code: number): never {
@@ -54,6 +55,7 @@ async function start(argv: string[]): Promise<void> {
     args: () => [
       ...['--port', String(port), '--listen', config.listen, '--www', config.www, '--logs', config.logs],
       ...['--upstream', `unix:${socket}`, '--upstream-timeout', String(config.upstreamTimeout), '--forwarder', config.forwarder],
+      ...['--status-allow', config.statusAllow.map(({ address, prefix }) => `${address}/${prefix}`).join(',')],
     ],
     onReady: (url) => {
       port = Number(new URL(url).port);

@@ -14,7 +14,7 @@ export function countBodyBytes(res: ServerResponse, bytes: number): void {
 }
 
 /** Apache's %b: body bytes sent, 0 for HEAD, 204 and 304. */
-function bodyBytes(req: IncomingMessage, res: ServerResponse): number {
+export function bodyBytes(req: IncomingMessage, res: ServerResponse): number {
   if (req.method === 'HEAD' || res.statusCode === 204 || res.statusCode === 304 || !res.headersSent) return 0;
   const declared = res.getHeader('content-length');
   return declared === undefined ? (streamedBytes.get(res) ?? 0) : Number(declared);

@@ -8,6 +8,7 @@ import { onShutdownSignal } from '../common/shutdown.ts';
 import { openAccessLog } from './accessLog.ts';
 import { openErrorLog } from './errorLog.ts';
 import { createProxyServer } from './server.ts';
+import { allowList } from './serverStatus.ts';
 import { StaticCache } from './staticCache.ts';
 import { Upstreams } from './upstreams.ts';
 
@@ -32,6 +33,7 @@ async function main(): Promise<void> {
     www: config.www,
     staticCache,
     upstreams,
+    statusAllow: allowList(config.statusAllow),
     upstreamTimeoutMs: config.upstreamTimeout * 1000,
     forwarder: config.forwarder,
     accessLog,

@@ -1,9 +1,14 @@
 // What the proxy does with a request, decided from its target alone (no I/O).
 import { CONTROLLER_PREFIX } from '../common/protocol.ts';
 
+/** Apache mod_status's usual Location. */
+const SERVER_STATUS = '/server-status';
+
 export type ProxyRoute =
   | { kind: 'forward'; url: string; path: string }
   | { kind: 'static'; path: string }
+  /** /server-status, with its query (`auto`, `json`, `refresh=N`). */
+  | { kind: 'status'; query: string }
   | { kind: 'bad-request' };
 
 /** %XX escapes of unreserved characters (RFC 3986 §2.3), which mean the same decoded. */
@@ -39,6 +44,7 @@ export function routeRequest(target: string): ProxyRoute {
   const rawPath = q === -1 ? target : target.slice(0, q);
   const path = normalizePath(rawPath);
   if (path === undefined) return { kind: 'bad-request' };
+  if (path === SERVER_STATUS) return { kind: 'status', query: q === -1 ? '' : target.slice(q + 1) };
   if (path.startsWith(CONTROLLER_PREFIX)) {
     return { kind: 'forward', path, url: path === rawPath ? target : path + (q === -1 ? '' : target.slice(q)) };
   }

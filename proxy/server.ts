@@ -1,7 +1,7 @@
 // The web-server role: every request gets an id and an access-log line, then is either forwarded to
 // the host (/External/…) or answered from www/public.
 import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { Socket } from 'node:net';
+import type { BlockList, Socket } from 'node:net';
 import { join } from 'node:path';
 import type { Forwarder } from '../common/config.ts';
 import type { AccessLog } from './accessLog.ts';
@@ -11,6 +11,7 @@ import { createHttpProxyForwarder } from './forwardHttpProxy.ts';
 import { createUndiciForwarder } from './forwardUndici.ts';
 import { requestIdOf } from './requestId.ts';
 import { routeRequest } from './route.ts';
+import { ProxyCounters, serverStatus } from './serverStatus.ts';
 import type { StaticCache } from './staticCache.ts';
 import { staticFiles } from './staticFiles.ts';
 import type { Upstreams } from './upstreams.ts';
@@ -25,6 +26,8 @@ export interface ProxyOptions {
   staticCache: StaticCache;
   accessLog: AccessLog;
   errorLog: ErrorLog;
+  /** Who may see /server-status. */
+  statusAllow: BlockList;
 }
 
 export interface ProxyServer {
@@ -39,11 +42,12 @@ export interface ProxyServer {
 
 const ENGINES = { undici: createUndiciForwarder, 'http-proxy': createHttpProxyForwarder } as const;
 
-export function createProxyServer({ www, upstreams, upstreamTimeoutMs, forwarder, staticCache, accessLog, errorLog }: ProxyOptions): ProxyServer {
+export function createProxyServer({ www, upstreams, upstreamTimeoutMs, forwarder, staticCache, accessLog, errorLog, statusAllow }: ProxyOptions): ProxyServer {
   const forward = ENGINES[forwarder]({ upstreams, errorLog, upstreamTimeoutMs });
   const serveStatic = staticFiles(join(www, 'public'), errorLog, staticCache);
 
   const open = new Set<ServerResponse>();
+  const counters = new ProxyCounters();
   let stopping = false;
   let onIdle: (() => void) | undefined;
 
@@ -60,6 +64,7 @@ export function createProxyServer({ www, upstreams, upstreamTimeoutMs, forwarder
       open.add(res);
       res.once('close', () => {
         accessLog.record(req, res, url, arrivedAt);
+        counters.record(req, res);
         open.delete(res);
         if (open.size === 0) onIdle?.();
       });
@@ -72,12 +77,20 @@ export function createProxyServer({ www, upstreams, upstreamTimeoutMs, forwarder
           return forward(req, res, route.url, requestId);
         case 'static':
           return serveStatic(req, res, route.path, requestId);
+        case 'status':
+          return void handleServerStatus(req, res, route.query, requestId).catch((err: Error) => {
+            errorLog.write({ module: 'status', level: 'error', client: clientOf(req.socket), message: `/server-status failed: ${err.message}`, requestId });
+            if (res.headersSent) res.destroy();
+            else sendErrorPage(res, 500);
+          });
         case 'bad-request':
           errorLog.write({ module: 'core', level: 'info', client: clientOf(req.socket), message: `Invalid request target ${JSON.stringify(req.url)}`, requestId });
           return sendErrorPage(res, 400);
       }
     },
   );
+
+  const handleServerStatus = serverStatus({ counters, upstreams, server, inFlight: () => open.size, allow: statusAllow, errorLog });
 
   // A request Node's parser rejects never reaches the handler: answer 400 as Apache does, and log it.
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {

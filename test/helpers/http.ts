@@ -8,7 +8,7 @@ export interface Reply {
   body: string;
 }
 
-export function get(base: string, path: string, options: { method?: string; headers?: Record<string, string>; socketPath?: string; body?: string } = {}): Promise<Reply> {
+export function get(base: string, path: string, options: { method?: string; headers?: Record<string, string>; socketPath?: string; body?: string; localAddress?: string } = {}): Promise<Reply> {
   const url = new URL(base);
   return new Promise((resolve, reject) => {
     const req = request(
@@ -20,6 +20,7 @@ export function get(base: string, path: string, options: { method?: string; head
         method: options.method ?? 'GET',
         headers: options.headers,
         agent: false,
+        localAddress: options.localAddress,
       },
       (res) => {
         let body = '';

@@ -89,6 +89,10 @@ describe('config', () => {
         maxExecutionTime: 30,
         upstreamTimeout: 30,
         forwarder: 'undici',
+        statusAllow: [
+          { address: '127.0.0.0', prefix: 8, family: 'ipv4' },
+          { address: '::1', prefix: 128, family: 'ipv6' },
+        ],
       });
     });
   });
@@ -297,6 +301,18 @@ describe('config', () => {
     it('rejects the same upstream given twice', () => {
       const err = configErrorOf(() => readConfig(['--upstream', 'unix:/run/a.sock', '--upstream', 'unix:/run/a.sock'], {}, cwd));
       expect(err.message).to.equal('--upstream (EXTQS_UPSTREAM) must be unix:/path/to/socket or http://<host>:<port>, each given once, got "unix:/run/a.sock"');
+    });
+
+    it('reads --status-allow as addresses and subnets, and names a bad item', () => {
+      expect(readConfig(['--status-allow', '10.1.0.0/16, 192.0.2.7'], {}, cwd).statusAllow).to.deep.equal([
+        { address: '10.1.0.0', prefix: 16, family: 'ipv4' },
+        { address: '192.0.2.7', prefix: 32, family: 'ipv4' },
+      ]);
+      for (const raw of ['10.1.0.0/33', 'example.com', '10.0.0.1/8/1', '::1/129']) {
+        const err = configErrorOf(() => readConfig([], { STATUS_ALLOW: raw }, cwd));
+        expect(err.setting, raw).to.equal('--status-allow (STATUS_ALLOW)');
+        expect(err.message).to.contain(`${JSON.stringify(raw.split(',')[0])} is not one`);
+      }
     });
 
     it('rejects a bad --upstream-max-fails or --upstream-fail-timeout, naming it', () => {

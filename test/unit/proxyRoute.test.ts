@@ -179,6 +179,12 @@ describe('routeRequest', () => {
       expect(routeRequest('/External/%2e%2e/favicon.ico')).to.deep.equal({ kind: 'static', path: '/favicon.ico' });
     });
 
+    it('answers /server-status itself, with its query, however the path is spelled', () => {
+      expect(routeRequest('/server-status?auto')).to.deep.equal({ kind: 'status', query: 'auto' });
+      expect(routeRequest('/x/../server-status')).to.deep.equal({ kind: 'status', query: '' });
+      expect(routeRequest('/server-status/')).to.deep.equal({ kind: 'static', path: '/server-status/' });
+    });
+
     it('rejects a relative path as a bad request', () => {
       expect(routeRequest('External/Latest')).to.deep.equal({ kind: 'bad-request' });
     });

@@ -1,0 +1,126 @@
+// /server-status (Apache mod_status): the proxy's counters, its upstreams' health and each host's own
+// /status summary, for clients on --status-allow only (loopback by default; others get 403 and a log line).
+import { readFileSync } from 'node:fs';
+import { request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { BlockList, isIPv4 } from 'node:net';
+import type { AllowedClient } from '../common/config.ts';
+import { bodyBytes } from './accessLog.ts';
+import { sendErrorPage } from './errorPages.ts';
+import { clientOf, type ErrorLog } from './errorLog.ts';
+import { renderAuto, renderHtml, renderJson, type HostSummary, type StatusReport } from './statusPage.ts';
+import type { Upstreams, UpstreamState } from './upstreams.ts';
+
+const VERSION = `extqs/${JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version} (Node.js ${process.version})`;
+
+/** A host that does not answer its /status within this long is shown as not answering. */
+const HOST_STATUS_TIMEOUT_MS = 1_000;
+const MAX_REFRESH_SECONDS = 3_600;
+
+/** What the proxy has answered since it started. */
+export class ProxyCounters {
+  readonly startedAt = new Date();
+  requests = 0;
+  bytes = 0;
+  readonly statuses: Record<string, number> = {};
+
+  record(req: IncomingMessage, res: ServerResponse): void {
+    this.requests += 1;
+    this.bytes += bodyBytes(req, res);
+    this.statuses[res.statusCode] = (this.statuses[res.statusCode] ?? 0) + 1;
+  }
+}
+
+export function allowList(clients: readonly AllowedClient[]): BlockList {
+  const list = new BlockList();
+  for (const { address, prefix, family } of clients) list.addSubnet(address, prefix, family);
+  return list;
+}
+
+function allowed(list: BlockList, address: string | undefined): boolean {
+  if (!address) return false;
+  // A dual-stack listener sees IPv4 clients as ::ffff:a.b.c.d.
+  const mapped = address.startsWith('::ffff:') ? address.slice('::ffff:'.length) : undefined;
+  if (mapped && isIPv4(mapped)) return list.check(mapped, 'ipv4');
+  return list.check(address, isIPv4(address) ? 'ipv4' : 'ipv6');
+}
+
+function hostStatus(upstream: UpstreamState): Promise<StatusReport['hosts'][number]> {
+  const { upstream: target, name } = upstream;
+  const where = target.kind === 'unix' ? { socketPath: target.path } : { host: target.host, port: target.port };
+  return new Promise((resolve) => {
+    const req = request({ ...where, path: '/status', agent: false, timeout: HOST_STATUS_TIMEOUT_MS }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk) => (body += chunk));
+      res.on('end', () => {
+        try {
+          const summary = JSON.parse(body) as HostSummary;
+          if (res.statusCode !== 200 || typeof summary.workers !== 'number') throw new Error(`status ${res.statusCode}`);
+          resolve({ upstream: name, summary });
+        } catch (err) {
+          resolve({ upstream: name, error: `unreadable /status (${(err as Error).message})` });
+        }
+      });
+    });
+    req.on('timeout', () => req.destroy(new Error(`no answer within ${HOST_STATUS_TIMEOUT_MS} ms`)));
+    req.on('error', (err: NodeJS.ErrnoException) => resolve({ upstream: name, error: err.code ?? err.message }));
+    req.end();
+  });
+}
+
+export interface ServerStatusOptions {
+  counters: ProxyCounters;
+  upstreams: Upstreams;
+  server: Server;
+  /** Requests being answered now. */
+  inFlight: () => number;
+  allow: BlockList;
+  errorLog: ErrorLog;
+}
+
+export function serverStatus({ counters, upstreams, server, inFlight, allow, errorLog }: ServerStatusOptions) {
+  return async function handleServerStatus(req: IncomingMessage, res: ServerResponse, query: string, requestId: string): Promise<void> {
+    const client = clientOf(req.socket);
+    if (!allowed(allow, req.socket.remoteAddress)) {
+      errorLog.write({ module: 'authz_core', level: 'error', client, message: 'AH01630: client denied by server configuration: /server-status', requestId });
+      return sendErrorPage(res, 403);
+    }
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      errorLog.write({ module: 'core', level: 'info', client, message: `Method ${req.method} not allowed for /server-status`, requestId });
+      return sendErrorPage(res, 405, { Allow: 'GET, HEAD' });
+    }
+    const params = new URLSearchParams(query);
+    const refresh = params.get('refresh');
+    if (refresh !== null && !(/^\d{1,4}$/.test(refresh) && Number(refresh) >= 1 && Number(refresh) <= MAX_REFRESH_SECONDS)) {
+      errorLog.write({ module: 'status', level: 'info', client, message: `Bad refresh ${JSON.stringify(refresh)} for /server-status: 1 to ${MAX_REFRESH_SECONDS} seconds`, requestId });
+      return sendErrorPage(res, 400);
+    }
+
+    const [connections, hosts] = await Promise.all([
+      new Promise<number>((resolve) => server.getConnections((err, count) => resolve(err ? 0 : count))),
+      Promise.all(upstreams.all.map(hostStatus)),
+    ]);
+    if (res.destroyed) return; // the client left while the hosts were asked
+    const report: StatusReport = {
+      serverVersion: VERSION,
+      now: new Date(),
+      startedAt: counters.startedAt,
+      requests: counters.requests,
+      bytes: counters.bytes,
+      inFlight: inFlight(),
+      connections,
+      statuses: { ...counters.statuses },
+      upstreams: upstreams.snapshot(),
+      hosts,
+    };
+    const [type, body] = params.has('json')
+      ? ['application/json', renderJson(report)]
+      : params.has('auto')
+        ? ['text/plain; charset=utf-8', renderAuto(report)]
+        : ['text/html; charset=utf-8', renderHtml(report, refresh === null ? undefined : Number(refresh))];
+    const headers: Record<string, string | number> = { 'Content-Type': type, 'Content-Length': Buffer.byteLength(body), 'Cache-Control': 'no-store' };
+    if (refresh !== null) headers.Refresh = refresh;
+    res.writeHead(200, headers);
+    res.end(req.method === 'HEAD' ? undefined : body);
+  };
+}

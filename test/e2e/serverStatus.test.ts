@@ -1,0 +1,88 @@
+// /server-status as an operator meets it: in a real browser (Debian's Chromium driven by playwright-core),
+// as ?auto and ?json for scripts, and refused to clients not on --status-allow.
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { expect } from 'chai';
+import { chromium, type Browser } from 'playwright-core';
+import { get } from '../helpers/http.ts';
+import { eventually, makeSandbox, readLog, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
+
+/** Debian's package (.ci/run installs it); never a downloaded browser. */
+const CHROMIUM = '/usr/bin/chromium';
+// Without the background-networking flags Chromium keeps trying to reach Google, which this machine refuses.
+const CHROMIUM_FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+
+describe('/server-status', function () {
+  let sandbox: Sandbox;
+  let stack: Running;
+  let browser: Browser | undefined;
+
+  before(async function () {
+    sandbox = makeSandbox();
+    writeFileSync(join(sandbox.controllers, 'Hello.ts'), `export default () => ({ hello: 'world' });\n`);
+    // Only 127.0.0.1, so a client on another loopback address (127.0.0.2) stands for a remote one.
+    stack = await startStack(sandbox, ['--workers', '1', '--status-allow', '127.0.0.1']);
+    expect((await get(stack.url, '/External/Hello')).status).to.equal(200);
+    expect((await get(stack.url, '/favicon.ico')).status).to.equal(404);
+  });
+
+  after(async function () {
+    await browser?.close();
+    await stack?.stop();
+    sandbox?.remove();
+  });
+
+  it('shows a person the totals, the upstream and the host with its controllers', async function () {
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_FLAGS });
+    const page = await browser.newPage();
+    const response = await page.goto(`${stack.url}/server-status`);
+    expect(response?.status()).to.equal(200);
+    expect(await page.locator('h1').innerText()).to.equal('extqs Server Status');
+    const totals = await page.getByText(/^Total accesses: \d+/).innerText();
+    expect(Number(/Total accesses: (\d+)/.exec(totals)![1])).to.be.at.least(2);
+    const statuses = page.locator('table', { has: page.locator('caption', { hasText: 'Responses by status' }) });
+    expect(await statuses.locator('tr', { hasText: '404' }).locator('td').allInnerTexts()).to.deep.equal(['404', '1']);
+    const upstream = page.locator('table', { has: page.locator('caption', { hasText: 'Upstreams' }) }).locator('tr').nth(1);
+    expect((await upstream.locator('td').allInnerTexts()).slice(0, 2)).to.deep.equal([`unix:${await hostSocket()}`, 'up']);
+    expect(await page.getByText(/workers$/).innerText()).to.match(/^Pool pid \d+, 1 workers$/);
+    const hello = page.locator('table', { has: page.locator('caption', { hasText: 'Controllers' }) }).locator('tr', { hasText: 'Hello' });
+    expect(await hello.locator('td').allInnerTexts()).to.deep.equal(['Hello', '1', '0', '0']);
+  });
+
+  it('reloads itself with ?refresh=N, each time with fresh figures', async function () {
+    browser ??= await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_FLAGS });
+    const page = await browser.newPage();
+    await page.goto(`${stack.url}/server-status?refresh=1`);
+    const accesses = async () => Number(/Total accesses: (\d+)/.exec(await page.getByText(/^Total accesses:/).innerText())![1]);
+    const first = await accesses();
+    await page.waitForEvent('load', { timeout: 5000 }); // the browser's own refresh
+    expect(await accesses()).to.be.greaterThan(first);
+  });
+
+  it('gives ?auto and ?json for scripts', async function () {
+    const auto = await get(stack.url, '/server-status?auto');
+    expect(auto.status).to.equal(200);
+    expect(auto.headers['content-type']).to.equal('text/plain; charset=utf-8');
+    expect(auto.body).to.match(/^Total Accesses: \d+$/m);
+    expect(auto.body).to.match(/^Status200: \d+$/m);
+    expect(auto.body).to.match(/^Upstream: unix:\S+ up requests=\d+ fails=0$/m);
+    const json = JSON.parse((await get(stack.url, '/server-status?json')).body);
+    // Every response counted once, under its status (the browser's own favicon requests among the 404s).
+    expect(json.statuses['404']).to.be.at.least(1);
+    expect(Object.values(json.statuses as Record<string, number>).reduce((a, b) => a + b, 0)).to.equal(json.totalAccesses);
+    expect(json.hosts[0].summary.controllers.Hello.requests).to.equal(1);
+  });
+
+  it('refuses a client not on --status-allow with 403 and an error.log line, and a bad refresh with 400', async function () {
+    const denied = await get(stack.url, '/server-status', { localAddress: '127.0.0.2' });
+    expect(denied.status).to.equal(403);
+    expect(denied.body).not.to.contain('Total accesses');
+    await eventually(() => readLog(sandbox, 'error.log').find((l) => l.includes('[client 127.0.0.2:') && l.includes('AH01630: client denied by server configuration: /server-status')), 2000, 'the denial line');
+    expect((await get(stack.url, '/server-status?refresh=0')).status).to.equal(400);
+  });
+
+  async function hostSocket(): Promise<string> {
+    const json = JSON.parse((await get(stack.url, '/server-status?json')).body);
+    return json.upstreams[0].name.slice('unix:'.length);
+  }
+});
