@@ -40,6 +40,8 @@ export interface Config {
   readonly upstreamTimeout: number;
   /** The proxy's forwarding engine. */
   readonly forwarder: Forwarder;
+  /** Seconds a stop (SIGTERM/SIGINT) waits for requests in flight before it cuts them. */
+  readonly shutdownTimeout: number;
   /** Clients allowed to see /server-status (Apache `Require ip`). */
   readonly statusAllow: readonly AllowedClient[];
 }
@@ -84,6 +86,11 @@ const flags = {
   'upstream-timeout': { env: 'UPSTREAM_TIMEOUT', fallback: (pick: (name: 'max-execution-time') => string) => pick('max-execution-time') },
   // undici measured twice as fast as http-proxy on controller JSON (README, Performance).
   forwarder: { env: 'FORWARDER', fallback: 'undici' },
+  // By default a stop lets every controller run out its limit (and 5 s to answer).
+  'shutdown-timeout': {
+    env: 'SHUTDOWN_TIMEOUT',
+    fallback: (pick: (name: 'max-execution-time') => string) => String((Number(pick('max-execution-time')) || 30) + 5),
+  },
   // Loopback only, as Apache's default `Require local`.
   'status-allow': { env: 'STATUS_ALLOW', fallback: '127.0.0.0/8,::1' },
 } as const;
@@ -233,6 +240,7 @@ export function readConfig(argv: string[], env: NodeJS.ProcessEnv = process.env,
     maxExecutionTime: parseInteger('max-execution-time', pick('max-execution-time'), 0, 86_400),
     upstreamTimeout: parseInteger('upstream-timeout', pick('upstream-timeout'), 0, 86_400),
     forwarder: parseForwarder(pick('forwarder')),
+    shutdownTimeout: parseInteger('shutdown-timeout', pick('shutdown-timeout'), 0, 86_400),
     statusAllow: parseAllowList(pick('status-allow')),
   });
 }

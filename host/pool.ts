@@ -139,9 +139,10 @@ export async function runPool(config: Config): Promise<void> {
     // A signal, not a message: a worker still starting has no message handler yet, and would miss a
     // 'retire' (a stop during a recycle then waited for the hard stop). SIGTERM retires it the same way.
     for (const worker of live) worker.process.kill('SIGTERM');
+    // Workers cut their connections at the shutdown timeout (worker.ts); this is for one that hangs.
     const hardStop = setTimeout(() => {
       for (const worker of live) worker.process.kill('SIGKILL');
-    }, (config.maxExecutionTime || 30) * 1000 + 20_000);
+    }, config.shutdownTimeout * 1000 + 5_000);
     await Promise.all(exits);
     clearTimeout(hardStop);
     if (config.socket) await rm(config.socket, { force: true });

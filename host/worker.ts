@@ -94,7 +94,8 @@ export async function runWorker(config: Config): Promise<void> {
   });
 
   let retiring: Promise<void> | undefined;
-  const retire = () =>
+  /** Stops taking requests, finishes those in flight, cutting what is left after `hardStopMs`. */
+  const retire = (hardStopMs: number) =>
     (retiring ??= (async () => {
       stats.retiring = true;
       log.info(`Worker ${process.pid} retiring after ${stats.requests} requests`);
@@ -104,7 +105,7 @@ export async function runWorker(config: Config): Promise<void> {
       // request it sends then would fail. The proxy's agent drops idle sockets within 10 s.
       server.maxRequestsPerSocket = 1;
       server.closeIdleConnections = () => {};
-      const hardStop = setTimeout(() => server.closeAllConnections(), (config.maxExecutionTime || 30) * 1000 + 15_000);
+      const hardStop = setTimeout(() => server.closeAllConnections(), hardStopMs);
       await app.close();
       clearTimeout(hardStop);
       await limit?.close();
@@ -115,14 +116,16 @@ export async function runWorker(config: Config): Promise<void> {
       await log.drain();
     })());
 
-  onShutdownSignal(() => retire());
+  // A recycled worker lets every controller run out its limit; a stop waits --shutdown-timeout.
+  const recycleStopMs = (config.maxExecutionTime || 30) * 1000 + 15_000;
+  onShutdownSignal(() => retire(config.shutdownTimeout * 1000));
 
   if (config.socket) await app.listen({ path: config.socket });
   else await app.listen({ host: config.hostListen, port: config.hostPort });
   log.info(`Worker ${process.pid} ready`);
   stats.starting = false;
   handle = (message) => {
-    if (message.type === 'retire') retire().then(() => process.exit(0));
+    if (message.type === 'retire') retire(recycleStopMs).then(() => process.exit(0));
     else if (message.type === 'stats?') send({ type: 'stats', id: message.id, snapshot: stats.snapshot() });
     else if (message.type === 'status') pendingStatus.get(message.id)?.(message.status);
   };

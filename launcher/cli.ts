@@ -18,6 +18,7 @@ const USAGE = `usage: extqs start [options]
   --max-execution-time MAX_EXECUTION_TIME  seconds a controller may run, then 504 (default 30, 0 = no limit)
   --upstream-timeout   UPSTREAM_TIMEOUT    seconds the proxy waits for the host's headers (default: max-execution-time)
   --forwarder          FORWARDER           the proxy's forwarding engine: undici (default) or http-proxy
+  --shutdown-timeout   SHUTDOWN_TIMEOUT    seconds a stop waits for requests in flight (default: max-execution-time + 5)
   --status-allow       STATUS_ALLOW        addresses/subnets allowed /server-status (default 127.0.0.0/8,::1)
 `;
 
@@ -40,11 +41,12 @@ async function start(argv: string[]): Promise<void> {
     args: () => [
       ...['--www', config.www, '--logs', config.logs, '--socket', socket],
       ...['--workers', String(config.workers), '--max-requests', String(config.maxRequests), '--max-execution-time', String(config.maxExecutionTime)],
+      ...['--shutdown-timeout', String(config.shutdownTimeout)],
     ],
     onReady: () => {},
     onEvent: say,
-    // The pool lets controllers run out their limit, then stops hard 20 s later (host/pool.ts).
-    stopTimeoutMs: (config.maxExecutionTime || 30) * 1000 + 25_000,
+    // Workers cut what is left at the shutdown timeout; the pool kills a hung one 5 s later (host/pool.ts).
+    stopTimeoutMs: config.shutdownTimeout * 1000 + 10_000,
   });
   // With --port 0 the first proxy picks a free port; a restarted one must come back on that same port,
   // or every client would lose the service.
@@ -55,6 +57,7 @@ async function start(argv: string[]): Promise<void> {
     args: () => [
       ...['--port', String(port), '--listen', config.listen, '--www', config.www, '--logs', config.logs],
       ...['--upstream', `unix:${socket}`, '--upstream-timeout', String(config.upstreamTimeout), '--forwarder', config.forwarder],
+      ...['--shutdown-timeout', String(config.shutdownTimeout)],
       ...['--status-allow', config.statusAllow.map(({ address, prefix }) => `${address}/${prefix}`).join(',')],
     ],
     onReady: (url) => {
@@ -62,7 +65,7 @@ async function start(argv: string[]): Promise<void> {
       process.stdout.write(`${readyLine(url)}\n`);
     },
     onEvent: say,
-    stopTimeoutMs: 15_000, // the proxy cuts what is left after 10 s (proxy/main.ts)
+    stopTimeoutMs: config.shutdownTimeout * 1000 + 5_000, // the proxy cuts what is left at the shutdown timeout
   });
 
   let stopping: Promise<void> | undefined;

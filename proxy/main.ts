@@ -12,9 +12,6 @@ import { allowList } from './serverStatus.ts';
 import { StaticCache } from './staticCache.ts';
 import { Upstreams } from './upstreams.ts';
 
-/** How long a shutdown waits for requests in flight before it closes their connections. */
-const SHUTDOWN_GRACE_MS = 10_000;
-
 async function main(): Promise<void> {
   const config = readConfig(process.argv.slice(2));
   if (config.upstreams.length === 0) {
@@ -54,7 +51,7 @@ async function main(): Promise<void> {
 
   onShutdownSignal(async (reason) => {
     errorLog.write({ module: 'mpm_event', level: 'notice', message: `caught ${reason}, shutting down` });
-    await stop(SHUTDOWN_GRACE_MS);
+    await stop(config.shutdownTimeout * 1000);
     await staticCache.close();
     await Promise.all([accessLog.drain(), errorLog.drain()]);
   });

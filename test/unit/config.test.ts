@@ -89,6 +89,7 @@ describe('config', () => {
         maxExecutionTime: 30,
         upstreamTimeout: 30,
         forwarder: 'undici',
+        shutdownTimeout: 35,
         statusAllow: [
           { address: '127.0.0.0', prefix: 8, family: 'ipv4' },
           { address: '::1', prefix: 128, family: 'ipv6' },
@@ -106,6 +107,13 @@ describe('config', () => {
     it('lets the proxy wait as long as a controller may run, unless --upstream-timeout says otherwise', () => {
       expect(readConfig(['--max-execution-time', '7'], {}, cwd).upstreamTimeout).to.equal(7);
       expect(readConfig(['--max-execution-time', '7', '--upstream-timeout', '9'], {}, cwd).upstreamTimeout).to.equal(9);
+    });
+
+    it('lets a stop wait for a controller to run out its limit, unless --shutdown-timeout says otherwise', () => {
+      expect(readConfig(['--max-execution-time', '7'], {}, cwd).shutdownTimeout).to.equal(12);
+      expect(readConfig(['--max-execution-time', '0'], {}, cwd).shutdownTimeout).to.equal(35);
+      expect(readConfig([], { SHUTDOWN_TIMEOUT: '2' }, cwd).shutdownTimeout).to.equal(2);
+      expect(configErrorOf(() => readConfig(['--shutdown-timeout', '-1'], {}, cwd)).message).to.equal('--shutdown-timeout (SHUTDOWN_TIMEOUT) must be an integer from 0 to 86400, got "-1"');
     });
 
     it('chooses the forwarding engine, and rejects an unknown one naming the choices', () => {
