@@ -113,7 +113,7 @@ describe('config', () => {
       expect(readConfig(['--max-execution-time', '7'], {}, cwd).shutdownTimeout).to.equal(12);
       expect(readConfig(['--max-execution-time', '0'], {}, cwd).shutdownTimeout).to.equal(35);
       expect(readConfig([], { SHUTDOWN_TIMEOUT: '2' }, cwd).shutdownTimeout).to.equal(2);
-      expect(configErrorOf(() => readConfig(['--shutdown-timeout', '-1'], {}, cwd)).message).to.equal('--shutdown-timeout (SHUTDOWN_TIMEOUT) must be an integer from 0 to 86400, got "-1"');
+      expect(configErrorOf(() => readConfig(['--shutdown-timeout=-1'], {}, cwd)).message).to.equal('--shutdown-timeout (SHUTDOWN_TIMEOUT) must be an integer from 0 to 86400, got "-1"');
     });
 
     it('chooses the forwarding engine, and rejects an unknown one naming the choices', () => {
