@@ -1,0 +1,51 @@
+// The systemd units in deploy/ are what an operator copies: systemd must accept them, and every flag
+// they pass must be one the process reads today.
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { expect } from 'chai';
+import { readConfig } from '../../common/config.ts';
+import { ROOT } from '../helpers/stack.ts';
+
+const UNITS = join(ROOT, 'deploy/systemd');
+
+/** ExecStart's words after the script, with `\` continuations joined. */
+function flagsOf(unit: string): string[] {
+  const execStart = /^ExecStart=((?:.*\\\n)*.*)/m.exec(unit)![1].replace(/\\\n/g, ' ');
+  const words = execStart.split(/\s+/).filter(Boolean);
+  const script = words.findIndex((w) => w.endsWith('.ts') || w === 'bin/extqs.js');
+  return words.slice(script + 1).filter((w, i) => !(i === 0 && w === 'start'));
+}
+
+describe('the systemd units in deploy/systemd', () => {
+  const files = readdirSync(UNITS).filter((f) => f.endsWith('.service'));
+
+  it('are there for one machine, a host machine and a proxy machine', () => {
+    expect(files.sort()).to.deep.equal(['extqs-host.service', 'extqs-proxy.service', 'extqs.service']);
+  });
+
+  for (const file of files) {
+    it(`${file}: systemd-analyze verify accepts it`, () => {
+      const run = spawnSync('systemd-analyze', ['verify', '--man=no', join(UNITS, file)], { encoding: 'utf8' });
+      expect(run.error, 'systemd-analyze (Debian package systemd) must be installed').to.equal(undefined);
+      expect(run.stderr.trim()).to.equal('');
+      expect(run.status).to.equal(0);
+    });
+
+    it(`${file}: passes only flags the process accepts, with valid values`, () => {
+      const dir = mkdtempSync(join(tmpdir(), 'extqs-unit-'));
+      try {
+        for (const sub of ['www/public', 'www/controllers', 'logs']) mkdirSync(join(dir, sub), { recursive: true });
+        // The unit's own paths do not exist here: the rest is checked as written.
+        const flags = flagsOf(readFileSync(join(UNITS, file), 'utf8')).map((w, i, all) =>
+          all[i - 1] === '--www' ? join(dir, 'www') : all[i - 1] === '--logs' ? join(dir, 'logs') : w,
+        );
+        expect(flags.length).to.be.greaterThan(2);
+        expect(() => readConfig(flags, {}, dir)).not.to.throw();
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+  }
+});
