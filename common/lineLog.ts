@@ -25,6 +25,11 @@ export interface Rotation {
 
 export const NO_ROTATION: Rotation = Object.freeze({ maxSize: 0, maxFiles: 1 });
 
+/** The rotation part of the log settings (--log-max-size, --log-max-files). */
+export function rotationOf(settings: { logMaxSize: number; logMaxFiles: number }): Rotation {
+  return { maxSize: settings.logMaxSize, maxFiles: settings.logMaxFiles };
+}
+
 export interface LineLog {
   write(line: string): void;
   /**
@@ -120,7 +125,7 @@ function shiftRotated(path: string, keep: number): void {
 
 export function openLineLog(dir: string, file: string, rotation: Rotation = NO_ROTATION): LineLog {
   const path = join(dir, file);
-  const say = (message: string) => process.stderr.write(`extqs (pid ${process.pid}): ${message}\n`);
+  const say = (message: string): void => void process.stderr.write(`extqs (pid ${process.pid}): ${message}\n`);
   const report = (message: string) => say(`${path}: ${message}`);
   let sink = openSink(path, report);
   let current = rotation;

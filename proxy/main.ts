@@ -2,8 +2,9 @@
 // host, and writes logs/access.log and logs/error.log.
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { ConfigError, readConfig } from '../common/config.ts';
+import { ConfigError, logSettingsOf, readConfig } from '../common/config.ts';
 import { readyLine } from '../common/ready.ts';
+import { onReload } from '../common/reload.ts';
 import { onShutdownSignal } from '../common/shutdown.ts';
 import { openAccessLog } from './accessLog.ts';
 import { openErrorLog } from './errorLog.ts';
@@ -14,12 +15,17 @@ import { StaticCache } from './staticCache.ts';
 const SHUTDOWN_GRACE_MS = 10_000;
 
 async function main(): Promise<void> {
-  const config = readConfig(process.argv.slice(2));
+  const argv = process.argv.slice(2);
+  const config = readConfig(argv);
   if (!config.upstream) {
     throw new ConfigError('--upstream (EXTQS_UPSTREAM)', '', 'unix:/path/to/socket or http://<loopback address>:<port> (the launcher sets it)');
   }
-  const accessLog = openAccessLog(config.logs);
-  const errorLog = openErrorLog(config.logs);
+  const accessLog = openAccessLog(config.logs, logSettingsOf(config));
+  const errorLog = openErrorLog(config.logs, logSettingsOf(config));
+  onReload(argv, config, (settings, note) => {
+    const reopened = [accessLog.reopen(settings) && 'access.log', errorLog.reopen(settings) && 'error.log'].filter(Boolean);
+    errorLog.write({ module: 'mpm_event', level: 'notice', message: `SIGHUP received: reopened ${reopened.join(', ') || 'no log file'}; ${note}` });
+  });
   const staticCache = new StaticCache(join(config.www, 'public'));
   await staticCache.watch((err) => errorLog.write({ module: 'core', level: 'error', message: `Watching ${config.www}/public failed; files are served from disk from now on: ${String(err)}` }));
   const { server, stop } = createProxyServer({
