@@ -85,6 +85,11 @@ describe('config', () => {
         maxExecutionTime: 30,
         upstreamTimeout: 30,
         forwarder: 'undici',
+        logLevel: 'info',
+        logFormat: 'combined',
+        logMaxSize: 0,
+        logMaxFiles: 5,
+        configFile: undefined,
       });
     });
   });
