@@ -4,8 +4,9 @@
 import { parseArgs } from 'node:util';
 import { isIP } from 'node:net';
 import { availableParallelism } from 'node:os';
-import { statSync, mkdirSync, accessSync, constants } from 'node:fs';
+import { statSync, mkdirSync, accessSync, constants, readFileSync } from 'node:fs';
 import { resolve, join } from 'node:path';
+import { LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from './logFormat.ts';
 
 export type Upstream = { kind: 'tcp'; host: string; port: number } | { kind: 'unix'; path: string };
 
@@ -40,6 +41,16 @@ export interface Config {
   readonly upstreamTimeout: number;
   /** The proxy's forwarding engine. */
   readonly forwarder: Forwarder;
+  /** Lines of error.log and host.log below this Apache level are not written (access.log is not levelled). */
+  readonly logLevel: LogLevel;
+  /** `combined` (Apache's text layouts) or `json` (one object a line). */
+  readonly logFormat: LogFormat;
+  /** Bytes after which a log file is rotated; 0 = never (external logrotate + SIGHUP instead). */
+  readonly logMaxSize: number;
+  /** Rotated files kept per log (`access.log.1` … `access.log.N`). */
+  readonly logMaxFiles: number;
+  /** The optional settings file (`NAME=value` lines), read again on SIGHUP. */
+  readonly configFile: string | undefined;
   /** Seconds a stop (SIGTERM/SIGINT) waits for requests in flight before it cuts them. */
   readonly shutdownTimeout: number;
   /** Clients allowed to see /server-status (Apache `Require ip`). */
@@ -52,6 +63,10 @@ export interface AllowedClient {
   prefix: number;
   family: 'ipv4' | 'ipv6';
 }
+
+/** The settings a SIGHUP applies without a restart. */
+export const LIVE_SETTINGS = ['logLevel', 'logFormat', 'logMaxSize', 'logMaxFiles'] as const satisfies readonly (keyof Config)[];
+export type LogSettings = Pick<Config, (typeof LIVE_SETTINGS)[number]>;
 
 export const FORWARDERS = ['undici', 'http-proxy'] as const;
 export type Forwarder = (typeof FORWARDERS)[number];
@@ -93,6 +108,12 @@ const flags = {
   },
   // Loopback only, as Apache's default `Require local`.
   'status-allow': { env: 'STATUS_ALLOW', fallback: '127.0.0.0/8,::1' },
+  // The favicon miss is a [core:info] line and must show by default, so the default is info.
+  'log-level': { env: 'LOG_LEVEL', fallback: 'info' },
+  'log-format': { env: 'LOG_FORMAT', fallback: 'combined' },
+  'log-max-size': { env: 'LOG_MAX_SIZE', fallback: '0' },
+  'log-max-files': { env: 'LOG_MAX_FILES', fallback: '5' },
+  config: { env: 'EXTQS_CONFIG', fallback: '' },
 } as const;
 
 type FlagName = keyof typeof flags;
@@ -123,6 +144,55 @@ function parseInteger(name: FlagName, raw: string, min: number, max: number): nu
 function parseForwarder(raw: string): Forwarder {
   if (!(FORWARDERS as readonly string[]).includes(raw)) throw new ConfigError(label('forwarder'), raw, `one of ${FORWARDERS.join(', ')}`);
   return raw as Forwarder;
+}
+
+function parseLogLevel(raw: string): LogLevel {
+  if (!(LOG_LEVELS as readonly string[]).includes(raw)) throw new ConfigError(label('log-level'), raw, `one of ${LOG_LEVELS.join(', ')}`);
+  return raw as LogLevel;
+}
+
+function parseLogFormat(raw: string): LogFormat {
+  if (!(LOG_FORMATS as readonly string[]).includes(raw)) throw new ConfigError(label('log-format'), raw, `one of ${LOG_FORMATS.join(', ')}`);
+  return raw as LogFormat;
+}
+
+const SIZE_UNITS: Record<string, number> = { '': 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3 };
+
+/** Bytes, with an optional k, m or g suffix (powers of 1024): `0`, `65536`, `512k`, `100m`. */
+function parseSize(raw: string): number {
+  const match = /^(\d{1,9})([kmg]?)$/i.exec(raw);
+  if (!match) throw new ConfigError(label('log-max-size'), raw, 'a size in bytes, optionally with k, m or g (e.g. 0 = never, 512k, 100m)');
+  return Number(match[1]) * SIZE_UNITS[match[2].toLowerCase()];
+}
+
+/**
+ * The settings file: `NAME=value` lines with the environment names (`LOG_LEVEL=debug`), `#` comments
+ * and blank lines. It ranks below flags and the environment, above the defaults.
+ */
+export function parseConfigFile(text: string, file: string): Record<string, string> {
+  const known = new Set<string>(CONFIG_ENV_NAMES);
+  const values: Record<string, string> = {};
+  text.split(/\r?\n/).forEach((raw, index) => {
+    const line = raw.trim();
+    if (line === '' || line.startsWith('#')) return;
+    const match = /^([A-Z_][A-Z0-9_]*)\s*=\s*(.*)$/.exec(line);
+    const where = `${file}:${index + 1}`;
+    if (!match) throw new ConfigError(where, line, 'NAME=value');
+    if (!known.has(match[1]) || match[1] === 'EXTQS_CONFIG') throw new ConfigError(where, match[1], `one of ${[...known].filter((n) => n !== 'EXTQS_CONFIG').join(', ')}`);
+    values[match[1]] = match[2].replace(/^"(.*)"$/, '$1');
+  });
+  return values;
+}
+
+function readConfigFile(raw: string, cwd: string): { path: string; values: Record<string, string> } {
+  const path = resolve(cwd, raw);
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new ConfigError(label('config'), raw, `a readable file of NAME=value lines (${(err as Error).message})`);
+  }
+  return { path, values: parseConfigFile(text, path) };
 }
 
 export function parseListen(raw: string, name: FlagName = 'listen'): string {
@@ -216,8 +286,10 @@ export function readConfig(argv: string[], env: NodeJS.ProcessEnv = process.env,
     const known = Object.keys(flags).map((name) => `--${name}`).join(', ');
     throw new ConfigError('command line', argv.join(' '), `made of ${known}, each with a value (${(err as Error).message})`);
   }
+  const configRaw = values.config ?? env[flags.config.env] ?? '';
+  const file = configRaw === '' ? undefined : readConfigFile(configRaw, cwd);
   const pick = (name: FlagName): string => {
-    const given = values[name] ?? env[flags[name].env];
+    const given = values[name] ?? env[flags[name].env] ?? file?.values[flags[name].env];
     if (given !== undefined) return given;
     const fallback = flags[name].fallback;
     return typeof fallback === 'function' ? fallback(pick) : fallback;
@@ -242,5 +314,28 @@ export function readConfig(argv: string[], env: NodeJS.ProcessEnv = process.env,
     forwarder: parseForwarder(pick('forwarder')),
     shutdownTimeout: parseInteger('shutdown-timeout', pick('shutdown-timeout'), 0, 86_400),
     statusAllow: parseAllowList(pick('status-allow')),
+    logLevel: parseLogLevel(pick('log-level')),
+    logFormat: parseLogFormat(pick('log-format')),
+    logMaxSize: parseSize(pick('log-max-size')),
+    logMaxFiles: parseInteger('log-max-files', pick('log-max-files'), 1, 1000),
+    configFile: file?.path,
   });
+}
+
+export function logSettingsOf(config: Config): LogSettings {
+  return { logLevel: config.logLevel, logFormat: config.logFormat, logMaxSize: config.logMaxSize, logMaxFiles: config.logMaxFiles };
+}
+
+/** What a configuration read again (SIGHUP) changes: live settings are applied, the others need a restart. */
+export function configChanges(running: Config, fresh: Config): { live: string[]; restart: string[] } {
+  const live: string[] = [];
+  const restart: string[] = [];
+  for (const key of Object.keys(running) as (keyof Config)[]) {
+    const before = JSON.stringify(running[key]);
+    const after = JSON.stringify(fresh[key]);
+    if (before === after) continue;
+    const flag = key === 'configFile' ? 'config' : key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+    ((LIVE_SETTINGS as readonly string[]).includes(key) ? live : restart).push(`--${flag} ${before} -> ${after}`);
+  }
+  return { live, restart };
 }

@@ -1,5 +1,22 @@
 // Line layouts shared by the proxy and the host: Apache's combined access log, Apache 2.4's
-// error log, and a PHP-error-log-like host log. Pure functions: the writers live elsewhere.
+// error log, and a PHP-error-log-like host log, each also as one JSON object a line (--log-format json)
+// for shipping to a collector. Pure functions: the writers live elsewhere.
+
+/** Apache's LogLevel names, most severe first: a line is written when its level is at or above the setting. */
+export const LOG_LEVELS = ['emerg', 'alert', 'crit', 'error', 'warn', 'notice', 'info', 'debug', 'trace1', 'trace2', 'trace3', 'trace4', 'trace5', 'trace6', 'trace7', 'trace8'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** A level's severity as a number (emerg 0 … trace8 15), for a comparison per line instead of a search. */
+export const LEVEL_RANK: Readonly<Record<LogLevel, number>> = Object.freeze(Object.fromEntries(LOG_LEVELS.map((level, i) => [level, i])) as Record<LogLevel, number>);
+
+/** Whether a line of `level` is written when the log is set to `threshold`. */
+export function levelEnabled(level: LogLevel, threshold: LogLevel): boolean {
+  return LEVEL_RANK[level] <= LEVEL_RANK[threshold];
+}
+
+/** `combined`: Apache's text layouts (each file its own); `json`: one JSON object a line. */
+export const LOG_FORMATS = ['combined', 'json'] as const;
+export type LogFormat = (typeof LOG_FORMATS)[number];
 
 const DAYS = ['Sun', 'Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat'];
 const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
@@ -90,6 +107,8 @@ export interface AccessEntry {
   bytes: number;
   referer: string | undefined;
   userAgent: string | undefined;
+  /** Only in the JSON layout: the combined format has no field for it. */
+  requestId?: string;
 }
 
 /** `%h %l %u %t "%r" %>s %b "%{Referer}i" "%{User-Agent}i"`: Apache's combined format. */
@@ -103,7 +122,7 @@ export function combinedLine(entry: AccessEntry): string {
 
 export interface ErrorEntry {
   module: string;
-  level: 'emerg' | 'alert' | 'crit' | 'error' | 'warn' | 'notice' | 'info' | 'debug';
+  level: LogLevel;
   /** Apache's %E: the OS or library status before the client, e.g. `(OS 2)The system cannot find the file specified.` */
   status?: string;
   client?: string;
@@ -133,9 +152,11 @@ export function hostLogTime(date: Date): string {
 
 export interface HostEntry {
   time: Date;
-  level: 'error' | 'warn' | 'info';
+  level: 'error' | 'warn' | 'notice' | 'info';
   requestId?: string;
   message: string;
+  /** The process the event happened in (a host worker); only the JSON layout shows it. */
+  pid?: number;
 }
 
 /**
@@ -147,4 +168,52 @@ export function hostLine(entry: HostEntry): string {
   const id = entry.requestId ? escapeLogValue(entry.requestId) : '-';
   const message = entry.message.replace(/\r?\n/g, '\n    ');
   return `[${hostLogTime(entry.time)}] [${entry.level}] [req ${id}] ${message}`;
+}
+
+// JSON layouts. Field names are part of the interface (README, Logs): a collector keys on them, so they
+// only ever grow. Every field is present in every line of its file, null when there is no value.
+// JSON.stringify escapes control characters, so a client value can neither split nor forge a line.
+
+/** access.log as JSON: `{"time","client","method","url","protocol","status","bytes","referer","user_agent","request_id"}`. */
+export function accessJson(entry: AccessEntry): string {
+  return JSON.stringify({
+    time: entry.time.toISOString(),
+    client: entry.remoteAddress,
+    method: entry.method,
+    url: entry.url,
+    protocol: `HTTP/${entry.httpVersion}`,
+    status: entry.status,
+    bytes: entry.bytes,
+    referer: entry.referer ?? null,
+    user_agent: entry.userAgent ?? null,
+    request_id: entry.requestId ?? null,
+  });
+}
+
+/** error.log as JSON: `{"time","level","module","pid","client","status","message","request_id"}`; time with microseconds. */
+export function errorJson(entry: ErrorEntry, micros: number, pid: number): string {
+  const ms = Math.floor(micros / 1000);
+  // toISOString gives milliseconds; the error log keeps Apache's microseconds.
+  const time = `${new Date(ms).toISOString().slice(0, -1)}${pad(micros % 1000, 3)}Z`;
+  return JSON.stringify({
+    time,
+    level: entry.level,
+    module: entry.module,
+    pid,
+    client: entry.client ?? null,
+    status: entry.status ?? null,
+    message: entry.message,
+    request_id: entry.requestId ?? null,
+  });
+}
+
+/** host.log as JSON: `{"time","level","pid","request_id","message"}`; a stack stays inside `message`. */
+export function hostJson(entry: HostEntry, pid: number): string {
+  return JSON.stringify({
+    time: entry.time.toISOString(),
+    level: entry.level,
+    pid: entry.pid ?? pid,
+    request_id: entry.requestId ?? null,
+    message: entry.message,
+  });
 }

@@ -74,7 +74,8 @@ export class ExecutionLimit {
 
   constructor(
     readonly limitMs: number,
-    hostLogFile: string,
+    /** Where the watchdog writes its last line itself, and in which layout (the worker's log cannot run then). */
+    hostLog: { file: string; json: boolean },
     private readonly events: ExecutionLimitEvents,
   ) {
     const { buffer, table } = createSharedTable();
@@ -82,7 +83,7 @@ export class ExecutionLimit {
     for (let slot = SLOTS - 1; slot >= 0; slot--) this.free.push(slot);
     this.table.heartbeat[0] = Date.now();
     this.timer = setInterval(() => this.check(), CHECK_EVERY_MS).unref();
-    this.watchdog = new Worker(WATCHDOG_BOOT, { eval: true, workerData: { buffer, limitMs, graceMs: BLOCKED_GRACE_MS, hostLogFile } });
+    this.watchdog = new Worker(WATCHDOG_BOOT, { eval: true, workerData: { buffer, limitMs, graceMs: BLOCKED_GRACE_MS, hostLogFile: hostLog.file, json: hostLog.json } });
     // Without the watchdog only synchronous overruns go unchecked: log it, keep serving.
     this.watchdog.on('error', (err) => events.watchdogFailed(err));
     this.watchdog.unref();

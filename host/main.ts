@@ -8,8 +8,9 @@ import { runWorker } from './worker.ts';
 
 const role = cluster.isPrimary ? 'host' : `host worker ${process.pid}`;
 try {
-  const config = readConfig(process.argv.slice(2));
-  await (cluster.isPrimary ? runPool(config) : runWorker(config));
+  const argv = process.argv.slice(2);
+  const config = readConfig(argv);
+  await (cluster.isPrimary ? runPool(config, argv) : runWorker(config));
 } catch (err) {
   process.stderr.write(`extqs ${role}: ${err instanceof ConfigError ? err.message : ((err as Error).stack ?? String(err))}\n`);
   process.exit(err instanceof ConfigError ? 2 : 1);

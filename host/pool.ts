@@ -4,8 +4,9 @@
 import cluster, { type Worker } from 'node:cluster';
 import { once } from 'node:events';
 import { chmod, rm } from 'node:fs/promises';
-import { formatUpstream, type Config } from '../common/config.ts';
+import { formatUpstream, logSettingsOf, type Config } from '../common/config.ts';
 import { readyLine } from '../common/ready.ts';
+import { onReload } from '../common/reload.ts';
 import { onShutdownSignal } from '../common/shutdown.ts';
 import { openHostLog } from './hostLog.ts';
 import type { ToPrimary, ToWorker } from './poolMessages.ts';
@@ -16,8 +17,13 @@ const SNAPSHOT_TIMEOUT_MS = 1_000;
 const CRASH_WINDOW_MS = 10_000;
 const RESTART_DELAY_MS = 1_000;
 
-export async function runPool(config: Config): Promise<void> {
-  const log = openHostLog(config.logs);
+export async function runPool(config: Config, argv: string[]): Promise<void> {
+  const log = openHostLog(config.logs, logSettingsOf(config));
+  // Workers send their lines here, so this process alone reopens host.log; its workers ignore SIGHUP.
+  onReload(argv, config, (settings, note) => {
+    const reopened = log.reopen(settings);
+    log.notice(`SIGHUP received: ${reopened ? 'reopened host.log' : 'host.log could not be reopened'}; ${note}`);
+  });
   const startedAt = new Date().toISOString();
   const live = new Set<Worker>();
   /** Workers whose server listens: only they have their message handlers in place (IPC messages to a
@@ -64,7 +70,10 @@ export async function runPool(config: Config): Promise<void> {
   }
 
   function onMessage(worker: Worker, message: ToPrimary): void {
-    if (message.type === 'stats') {
+    if (message.type === 'log') {
+      for (const entry of message.entries) log.write({ ...entry, time: new Date(entry.time) });
+      if (message.flush !== undefined) send(worker, { type: 'log-flushed', id: message.flush });
+    } else if (message.type === 'stats') {
       pendingSnapshots.get(message.id)?.(message.snapshot);
     } else if (message.type === 'final-stats') {
       addDeparted(departed, message.snapshot);

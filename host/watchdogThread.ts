@@ -2,10 +2,10 @@
 // is blocked in a controller's synchronous loop, which no timer of that thread can interrupt.
 import { appendFileSync } from 'node:fs';
 import { workerData } from 'node:worker_threads';
-import { hostLine } from '../common/logFormat.ts';
+import { hostJson, hostLine } from '../common/logFormat.ts';
 import { readLabel, viewSharedTable } from './executionLimit.ts';
 
-const { buffer, limitMs, graceMs, hostLogFile } = workerData as { buffer: SharedArrayBuffer; limitMs: number; graceMs: number; hostLogFile: string };
+const { buffer, limitMs, graceMs, hostLogFile, json } = workerData as { buffer: SharedArrayBuffer; limitMs: number; graceMs: number; hostLogFile: string; json: boolean };
 const table = viewSharedTable(buffer);
 
 setInterval(() => {
@@ -20,16 +20,15 @@ setInterval(() => {
   if (overruns.length === 0) return;
   for (const slot of overruns) {
     const [name, file, requestId, what] = readLabel(table, slot).split('\t');
-    // The worker's own log stream cannot run; this line goes straight to the file.
-    appendFileSync(
-      hostLogFile,
-      `${hostLine({
-        time: new Date(),
-        level: 'error',
-        requestId,
-        message: `Maximum execution time of ${limitMs / 1000} seconds exceeded in controller ${name} (${file}) in ${what}: the worker was blocked for ${(blockedMs / 1000).toFixed(1)} s and is killed (pid ${process.pid})`,
-      })}\n`,
-    );
+    // The worker's own log stream cannot run; this line goes straight to the file (by name, so into the
+    // current one after a rotation).
+    const entry = {
+      time: new Date(),
+      level: 'error' as const,
+      requestId,
+      message: `Maximum execution time of ${limitMs / 1000} seconds exceeded in controller ${name} (${file}) in ${what}: the worker was blocked for ${(blockedMs / 1000).toFixed(1)} s and is killed (pid ${process.pid})`,
+    };
+    appendFileSync(hostLogFile, `${json ? hostJson(entry, process.pid) : hostLine(entry)}\n`);
   }
   process.kill(process.pid, 'SIGKILL');
 }, 100);

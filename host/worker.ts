@@ -5,7 +5,7 @@ import type { Config } from '../common/config.ts';
 import { onShutdownSignal } from '../common/shutdown.ts';
 import { createHostApp } from './app.ts';
 import { ExecutionLimit } from './executionLimit.ts';
-import { openHostLog } from './hostLog.ts';
+import { workerHostLog } from './hostLog.ts';
 import type { ToPrimary, ToWorker } from './poolMessages.ts';
 import { ControllerRegistry } from './registry.ts';
 import type { PoolStatus } from './stats.ts';
@@ -28,7 +28,10 @@ export async function runWorker(config: Config): Promise<void> {
     if (message.type === 'stats?') send({ type: 'stats', id: message.id, snapshot: stats.snapshot() });
   };
   process.on('message', (message: ToWorker) => handle(message));
-  const log = openHostLog(config.logs);
+  const log = workerHostLog();
+  // SIGHUP is for the primary, which writes host.log; sent to the whole process group it must not end
+  // a worker (its default action).
+  process.on('SIGHUP', () => {});
   const controllersDir = join(config.www, 'controllers');
 
   let retireAsked = false;
@@ -52,7 +55,7 @@ export async function runWorker(config: Config): Promise<void> {
 
   const limit =
     config.maxExecutionTime > 0
-      ? new ExecutionLimit(config.maxExecutionTime * 1000, join(config.logs, 'host.log'), {
+      ? new ExecutionLimit(config.maxExecutionTime * 1000, { file: join(config.logs, 'host.log'), json: config.logFormat === 'json' }, {
           overrun(tracked) {
             log.error(
               `Maximum execution time of ${config.maxExecutionTime} seconds exceeded in controller ${tracked.name} (${tracked.file}) in ${tracked.what}: request dropped, worker ${process.pid} will be replaced`,

@@ -1,11 +1,13 @@
 // `extqs start` (what `npm start` runs): validates the configuration, starts the host on a private unix
 // socket, then the proxy in front of it, and prints the proxy's ready line. On SIGINT/SIGTERM it stops
-// the proxy first (requests in flight finish against the host), then the host.
+// the proxy first (requests in flight finish against the host), then the host. On SIGHUP it reads the
+// configuration again and has both children reopen their logs with the new log settings (common/reload.ts).
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError, readConfig } from '../common/config.ts';
+import { ConfigError, logSettingsOf, readConfig, type Config } from '../common/config.ts';
 import { readyLine } from '../common/ready.ts';
+import { rereadConfig, type ReloadMessage } from '../common/reload.ts';
 import { Supervisor } from './supervisor.ts';
 
 const USAGE = `usage: extqs start [options]
@@ -20,6 +22,12 @@ const USAGE = `usage: extqs start [options]
   --forwarder          FORWARDER           the proxy's forwarding engine: undici (default) or http-proxy
   --shutdown-timeout   SHUTDOWN_TIMEOUT    seconds a stop waits for requests in flight (default: max-execution-time + 5)
   --status-allow       STATUS_ALLOW        addresses/subnets allowed /server-status (default 127.0.0.0/8,::1)
+  --log-level          LOG_LEVEL           Apache level for error.log and host.log: emerg … debug, trace1-8 (default info)
+  --log-format         LOG_FORMAT          combined (Apache's text layouts, default) or json (one object a line)
+  --log-max-size       LOG_MAX_SIZE        rotate a log past this size, e.g. 100m (default 0 = never)
+  --log-max-files      LOG_MAX_FILES       rotated files kept per log (default 5)
+  --config             EXTQS_CONFIG        file of NAME=value lines (the names above), read again on SIGHUP
+SIGHUP reopens every log file and applies the log settings read again; SIGTERM/SIGINT stop.
 `;
 
 function fail(message: string, code: number): never {
@@ -28,7 +36,11 @@ function fail(message: string, code: number): never {
 }
 
 async function start(argv: string[]): Promise<void> {
-  const config = readConfig(argv);
+  let config: Config = readConfig(argv);
+  const logFlags = () => [
+    ...['--log-level', config.logLevel, '--log-format', config.logFormat],
+    ...['--log-max-size', String(config.logMaxSize), '--log-max-files', String(config.logMaxFiles)],
+  ];
   // The host listens on a socket in a directory only this user can enter (0700); the socket itself is 0600.
   const runDir = mkdtempSync(join(tmpdir(), 'extqs-'));
   const socket = join(runDir, 'host.sock');
@@ -42,6 +54,7 @@ async function start(argv: string[]): Promise<void> {
       ...['--www', config.www, '--logs', config.logs, '--socket', socket],
       ...['--workers', String(config.workers), '--max-requests', String(config.maxRequests), '--max-execution-time', String(config.maxExecutionTime)],
       ...['--shutdown-timeout', String(config.shutdownTimeout)],
+      ...logFlags(),
     ],
     onReady: () => {},
     onEvent: say,
@@ -59,6 +72,7 @@ async function start(argv: string[]): Promise<void> {
       ...['--upstream', `unix:${socket}`, '--upstream-timeout', String(config.upstreamTimeout), '--forwarder', config.forwarder],
       ...['--shutdown-timeout', String(config.shutdownTimeout)],
       ...['--status-allow', config.statusAllow.map(({ address, prefix }) => `${address}/${prefix}`).join(',')],
+      ...logFlags(),
     ],
     onReady: (url) => {
       port = Number(new URL(url).port);
@@ -80,6 +94,16 @@ async function start(argv: string[]): Promise<void> {
   };
   process.on('SIGINT', () => void stop('SIGINT').then(() => process.exit(0)));
   process.on('SIGTERM', () => void stop('SIGTERM').then(() => process.exit(0)));
+  // The children run in their own process groups: a SIGHUP reaches them only through here. The log
+  // settings read again also go to children started later (restarts); other settings need a restart.
+  process.on('SIGHUP', () => {
+    const { config: fresh, note } = rereadConfig(argv, config);
+    config = { ...config, ...logSettingsOf(fresh) };
+    say(`SIGHUP: the children reopen their logs; ${note}`);
+    const message: ReloadMessage = { type: 'extqs:reload', settings: logSettingsOf(config), note };
+    host.send(message);
+    proxy.send(message);
+  });
 
   try {
     await host.start();

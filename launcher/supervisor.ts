@@ -104,6 +104,11 @@ export class Supervisor {
     });
   }
 
+  /** A message to the running child over its IPC channel (dropped when none runs). */
+  send(message: object): void {
+    if (this.child?.connected) this.child.send(message);
+  }
+
   /** SIGTERM, then waits for the exit (SIGKILL after a timeout). No restart follows. */
   async stop(): Promise<void> {
     this.stopping = true;

@@ -1,9 +1,10 @@
-// logs/access.log: one Apache combined line per request, written when the response is done
-// (finished or cut short), as mod_log_config does. The server calls record() from its one 'close'
-// listener per response.
+// logs/access.log: one line per request, written when the response is done (finished or cut short), as
+// mod_log_config does. Apache's combined layout, or JSON (--log-format json). Not levelled: every request
+// has its line. The server calls record() from its one 'close' listener per response.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { openLineLog } from '../common/lineLog.ts';
-import { combinedLine } from '../common/logFormat.ts';
+import type { LogSettings } from '../common/config.ts';
+import { openLineLog, rotationOf } from '../common/lineLog.ts';
+import { accessJson, combinedLine } from '../common/logFormat.ts';
 import { clientAddress } from './errorLog.ts';
 
 /** Body bytes of responses that have no Content-Length (streamed from the host), counted as they pass. */
@@ -23,15 +24,20 @@ export function bodyBytes(req: IncomingMessage, res: ServerResponse): number {
 export interface AccessLog {
   /** The line for a response that has ended (finished or cut); `url` and `arrivedAt` as the request came. */
   record(req: IncomingMessage, res: ServerResponse, url: string, arrivedAt: number): void;
+  /** Opens the file again by name (SIGHUP) with these settings; false if it could not be opened. */
+  reopen(settings: LogSettings): boolean;
   drain(): Promise<void>;
 }
 
-export function openAccessLog(dir: string): AccessLog {
-  const log = openLineLog(dir, 'access.log');
+export function openAccessLog(dir: string, settings: LogSettings): AccessLog {
+  const log = openLineLog(dir, 'access.log', rotationOf(settings));
+  // Chosen once (and on reopen), not per line: this runs for every request.
+  let format = settings.logFormat === 'json' ? accessJson : combinedLine;
   return {
     record(req, res, url, arrivedAt) {
+      const requestId = res.getHeader('x-request-id');
       log.write(
-        combinedLine({
+        format({
           remoteAddress: clientAddress(req.socket.remoteAddress),
           time: new Date(arrivedAt), // %t is when the request arrived
           method: req.method ?? '-',
@@ -42,8 +48,13 @@ export function openAccessLog(dir: string): AccessLog {
           bytes: bodyBytes(req, res),
           referer: req.headers.referer,
           userAgent: req.headers['user-agent'],
+          requestId: typeof requestId === 'string' ? requestId : undefined,
         }),
       );
+    },
+    reopen(next) {
+      format = next.logFormat === 'json' ? accessJson : combinedLine;
+      return log.reopen(rotationOf(next));
     },
     drain: () => log.drain(),
   };

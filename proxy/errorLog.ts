@@ -1,16 +1,30 @@
-// logs/error.log, in Apache 2.4's default layout (DESIGN.md §4).
-import { openLineLog } from '../common/lineLog.ts';
-import { errorLine, nowMicros, type ErrorEntry } from '../common/logFormat.ts';
+// logs/error.log, in Apache 2.4's default layout (DESIGN.md §4) or JSON (--log-format json); lines below
+// --log-level are not written.
+import type { LogSettings } from '../common/config.ts';
+import { openLineLog, rotationOf } from '../common/lineLog.ts';
+import { LEVEL_RANK, errorJson, errorLine, nowMicros, type ErrorEntry } from '../common/logFormat.ts';
 
 export interface ErrorLog {
   write(event: ErrorEntry): void;
+  /** Opens the file again by name (SIGHUP) with these settings; false if it could not be opened. */
+  reopen(settings: LogSettings): boolean;
   drain(): Promise<void>;
 }
 
-export function openErrorLog(dir: string): ErrorLog {
-  const log = openLineLog(dir, 'error.log');
+export function openErrorLog(dir: string, settings: LogSettings): ErrorLog {
+  const log = openLineLog(dir, 'error.log', rotationOf(settings));
+  let threshold = LEVEL_RANK[settings.logLevel];
+  let format = settings.logFormat === 'json' ? errorJson : errorLine;
   return {
-    write: (event) => log.write(errorLine(event, nowMicros(), process.pid)),
+    write(event) {
+      if (LEVEL_RANK[event.level] > threshold) return;
+      log.write(format(event, nowMicros(), process.pid));
+    },
+    reopen(next) {
+      threshold = LEVEL_RANK[next.logLevel];
+      format = next.logFormat === 'json' ? errorJson : errorLine;
+      return log.reopen(rotationOf(next));
+    },
     drain: () => log.drain(),
   };
 }

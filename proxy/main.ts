@@ -2,8 +2,9 @@
 // host, and writes logs/access.log and logs/error.log.
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { ConfigError, readConfig } from '../common/config.ts';
+import { ConfigError, logSettingsOf, readConfig } from '../common/config.ts';
 import { readyLine } from '../common/ready.ts';
+import { onReload } from '../common/reload.ts';
 import { onShutdownSignal } from '../common/shutdown.ts';
 import { openAccessLog } from './accessLog.ts';
 import { openErrorLog } from './errorLog.ts';
@@ -13,12 +14,17 @@ import { StaticCache } from './staticCache.ts';
 import { Upstreams } from './upstreams.ts';
 
 async function main(): Promise<void> {
-  const config = readConfig(process.argv.slice(2));
+  const argv = process.argv.slice(2);
+  const config = readConfig(argv);
   if (config.upstreams.length === 0) {
     throw new ConfigError('--upstream (EXTQS_UPSTREAM)', '', 'unix:/path/to/socket or http://<host>:<port>, once per host (the launcher sets it)');
   }
-  const accessLog = openAccessLog(config.logs);
-  const errorLog = openErrorLog(config.logs);
+  const accessLog = openAccessLog(config.logs, logSettingsOf(config));
+  const errorLog = openErrorLog(config.logs, logSettingsOf(config));
+  onReload(argv, config, (settings, note) => {
+    const reopened = [accessLog.reopen(settings) && 'access.log', errorLog.reopen(settings) && 'error.log'].filter(Boolean);
+    errorLog.write({ module: 'mpm_event', level: 'notice', message: `SIGHUP received: reopened ${reopened.join(', ') || 'no log file'}; ${note}` });
+  });
   const upstreams = new Upstreams(
     config.upstreams,
     { maxFails: config.upstreamMaxFails, failTimeoutMs: config.upstreamFailTimeout * 1000 },

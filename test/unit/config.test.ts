@@ -94,6 +94,11 @@ describe('config', () => {
           { address: '127.0.0.0', prefix: 8, family: 'ipv4' },
           { address: '::1', prefix: 128, family: 'ipv6' },
         ],
+        logLevel: 'info',
+        logFormat: 'combined',
+        logMaxSize: 0,
+        logMaxFiles: 5,
+        configFile: undefined,
       });
     });
   });

@@ -14,7 +14,7 @@ describe('the execution limit', () => {
   beforeEach(() => {
     dir = mkdtempSync(join(tmpdir(), 'extqs-limit-'));
     overruns.length = 0;
-    limit = new ExecutionLimit(200, join(dir, 'host.log'), {
+    limit = new ExecutionLimit(200, { file: join(dir, 'host.log'), json: false }, {
       overrun: (t) => overruns.push(t.name),
       watchdogFailed: (err) => {
         throw err;

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
@@ -44,5 +44,62 @@ describe('a line log', () => {
     await drained;
     expect(captured).to.equal('late.log: after\n');
     expect(readFileSync(join(dir, 'late.log'), 'utf8')).to.equal('before\n');
+  });
+});
+
+describe('a line log rotated by size', () => {
+  let dir: string;
+  beforeEach(() => (dir = mkdtempSync(join(tmpdir(), 'extqs-rotate-'))));
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  /** Every line of `name` and its rotated files (`name.1` … ), oldest file first. */
+  function linesAcross(name: string): { files: string[]; lines: string[] } {
+    const files = readdirSync(dir).filter((f) => f === name || f.startsWith(`${name}.`));
+    const numberOf = (f: string) => (f === name ? 0 : Number(f.slice(name.length + 1)));
+    files.sort((a, b) => numberOf(b) - numberOf(a));
+    return { files, lines: files.flatMap((f) => readFileSync(join(dir, f), 'utf8').split('\n').filter(Boolean)) };
+  }
+
+  it('loses no line and keeps the order across rotations under a burst', async () => {
+    const log = openLineLog(dir, 'burst.log', { maxSize: 64 * 1024, maxFiles: 1000 });
+    const total = 50_000;
+    for (let i = 0; i < total; ) {
+      for (let k = 0; k < 500; k++, i++) log.write(`line ${i} ${'x'.repeat(40)}`);
+      await new Promise((r) => setImmediate(r));
+    }
+    await log.drain();
+    const { files, lines } = linesAcross('burst.log');
+    expect(files.length).to.be.greaterThan(10);
+    expect(lines.length).to.equal(total);
+    expect(lines.every((line, i) => line.startsWith(`line ${i} `))).to.equal(true);
+  });
+
+  it('keeps the current file under its name and at most --log-max-files rotated ones', async () => {
+    const log = openLineLog(dir, 'kept.log', { maxSize: 4096, maxFiles: 3 });
+    for (let i = 0; i < 2000; i++) {
+      log.write(`line ${i} ${'y'.repeat(40)}`);
+      if (i % 50 === 0) await new Promise((r) => setImmediate(r));
+    }
+    await log.drain();
+    expect(readdirSync(dir).sort()).to.deep.equal(['kept.log', 'kept.log.1', 'kept.log.2', 'kept.log.3']);
+    const { lines } = linesAcross('kept.log');
+    // The newest lines survive, in order, ending with the last one written.
+    expect(lines[lines.length - 1]).to.match(/^line 1999 /);
+    const numbers = lines.map((l) => Number(l.split(' ')[1]));
+    expect(numbers.every((n, i) => i === 0 || n === numbers[i - 1] + 1)).to.equal(true);
+  });
+
+  it('writes to a fresh file by the same name after reopen(), finishing earlier lines in the moved one', async () => {
+    const log = openLineLog(dir, 'moved.log');
+    for (let i = 0; i < 100; i++) log.write(`old ${i}`);
+    await new Promise((r) => setImmediate(r));
+    renameSync(join(dir, 'moved.log'), join(dir, 'moved.log.1'));
+    expect(log.reopen()).to.equal(true);
+    for (let i = 0; i < 100; i++) log.write(`new ${i}`);
+    await log.drain();
+    const old = readFileSync(join(dir, 'moved.log.1'), 'utf8').split('\n').filter(Boolean);
+    const fresh = readFileSync(join(dir, 'moved.log'), 'utf8').split('\n').filter(Boolean);
+    expect(old).to.deep.equal(Array.from({ length: 100 }, (_, i) => `old ${i}`));
+    expect(fresh).to.deep.equal(Array.from({ length: 100 }, (_, i) => `new ${i}`));
   });
 });

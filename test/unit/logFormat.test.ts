@@ -1,10 +1,13 @@
 import { expect } from 'chai';
 import {
+  accessJson,
   accessLogTime,
   combinedLine,
+  errorJson,
   errorLine,
   errorLogTime,
   escapeLogValue,
+  hostJson,
   hostLine,
   hostLogTime,
   nowMicros,
@@ -282,5 +285,85 @@ describe('hostLine', () => {
       expect(lines).to.have.length(3);
       for (const continuation of lines.slice(1)) expect(continuation.startsWith('    [')).to.equal(true);
     });
+  });
+});
+
+describe('JSON log layouts (--log-format json)', () => {
+  const access: AccessEntry = {
+    remoteAddress: '203.0.113.9',
+    time: fixed,
+    method: 'GET',
+    url: '/External/Latest?sn=1&no=',
+    httpVersion: '1.1',
+    status: 500,
+    bytes: 507,
+    referer: undefined,
+    userAgent: 'curl/8.0',
+    requestId: 'abc-123',
+  };
+
+  it('writes an access line as one object with the documented fields, in order', () => {
+    const line = accessJson(access);
+    expect(line).to.not.contain('\n');
+    expect(JSON.parse(line)).to.deep.equal({
+      time: '2026-11-22T01:42:10.919Z',
+      client: '203.0.113.9',
+      method: 'GET',
+      url: '/External/Latest?sn=1&no=',
+      protocol: 'HTTP/1.1',
+      status: 500,
+      bytes: 507,
+      referer: null,
+      user_agent: 'curl/8.0',
+      request_id: 'abc-123',
+    });
+    expect(Object.keys(JSON.parse(line))).to.deep.equal(['time', 'client', 'method', 'url', 'protocol', 'status', 'bytes', 'referer', 'user_agent', 'request_id']);
+  });
+
+  it('keeps a hostile client value inside its field: no second line, no forged field', () => {
+    const line = accessJson({ ...access, userAgent: 'x"\n{"status":200}\r\u0000', referer: '\\"' });
+    expect(line.split('\n')).to.have.length(1);
+    const parsed = JSON.parse(line);
+    expect(parsed.user_agent).to.equal('x"\n{"status":200}\r\u0000');
+    expect(parsed.referer).to.equal('\\"');
+    expect(parsed.status).to.equal(500);
+  });
+
+  it('writes an error line with level, module, pid and the time in microseconds', () => {
+    const line = errorJson(
+      { module: 'core', level: 'info', status: '(OS 2)The system cannot find the file specified.', client: '203.0.113.9:5123', message: 'AH00128: File does not exist: /w/public/favicon.ico', requestId: 'r1' },
+      FIXED_MICROS,
+      4242,
+    );
+    expect(JSON.parse(line)).to.deep.equal({
+      time: '2026-11-22T01:42:10.919811Z',
+      level: 'info',
+      module: 'core',
+      pid: 4242,
+      client: '203.0.113.9:5123',
+      status: '(OS 2)The system cannot find the file specified.',
+      message: 'AH00128: File does not exist: /w/public/favicon.ico',
+      request_id: 'r1',
+    });
+  });
+
+  it('gives every error field even when the event has no value for it', () => {
+    expect(JSON.parse(errorJson({ module: 'mpm_event', level: 'notice', message: 'ready' }, FIXED_MS * 1000 + 5, 1))).to.deep.equal({
+      time: '2026-11-22T01:42:10.919005Z',
+      level: 'notice',
+      module: 'mpm_event',
+      pid: 1,
+      client: null,
+      status: null,
+      message: 'ready',
+      request_id: null,
+    });
+  });
+
+  it("writes a host line with the worker's pid, and a stack inside the message", () => {
+    const line = hostJson({ time: fixed, level: 'error', requestId: 'r2', message: 'Error: boom\n    at Latest.ts:3:9', pid: 77 }, 10);
+    expect(line.split('\n')).to.have.length(1);
+    expect(JSON.parse(line)).to.deep.equal({ time: '2026-11-22T01:42:10.919Z', level: 'error', pid: 77, request_id: 'r2', message: 'Error: boom\n    at Latest.ts:3:9' });
+    expect(JSON.parse(hostJson({ time: fixed, level: 'info', message: 'ready' }, 10))).to.include({ pid: 10, request_id: null });
   });
 });
