@@ -36,6 +36,17 @@ export interface ProxyServer {
   stop(graceMs: number): Promise<void>;
 }
 
+/** What llhttp lets through but this server refuses, before anything reads the body. */
+function framingProblem(req: IncomingMessage): { status: number; message: string } | undefined {
+  // llhttp also parses `HTTP/2.0` and HTTP/0.9 request lines (a CR LF injected into a target makes one).
+  if (req.httpVersionMajor !== 1) return { status: 505, message: `Unsupported HTTP version ${req.httpVersion}` };
+  // RFC 9112 §6.1: Transfer-Encoding in an HTTP/1.0 request is faulty framing (nginx and Apache answer 400).
+  if (req.httpVersionMinor === 0 && req.headers['transfer-encoding'] !== undefined) {
+    return { status: 400, message: 'Transfer-Encoding in an HTTP/1.0 request' };
+  }
+  return undefined;
+}
+
 const ENGINES = { undici: createUndiciForwarder, 'http-proxy': createHttpProxyForwarder } as const;
 
 export function createProxyServer({ www, upstream, upstreamTimeoutMs, forwarder, staticCache, accessLog, errorLog }: ProxyOptions): ProxyServer {
@@ -65,6 +76,12 @@ export function createProxyServer({ www, upstream, upstreamTimeoutMs, forwarder,
       if (stopping) res.shouldKeepAlive = false;
       const requestId = requestIdOf(req);
       res.setHeader('X-Request-Id', requestId);
+      const framing = framingProblem(req);
+      if (framing) {
+        errorLog.write({ module: 'core', level: 'info', client: clientOf(req.socket), message: `${framing.message} in ${JSON.stringify(req.url)}`, requestId });
+        res.shouldKeepAlive = false;
+        return sendErrorPage(res, framing.status);
+      }
       const route = routeRequest(req.url ?? '');
       switch (route.kind) {
         case 'forward':
@@ -73,28 +90,49 @@ export function createProxyServer({ www, upstream, upstreamTimeoutMs, forwarder,
           return serveStatic(req, res, route.path, requestId);
         case 'bad-request':
           errorLog.write({ module: 'core', level: 'info', client: clientOf(req.socket), message: `Invalid request target ${JSON.stringify(req.url)}`, requestId });
-          return sendErrorPage(res, 400);
+          return sendErrorPage(res, route.status);
       }
     },
   );
 
+  // A client that shuts its write side after the request (nc -N, HTTP/1.0 scripts) still gets its answer,
+  // as from Apache; Node's default drops the request in flight and closes. The flag is undocumented but
+  // kept on purpose (nodejs/node#36819, closed: spdy and Node's own test-http-server.js use it).
+  (server as Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
+
   // A request Node's parser rejects never reaches the handler: answer 400 as Apache does, and log it.
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
     errorLog.write({ module: 'core', level: 'info', client: clientOf(socket), message: `Bad request: ${err.code ?? ''} ${err.message}` });
+    const answering = (socket as Socket & { _httpMessage?: unknown })._httpMessage;
+    // Bytes after a `Connection: close` request are never parsed (so never served), but the request before
+    // them deserves its answer; that response closes the connection itself.
+    if (err.code === 'HPE_CLOSED_CONNECTION' && answering && socket.writable) return;
     // A 400 written while an earlier pipelined request is still being answered would be read as that
     // answer: cut the connection instead (as Node's own handler does once bytes went out).
-    const answering = (socket as Socket & { _httpMessage?: unknown })._httpMessage;
     if (err.code === 'ECONNRESET' || !socket.writable || answering || socket.bytesWritten > 0) {
       socket.destroy();
       return;
     }
     const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
+    answerAndClose(socket, status);
+  });
+
+  // CONNECT (RFC 9110 §9.3.6) asks for a tunnel; this is no forward proxy. Node would drop the connection
+  // without a word: answer 405 as Apache without mod_proxy_connect does, and log it.
+  server.on('connect', (req: IncomingMessage, socket: Socket) => {
+    errorLog.write({ module: 'core', level: 'info', client: clientOf(socket), message: `Method CONNECT not allowed for ${JSON.stringify(req.url)}` });
+    socket.on('error', () => {}); // the client may be gone already
+    answerAndClose(socket, 405, 'Allow: GET, HEAD\r\n');
+  });
+
+  /** Writes Apache's page for `status` straight to a socket Node's server no longer answers on, then closes it. */
+  function answerAndClose(socket: Socket, status: number, extraHeaders = ''): void {
     const page = errorPage(status);
     const head =
-      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n` +
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n${extraHeaders}` +
       `Content-Type: text/html; charset=iso-8859-1\r\nContent-Length: ${page.length}\r\nConnection: close\r\n\r\n`;
     socket.end(Buffer.concat([Buffer.from(head, 'latin1'), page]));
-  });
+  }
 
   async function stop(graceMs: number): Promise<void> {
     stopping = true;
