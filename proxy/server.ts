@@ -95,11 +95,6 @@ export function createProxyServer({ www, upstream, upstreamTimeoutMs, forwarder,
     },
   );
 
-  // A client that shuts its write side after the request (nc -N, HTTP/1.0 scripts) still gets its answer,
-  // as from Apache; Node's default drops the request in flight and closes. The flag is undocumented but
-  // kept on purpose (nodejs/node#36819, closed: spdy and Node's own test-http-server.js use it).
-  (server as Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
-
   // A request Node's parser rejects never reaches the handler: answer 400 as Apache does, and log it.
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
     errorLog.write({ module: 'core', level: 'info', client: clientOf(socket), message: `Bad request: ${err.code ?? ''} ${err.message}` });

@@ -10,33 +10,73 @@ import { eventually, makeSandbox, readLog, startStack, type Running, type Sandbo
 import { HOSTILE_CORPUS, SMUGGLED_PATH } from './hostileCorpus.ts';
 
 const ANSWER_WITHIN_MS = 2_000;
+/** A bound, not a speed check: the sentinel is an ordinary request. */
+const SENTINEL_WITHIN_MS = 5_000;
 const CONTROLLER_MARKER = 'CONTROLLER-SOURCE-MARKER-5b1e';
 const GIT_MARKER = 'GIT-CONFIG-MARKER-77d0';
 const KNOWN_BODY = 'known file\n';
 
 interface RawReply {
   bytes: string;
-  /** Neither an answer nor a close within the bound. */
+  /** Neither a complete answer nor a close within the bound. */
   timedOut: boolean;
+  /** The first answer was complete with the connection open, so a sentinel request followed on it. */
+  sentinel: boolean;
 }
 
-/** Sends `raw` on a fresh connection, half-closes, and collects everything until the server closes. */
-function sendRaw(port: number, raw: string): Promise<RawReply> {
+/** Where the first final (non-1xx) response in `bytes` ends; undefined while incomplete or when it ends at close. */
+function endOfFirstResponse(bytes: string): number | undefined {
+  let start = 0;
+  for (let i = 0; i < 5; i++) {
+    const headEnd = bytes.indexOf('\r\n\r\n', start);
+    if (headEnd === -1) return undefined;
+    const head = bytes.slice(start, headEnd);
+    const bodyStart = headEnd + 4;
+    if (/^HTTP\/1\.[01] 1\d\d /.test(head)) {
+      start = bodyStart;
+      continue;
+    }
+    if (/\r\nconnection: *close/i.test(head)) return undefined;
+    const length = /\r\ncontent-length: *(\d+)/i.exec(head);
+    if (length) return bytes.length >= bodyStart + Number(length[1]) ? bodyStart + Number(length[1]) : undefined;
+    if (/\r\ntransfer-encoding: *chunked/i.test(head)) {
+      const last = bytes.indexOf('\r\n0\r\n\r\n', bodyStart - 2); // no trailers from this server
+      return last === -1 ? undefined : last + 7;
+    }
+    return undefined;
+  }
+  return undefined;
+}
+
+/**
+ * Sends `raw` on a fresh connection. Once the first answer is complete on a connection still open, a
+ * sentinel request (Connection: close) follows on it: every response before the sentinel's belongs to the
+ * hostile bytes, so a smuggled second request would show as an extra one. Collects until the server closes.
+ */
+function sendRaw(port: number, raw: string, sentinel: string): Promise<RawReply> {
   return new Promise((resolve) => {
     const socket = connect({ host: '127.0.0.1', port });
     let bytes = '';
-    const timer = setTimeout(() => {
-      socket.destroy();
-      resolve({ bytes, timedOut: true });
-    }, ANSWER_WITHIN_MS);
-    socket.setEncoding('latin1');
-    socket.on('data', (chunk: string) => (bytes += chunk));
-    socket.on('error', () => {}); // a reset after the answer is fine: 'close' follows
-    socket.on('close', () => {
+    let sentinelSent = false;
+    const finish = (timedOut: boolean) => {
       clearTimeout(timer);
-      resolve({ bytes, timedOut: false });
+      socket.destroy();
+      resolve({ bytes, timedOut, sentinel: sentinelSent });
+    };
+    let timer = setTimeout(() => finish(true), ANSWER_WITHIN_MS);
+    socket.setEncoding('latin1');
+    socket.on('data', (chunk: string) => {
+      bytes += chunk;
+      if (!sentinelSent && endOfFirstResponse(bytes) !== undefined) {
+        sentinelSent = true;
+        clearTimeout(timer);
+        timer = setTimeout(() => finish(true), SENTINEL_WITHIN_MS);
+        socket.write(sentinel);
+      }
     });
-    socket.on('connect', () => socket.end(Buffer.from(raw, 'latin1')));
+    socket.on('error', () => {}); // a reset after the answer is fine: 'close' follows
+    socket.on('close', () => finish(false));
+    socket.on('connect', () => socket.write(Buffer.from(raw, 'latin1')));
   });
 }
 
@@ -89,19 +129,23 @@ describe('hostile requests (raw sockets, corpus of public payloads)', function (
 
   HOSTILE_CORPUS.forEach((hostile, i) => {
     it(`${hostile.name} [${hostile.source}]`, async function () {
-      const reply = await sendRaw(port, hostile.raw);
+      const reply = await sendRaw(port, hostile.raw, `GET /known.txt?sentinel=${i} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`);
       expect(reply.timedOut, 'answered or closed within 2 s').to.equal(false);
 
       const statuses = statusesOf(reply.bytes);
       if (statuses.length === 0) expect(hostile.mayClose, `closed without an answer: ${JSON.stringify(reply.bytes)}`).to.equal(true);
       else expect(statuses[0], reply.bytes.slice(0, 300)).to.be.oneOf(hostile.expect);
-      expect(statuses.length, 'responses on the connection').to.be.at.most(1);
+      // With a sentinel: the hostile answer, then the sentinel's 200 (a smuggled request would add one between).
+      if (reply.sentinel) {
+        expect(statuses.length, `responses on the connection: ${statuses.join(', ')}`).to.equal(2);
+        expect(statuses[1]).to.equal(200);
+        expect(reply.bytes.endsWith(KNOWN_BODY), 'the sentinel answered last').to.equal(true);
+      } else expect(statuses.length, 'responses on the connection').to.be.at.most(1);
 
       for (const leak of ['root:x:0:', CONTROLLER_MARKER, GIT_MARKER, '"name": "extqs"', sandbox.dir]) {
         expect(reply.bytes, 'bytes from outside www/public').not.to.contain(leak);
       }
       const names = headerNamesOf(reply.bytes);
-      expect(names, 'injected headers echoed').not.to.include.members(['x-injected']);
       expect(names).not.to.include('x-injected');
       expect(names).not.to.include('set-cookie');
       const location = reply.bytes.match(/\r\nLocation: ([^\r]*)/i)?.[1];
