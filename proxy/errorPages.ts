@@ -8,6 +8,7 @@ const explanations: Record<number, string> = {
   403: "<p>You don't have permission to access this resource.</p>",
   404: '<p>The requested URL was not found on this server.</p>',
   405: '<p>The requested method is not allowed for this URL.</p>',
+  414: "<p>The requested URL's length exceeds the capacity\nlimit for this server.<br />\n</p>",
   500:
     '<p>The server encountered an internal error or\nmisconfiguration and was unable to complete\nyour request.</p>\n' +
     '<p>Please contact the server administrator to inform them of the time this error occurred,\n' +

@@ -9,7 +9,17 @@ export type ProxyRoute =
   | { kind: 'static'; path: string }
   /** /server-status, with its query (`auto`, `json`, `refresh=N`). */
   | { kind: 'status'; query: string }
-  | { kind: 'bad-request' };
+  /** 400 for a target this server cannot take, 414 for one past Apache's LimitRequestLine. */
+  | { kind: 'bad-request'; status: 400 | 414 };
+
+/** Apache's LimitRequestLine default (8190 bytes); a longer target is 414 URI Too Long. */
+const MAX_TARGET_LENGTH = 8190;
+
+/** A `%` not followed by two hex digits: Apache answers 400, and decoding around it would decode twice (CVE-2021-42013: `.%%32%65`). */
+const MALFORMED_ESCAPE = /%(?![0-9A-Fa-f]{2})/;
+
+/** The scheme and authority of an absolute-form target (RFC 9112 §3.2.2), which a server MUST accept. */
+const ABSOLUTE_FORM = /^https?:\/\/[^/?#]*/i;
 
 /** %XX escapes of unreserved characters (RFC 3986 §2.3), which mean the same decoded. */
 const UNRESERVED_ESCAPE = /%(2[DdEe]|3[0-9]|[46][1-9A-Fa-f]|[57][0-9Aa]|5[Ff]|7[Ee])/g;
@@ -38,12 +48,20 @@ export function normalizePath(path: string): string | undefined {
 }
 
 export function routeRequest(target: string): ProxyRoute {
-  // Only origin-form targets (`/path?query`); absolute-form and `*` are not for this server.
-  if (!target.startsWith('/')) return { kind: 'bad-request' };
+  if (target.length > MAX_TARGET_LENGTH) return { kind: 'bad-request', status: 414 };
+  // Absolute-form names this server (there is one site): what follows the authority is the target.
+  const authority = ABSOLUTE_FORM.exec(target);
+  if (authority) {
+    target = target.slice(authority[0].length);
+    if (!target.startsWith('/')) target = `/${target}`;
+  }
+  // Otherwise only origin-form targets (`/path?query`); `*` and other schemes are not for this server.
+  if (!target.startsWith('/')) return { kind: 'bad-request', status: 400 };
   const q = target.indexOf('?');
   const rawPath = q === -1 ? target : target.slice(0, q);
+  if (MALFORMED_ESCAPE.test(rawPath)) return { kind: 'bad-request', status: 400 };
   const path = normalizePath(rawPath);
-  if (path === undefined) return { kind: 'bad-request' };
+  if (path === undefined) return { kind: 'bad-request', status: 400 };
   if (path === SERVER_STATUS) return { kind: 'status', query: q === -1 ? '' : target.slice(q + 1) };
   if (path.startsWith(CONTROLLER_PREFIX)) {
     return { kind: 'forward', path, url: path === rawPath ? target : path + (q === -1 ? '' : target.slice(q)) };

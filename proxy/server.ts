@@ -40,6 +40,17 @@ export interface ProxyServer {
   stop(graceMs: number): Promise<void>;
 }
 
+/** What llhttp lets through but this server refuses, before anything reads the body. */
+function framingProblem(req: IncomingMessage): { status: number; message: string } | undefined {
+  // llhttp also parses `HTTP/2.0` and HTTP/0.9 request lines (a CR LF injected into a target makes one).
+  if (req.httpVersionMajor !== 1) return { status: 505, message: `Unsupported HTTP version ${req.httpVersion}` };
+  // RFC 9112 §6.1: Transfer-Encoding in an HTTP/1.0 request is faulty framing (nginx and Apache answer 400).
+  if (req.httpVersionMinor === 0 && req.headers['transfer-encoding'] !== undefined) {
+    return { status: 400, message: 'Transfer-Encoding in an HTTP/1.0 request' };
+  }
+  return undefined;
+}
+
 const ENGINES = { undici: createUndiciForwarder, 'http-proxy': createHttpProxyForwarder } as const;
 
 export function createProxyServer({ www, upstreams, upstreamTimeoutMs, forwarder, staticCache, accessLog, errorLog, statusAllow }: ProxyOptions): ProxyServer {
@@ -71,6 +82,12 @@ export function createProxyServer({ www, upstreams, upstreamTimeoutMs, forwarder
       if (stopping) res.shouldKeepAlive = false;
       const requestId = requestIdOf(req);
       res.setHeader('X-Request-Id', requestId);
+      const framing = framingProblem(req);
+      if (framing) {
+        errorLog.write({ module: 'core', level: 'info', client: clientOf(req.socket), message: `${framing.message} in ${JSON.stringify(req.url)}`, requestId });
+        res.shouldKeepAlive = false;
+        return sendErrorPage(res, framing.status);
+      }
       const route = routeRequest(req.url ?? '');
       switch (route.kind) {
         case 'forward':
@@ -85,7 +102,7 @@ export function createProxyServer({ www, upstreams, upstreamTimeoutMs, forwarder
           });
         case 'bad-request':
           errorLog.write({ module: 'core', level: 'info', client: clientOf(req.socket), message: `Invalid request target ${JSON.stringify(req.url)}`, requestId });
-          return sendErrorPage(res, 400);
+          return sendErrorPage(res, route.status);
       }
     },
   );
@@ -95,20 +112,36 @@ export function createProxyServer({ www, upstreams, upstreamTimeoutMs, forwarder
   // A request Node's parser rejects never reaches the handler: answer 400 as Apache does, and log it.
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
     errorLog.write({ module: 'core', level: 'info', client: clientOf(socket), message: `Bad request: ${err.code ?? ''} ${err.message}` });
+    const answering = (socket as Socket & { _httpMessage?: unknown })._httpMessage;
+    // Bytes after a `Connection: close` request are never parsed (so never served), but the request before
+    // them deserves its answer; that response closes the connection itself.
+    if (err.code === 'HPE_CLOSED_CONNECTION' && answering && socket.writable) return;
     // A 400 written while an earlier pipelined request is still being answered would be read as that
     // answer: cut the connection instead (as Node's own handler does once bytes went out).
-    const answering = (socket as Socket & { _httpMessage?: unknown })._httpMessage;
     if (err.code === 'ECONNRESET' || !socket.writable || answering || socket.bytesWritten > 0) {
       socket.destroy();
       return;
     }
     const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
+    answerAndClose(socket, status);
+  });
+
+  // CONNECT (RFC 9110 §9.3.6) asks for a tunnel; this is no forward proxy. Node would drop the connection
+  // without a word: answer 405 as Apache without mod_proxy_connect does, and log it.
+  server.on('connect', (req: IncomingMessage, socket: Socket) => {
+    errorLog.write({ module: 'core', level: 'info', client: clientOf(socket), message: `Method CONNECT not allowed for ${JSON.stringify(req.url)}` });
+    socket.on('error', () => {}); // the client may be gone already
+    answerAndClose(socket, 405, 'Allow: GET, HEAD\r\n');
+  });
+
+  /** Writes Apache's page for `status` straight to a socket Node's server no longer answers on, then closes it. */
+  function answerAndClose(socket: Socket, status: number, extraHeaders = ''): void {
     const page = errorPage(status);
     const head =
-      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n` +
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n${extraHeaders}` +
       `Content-Type: text/html; charset=iso-8859-1\r\nContent-Length: ${page.length}\r\nConnection: close\r\n\r\n`;
     socket.end(Buffer.concat([Buffer.from(head, 'latin1'), page]));
-  });
+  }
 
   async function stop(graceMs: number): Promise<void> {
     stopping = true;

@@ -23,6 +23,21 @@ interface SendError extends Error {
   headers?: Record<string, string>;
 }
 
+/** Outside the URL-safe set, or `\`, which WHATWG URL parsers read as `/` (so `/\host` would be `//host`). */
+const LOCATION_UNSAFE = /[^\x21\x23-\x3B\x3D\x3F-\x5B\x5D-\x5F\x61-\x7A\x7C\x7E]/g;
+
+/**
+ * Where `/dir` redirects: `/dir/`, with one leading slash and `\` escaped, so no browser can read it as a
+ * protocol-relative `//evil.example/` (send's own Location leaves `\` as is: CVE-2015-1164's cousin).
+ */
+export function directoryLocation(urlPath: string): string {
+  const escaped = urlPath.replace(LOCATION_UNSAFE, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`);
+  return `/${escaped.replace(/^\/+/, '')}/`;
+}
+
+/** Preconditions (RFC 9110 §13.1.1, §13.1.4) and Range: answered by send from the file, never from memory. */
+const SEND_ONLY_HEADERS = ['range', 'if-match', 'if-unmodified-since'] as const;
+
 /** What a 304 repeats of the 200 (RFC 9110 §15.4.5). */
 const NOT_MODIFIED_HEADERS = ['etag', 'last-modified', 'cache-control'] as const;
 
@@ -85,6 +100,19 @@ export function staticFiles(root: string, errorLog: ErrorLog, cache: StaticCache
     res.end(req.method === 'HEAD' ? undefined : entry.body);
   }
 
+  function redirectToDirectory(res: ServerResponse, urlPath: string): void {
+    const location = directoryLocation(urlPath);
+    const page = Buffer.from(`<!DOCTYPE html>\n<html><head><title>Redirecting</title></head><body><p>Redirecting to <a href="${location.replace(/&/g, '&amp;')}">here</a>.</p></body></html>\n`);
+    res.writeHead(301, {
+      Location: location,
+      'Content-Type': 'text/html; charset=UTF-8',
+      'Content-Length': String(page.length),
+      'Content-Security-Policy': "default-src 'none'",
+      'X-Content-Type-Options': 'nosniff',
+    });
+    res.end(res.req.method === 'HEAD' ? undefined : page);
+  }
+
   return function serveStatic(req: IncomingMessage, res: ServerResponse, urlPath: string, requestId: string): void {
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       errorLog.write({ module: 'core', level: 'info', client: clientOf(req.socket), message: `Method ${req.method} not allowed for ${urlPath}`, requestId });
@@ -93,16 +121,18 @@ export function staticFiles(root: string, errorLog: ErrorLog, cache: StaticCache
     }
     const cached = cache.get(urlPath);
     if (cached?.kind === 'missing') return notFound(req, res, cached.file, requestId);
-    // Ranges are rare: send answers them from the file.
-    if (cached?.kind === 'file' && req.headers.range === undefined) return serveCached(req, res, cached);
+    // Ranges and preconditions are rare: send answers them from the file.
+    const sendOnly = SEND_ONLY_HEADERS.some((name) => req.headers[name] !== undefined);
+    if (cached?.kind === 'file' && !sendOnly) return serveCached(req, res, cached);
 
     let file: string | undefined;
     const version = cache.version;
     send(req, urlPath, { root, dotfiles: 'ignore', index: ['index.html'] })
       .on('error', (err: SendError) => fail(req, res, urlPath, requestId, err, version))
       .on('file', (path: string) => (file = path))
+      .on('directory', () => redirectToDirectory(res, urlPath))
       .on('stream', () => {
-        if (file && res.statusCode === 200 && req.headers.range === undefined) {
+        if (file && res.statusCode === 200 && !sendOnly) {
           const headers = res.getHeaders();
           delete headers['x-request-id'];
           cache.rememberFile(urlPath, file, headers, version);

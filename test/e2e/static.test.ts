@@ -5,6 +5,20 @@ import { expect } from 'chai';
 import { get } from '../helpers/http.ts';
 import { eventually, makeSandbox, readLog, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
 
+const SMALL = '0123456789abcdef\n';
+const BIG = 'x'.repeat(70 * 1024);
+
+/** One file of each type a site serves, and the Content-Type it must get. */
+const TYPED_FILES: Record<string, { content: string | Buffer; type: RegExp }> = {
+  'page.htm': { content: '<p>x</p>', type: /^text\/html; charset=utf-8$/i },
+  'site.css': { content: 'body{}', type: /^text\/css; charset=utf-8$/i },
+  'app.js': { content: 'void 0;', type: /^(text|application)\/javascript; charset=utf-8$/i },
+  'data.json': { content: '{}', type: /^application\/json; charset=utf-8$/i },
+  'pixel.png': { content: Buffer.from('89504e470d0a1a0a', 'hex'), type: /^image\/png$/ },
+  'logo.svg': { content: '<svg xmlns="http://www.w3.org/2000/svg"/>', type: /^image\/svg\+xml$/ },
+  'icon.ico': { content: Buffer.from([0, 0, 1, 0]), type: /^image\/(vnd\.microsoft\.icon|x-icon)$/ },
+};
+
 describe('static files from www/public', function () {
   let sandbox: Sandbox;
   let stack: Running;
@@ -16,6 +30,14 @@ describe('static files from www/public', function () {
     writeFileSync(join(sandbox.publicDir, '.env'), 'SECRET=1\n');
     mkdirSync(join(sandbox.publicDir, 'docs'));
     writeFileSync(join(sandbox.publicDir, 'docs', 'index.html'), 'docs\n');
+    for (const [name, body] of Object.entries(TYPED_FILES)) writeFileSync(join(sandbox.publicDir, name), body.content);
+    writeFileSync(join(sandbox.publicDir, 'small.txt'), SMALL);
+    writeFileSync(join(sandbox.publicDir, 'big.txt'), BIG); // past the StaticCache's 64 KB: always from the file
+    mkdirSync(join(sandbox.publicDir, 'evil.example', 'dir'), { recursive: true });
+    writeFileSync(join(sandbox.publicDir, 'evil.example', 'dir', 'index.html'), 'evil dir\n');
+    // A legal file name on Linux, and `evil.example\dir` on Windows: `/\evil.example/dir/` is `//evil.example/dir/` to a browser.
+    mkdirSync(join(sandbox.publicDir, '\\evil.example', 'dir'), { recursive: true });
+    writeFileSync(join(sandbox.publicDir, '\\evil.example', 'dir', 'index.html'), 'backslash dir\n');
     writeFileSync(join(sandbox.controllers, 'Secret.ts'), `export default () => 'controller-source-marker';\n`);
     // Two levels above www/public, where /../../package.json would land.
     writeFileSync(join(sandbox.dir, 'package.json'), '{ "name": "extqs-outside-marker" }\n');
@@ -104,11 +126,149 @@ describe('static files from www/public', function () {
 
   it('answers a malformed escape with 400', async function () {
     expect((await get(stack.url, '/%E0%A4%A')).status).to.equal(400);
+    expect((await get(stack.url, '/%zz.txt')).status).to.equal(400);
+    expect((await get(stack.url, '/small%.txt')).status).to.equal(400);
+  });
+
+  it('answers a NUL byte with 400', async function () {
+    expect((await get(stack.url, '/small.txt%00')).status).to.equal(400);
+    expect((await get(stack.url, '/%00/small.txt')).status).to.equal(400);
+  });
+
+  it('answers traversal with 400/403 (past the root) and never with the file', async function () {
+    expect((await get(stack.url, '/docs/../../controllers/Secret.ts')).status).to.equal(400); // climbs above the root
+    expect((await get(stack.url, '/..%2fcontrollers/Secret.ts')).status).to.equal(403); // send's check after decoding
+    expect((await get(stack.url, '/docs/..%5c..%5cpackage.json')).status).to.equal(403);
+  });
+
+  it('answers an over-long name with 404, never 500 (ENAMETOOLONG)', async function () {
+    const long = `/${'n'.repeat(300)}`;
+    expect((await get(stack.url, long)).status).to.equal(404);
+    expect((await get(stack.url, `/docs${long}/x.txt`)).status).to.equal(404);
+    expect((await get(stack.url, `/${'deep/'.repeat(1500)}x`)).status).to.equal(404);
   });
 
   it('answers other methods with 405 and Allow', async function () {
-    const reply = await get(stack.url, '/index.html', { method: 'POST' });
-    expect(reply.status).to.equal(405);
-    expect(reply.headers.allow).to.equal('GET, HEAD');
+    for (const method of ['POST', 'PUT', 'DELETE', 'OPTIONS', 'PATCH']) {
+      const reply = await get(stack.url, '/index.html', { method });
+      expect(reply.status, method).to.equal(405);
+      expect(reply.headers.allow, method).to.equal('GET, HEAD');
+    }
+  });
+
+  it('gives each file its Content-Type (html, css, js, json, png, svg, ico)', async function () {
+    for (const [name, { content, type }] of Object.entries(TYPED_FILES)) {
+      const reply = await get(stack.url, `/${name}`);
+      expect(reply.status, name).to.equal(200);
+      expect(reply.headers['content-type'], name).to.match(type);
+      expect(reply.headers['content-length'], name).to.equal(String(Buffer.byteLength(content)));
+    }
+  });
+
+  describe('directory redirects', function () {
+    it('redirects //evil.example/dir to /evil.example/dir/, never to a protocol-relative //', async function () {
+      const reply = await get(stack.url, '//evil.example/dir');
+      expect(reply.status).to.equal(301);
+      expect(reply.headers.location).to.equal('/evil.example/dir/');
+    });
+
+    it('escapes the backslash of /\\evil.example/dir (a browser reads /\\ as //)', async function () {
+      const reply = await get(stack.url, '/\\evil.example/dir');
+      expect(reply.status).to.equal(301);
+      expect(reply.headers.location).to.equal('/%5Cevil.example/dir/');
+      expect((await get(stack.url, reply.headers.location as string)).body).to.equal('backslash dir\n');
+    });
+
+    it('keeps an escaped slash escaped (/%2fevil.example/dir is no //)', async function () {
+      const reply = await get(stack.url, '/%2fevil.example/dir');
+      expect(reply.status).to.equal(301);
+      expect(reply.headers.location).to.equal('/%2fevil.example/dir/');
+    });
+
+    it('answers HEAD on a directory with the redirect and no body', async function () {
+      const reply = await get(stack.url, '/docs', { method: 'HEAD' });
+      expect(reply.status).to.equal(301);
+      expect(reply.headers.location).to.equal('/docs/');
+      expect(reply.body).to.equal('');
+    });
+  });
+
+  // The same answers whether send reads the file or the StaticCache has it in memory.
+  for (const [where, path, body] of [
+    ['from the file (send)', '/big.txt', BIG],
+    ['from memory (StaticCache)', '/small.txt', SMALL],
+  ] as const) {
+    describe(`conditional and partial requests, ${where}`, function () {
+      let validators: { etag: string; lastModified: string };
+
+      beforeEach(async function () {
+        // Two GETs: the first goes through send, the second (for a small file) is already from memory.
+        await get(stack.url, path);
+        const reply = await get(stack.url, path);
+        expect(reply.body).to.equal(body);
+        validators = { etag: reply.headers.etag as string, lastModified: reply.headers['last-modified'] as string };
+        expect(validators.etag).to.match(/^W\/"/);
+        expect(new Date(validators.lastModified).getTime()).to.be.above(0);
+      });
+
+      it('answers HEAD with the headers of GET and no body', async function () {
+        const head = await get(stack.url, path, { method: 'HEAD' });
+        expect(head.status).to.equal(200);
+        expect(head.body).to.equal('');
+        expect(head.headers['content-length']).to.equal(String(body.length));
+        expect(head.headers.etag).to.equal(validators.etag);
+        expect(head.headers['last-modified']).to.equal(validators.lastModified);
+      });
+
+      it('answers If-None-Match with 304, and a stale one with 200', async function () {
+        const fresh = await get(stack.url, path, { headers: { 'If-None-Match': validators.etag } });
+        expect(fresh.status).to.equal(304);
+        expect(fresh.body).to.equal('');
+        expect(fresh.headers.etag).to.equal(validators.etag);
+        expect((await get(stack.url, path, { headers: { 'If-None-Match': 'W/"stale"' } })).status).to.equal(200);
+      });
+
+      it('answers If-Modified-Since with 304, and an older date with 200', async function () {
+        const fresh = await get(stack.url, path, { headers: { 'If-Modified-Since': validators.lastModified } });
+        expect(fresh.status).to.equal(304);
+        expect(fresh.body).to.equal('');
+        expect(fresh.headers['last-modified']).to.equal(validators.lastModified);
+        const older = new Date(new Date(validators.lastModified).getTime() - 60_000).toUTCString();
+        const stale = await get(stack.url, path, { headers: { 'If-Modified-Since': older } });
+        expect(stale.status).to.equal(200);
+        expect(stale.body).to.equal(body);
+      });
+
+      it('answers Range with 206 and Content-Range', async function () {
+        const reply = await get(stack.url, path, { headers: { Range: 'bytes=2-5' } });
+        expect(reply.status).to.equal(206);
+        expect(reply.headers['content-range']).to.equal(`bytes 2-5/${body.length}`);
+        expect(reply.body).to.equal(body.slice(2, 6));
+        const suffix = await get(stack.url, path, { headers: { Range: 'bytes=-3' } });
+        expect(suffix.status).to.equal(206);
+        expect(suffix.body).to.equal(body.slice(-3));
+      });
+
+      it('answers an unsatisfiable Range with 416 and bytes */size', async function () {
+        const reply = await get(stack.url, path, { headers: { Range: `bytes=${body.length}-` } });
+        expect(reply.status).to.equal(416);
+        expect(reply.headers['content-range']).to.equal(`bytes */${body.length}`);
+      });
+
+      it('answers a failed If-Match or If-Unmodified-Since with 412', async function () {
+        expect((await get(stack.url, path, { headers: { 'If-Match': '"other"' } })).status).to.equal(412);
+        expect((await get(stack.url, path, { headers: { 'If-Match': validators.etag } })).status).to.equal(200);
+        const older = new Date(new Date(validators.lastModified).getTime() - 60_000).toUTCString();
+        expect((await get(stack.url, path, { headers: { 'If-Unmodified-Since': older } })).status).to.equal(412);
+      });
+    });
+  }
+
+  it('never answered any of the above with a 500', async function () {
+    const lines = await eventually(() => {
+      const all = readLog(sandbox, 'access.log');
+      return all.length > 0 ? all : undefined;
+    });
+    expect(lines.filter((l) => /" 5\d\d /.test(l))).to.deep.equal([]);
   });
 });

@@ -154,21 +154,39 @@ describe('routeRequest', () => {
   });
 
   describe('a target that is not origin-form', () => {
-    it('rejects the absolute form http://x/y as a bad request', () => {
-      expect(routeRequest('http://x/y')).to.deep.equal({ kind: 'bad-request' });
+    it('accepts the absolute form http://x/y as /y (RFC 9112 §3.2.2: a server MUST)', () => {
+      expect(routeRequest('http://x/y')).to.deep.equal({ kind: 'static', path: '/y' });
+      expect(routeRequest('HTTPS://x:8080/External/A?q=1')).to.deep.equal({ kind: 'forward', path: '/External/A', url: '/External/A?q=1' });
+      expect(routeRequest('http://x?q=1')).to.deep.equal({ kind: 'static', path: '/' });
+    });
+
+    it('rejects other schemes (file:///etc/passwd) as a bad request', () => {
+      expect(routeRequest('file:///etc/passwd')).to.deep.equal({ kind: 'bad-request', status: 400 });
+    });
+
+    it('rejects a malformed escape in the path, so nothing is decoded twice (CVE-2021-42013 .%%32%65, .%2%65)', () => {
+      expect(routeRequest('/cgi-bin/.%%32%65/.%%32%65/etc/passwd')).to.deep.equal({ kind: 'bad-request', status: 400 });
+      expect(routeRequest('/External/.%2%65/x')).to.deep.equal({ kind: 'bad-request', status: 400 });
+      expect(routeRequest('/%')).to.deep.equal({ kind: 'bad-request', status: 400 });
+      expect(routeRequest('/a?q=%zz')).to.deep.equal({ kind: 'static', path: '/a' }); // the query is the controller's business
+    });
+
+    it('answers a target past 8190 bytes with 414 (Apache LimitRequestLine)', () => {
+      expect(routeRequest(`/${'a'.repeat(8190)}`)).to.deep.equal({ kind: 'bad-request', status: 414 });
+      expect(routeRequest(`/${'a'.repeat(8189)}`)).to.deep.equal({ kind: 'static', path: `/${'a'.repeat(8189)}` });
     });
 
     it('rejects the asterisk form * as a bad request', () => {
-      expect(routeRequest('*')).to.deep.equal({ kind: 'bad-request' });
+      expect(routeRequest('*')).to.deep.equal({ kind: 'bad-request', status: 400 });
     });
 
     it('rejects the empty target as a bad request', () => {
-      expect(routeRequest('')).to.deep.equal({ kind: 'bad-request' });
+      expect(routeRequest('')).to.deep.equal({ kind: 'bad-request', status: 400 });
     });
 
     it('rejects a path that climbs above the root as a bad request (/.., /External/../../x)', () => {
-      expect(routeRequest('/..')).to.deep.equal({ kind: 'bad-request' });
-      expect(routeRequest('/External/../../x')).to.deep.equal({ kind: 'bad-request' });
+      expect(routeRequest('/..')).to.deep.equal({ kind: 'bad-request', status: 400 });
+      expect(routeRequest('/External/../../x')).to.deep.equal({ kind: 'bad-request', status: 400 });
     });
 
     it('forwards //External//Latest as /External/Latest', () => {
@@ -186,7 +204,7 @@ describe('routeRequest', () => {
     });
 
     it('rejects a relative path as a bad request', () => {
-      expect(routeRequest('External/Latest')).to.deep.equal({ kind: 'bad-request' });
+      expect(routeRequest('External/Latest')).to.deep.equal({ kind: 'bad-request', status: 400 });
     });
   });
 });
