@@ -4,7 +4,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError, readConfig } from '../common/config.ts';
+import { ConfigError, readConfig, type ClientLimits } from '../common/config.ts';
 import { readyLine } from '../common/ready.ts';
 import { Supervisor } from './supervisor.ts';
 
@@ -18,7 +18,22 @@ const USAGE = `usage: extqs start [options]
   --max-execution-time MAX_EXECUTION_TIME  seconds a controller may run, then 504 (default 30, 0 = no limit)
   --upstream-timeout   UPSTREAM_TIMEOUT    seconds the proxy waits for the host's headers (default: max-execution-time)
   --forwarder          FORWARDER           the proxy's forwarding engine: undici (default) or http-proxy
+  --header-timeout     HEADER_TIMEOUT      seconds a client has to send the request head, then 408 (default 20)
+  --request-timeout    REQUEST_TIMEOUT     seconds a client has to send the whole request, then 408 (default 60)
+  --keep-alive-timeout KEEP_ALIVE_TIMEOUT  seconds an idle client connection is kept (default 5, at most 60)
+  --max-header-size    MAX_HEADER_SIZE     bytes of request line and headers, then 431 (default 16384)
+  --max-header-fields  MAX_HEADER_FIELDS   header fields in a request, then 400 (default 100)
+  --max-connections    MAX_CONNECTIONS     client connections open at once, 0 = no cap (default 0)
 `;
+
+/** The proxy's flags for its client limits, from the validated values. */
+function limitFlags(limits: ClientLimits): string[] {
+  return [
+    ...['--header-timeout', String(limits.headerTimeout), '--request-timeout', String(limits.requestTimeout)],
+    ...['--keep-alive-timeout', String(limits.keepAliveTimeout), '--max-header-size', String(limits.maxHeaderSize)],
+    ...['--max-header-fields', String(limits.maxHeaderFields), '--max-connections', String(limits.maxConnections)],
+  ];
+}
 
 function fail(message: string, code: number): never {
   process.stderr.write(`extqs: ${message}\n`);
@@ -54,6 +69,7 @@ async function start(argv: string[]): Promise<void> {
     args: () => [
       ...['--port', String(port), '--listen', config.listen, '--www', config.www, '--logs', config.logs],
       ...['--upstream', `unix:${socket}`, '--upstream-timeout', String(config.upstreamTimeout), '--forwarder', config.forwarder],
+      ...limitFlags(config.limits),
     ],
     onReady: (url) => {
       port = Number(new URL(url).port);

@@ -28,6 +28,7 @@ async function main(): Promise<void> {
     upstream: config.upstream,
     upstreamTimeoutMs: config.upstreamTimeout * 1000,
     forwarder: config.forwarder,
+    limits: config.limits,
     accessLog,
     errorLog,
   });

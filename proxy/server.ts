@@ -3,7 +3,7 @@
 import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { join } from 'node:path';
-import type { Forwarder, Upstream } from '../common/config.ts';
+import type { ClientLimits, Forwarder, Upstream } from '../common/config.ts';
 import type { AccessLog } from './accessLog.ts';
 import { errorPage, sendErrorPage } from './errorPages.ts';
 import { clientOf, type ErrorLog } from './errorLog.ts';
@@ -24,6 +24,8 @@ export interface ProxyOptions {
   staticCache: StaticCache;
   accessLog: AccessLog;
   errorLog: ErrorLog;
+  /** Timeouts and limits against slow or hostile clients (--header-timeout and the rest). */
+  limits: ClientLimits;
 }
 
 export interface ProxyServer {
@@ -38,7 +40,12 @@ export interface ProxyServer {
 
 const ENGINES = { undici: createUndiciForwarder, 'http-proxy': createHttpProxyForwarder } as const;
 
-export function createProxyServer({ www, upstream, upstreamTimeoutMs, forwarder, staticCache, accessLog, errorLog }: ProxyOptions): ProxyServer {
+/** How often Node looks for connections past --header-timeout or --request-timeout (its default, 30 s, would let a slowloris connection outlive a 20 s limit by half a minute). */
+const DEADLINE_CHECK_MS = 1_000;
+/** Connections refused past --max-connections are logged as one line per this interval, not one each. */
+const DROP_REPORT_MS = 10_000;
+
+export function createProxyServer({ www, upstream, upstreamTimeoutMs, forwarder, staticCache, accessLog, errorLog, limits }: ProxyOptions): ProxyServer {
   const forward = ENGINES[forwarder]({ upstream, errorLog, upstreamTimeoutMs });
   const serveStatic = staticFiles(join(www, 'public'), errorLog, staticCache);
 
@@ -48,10 +55,14 @@ export function createProxyServer({ www, upstream, upstreamTimeoutMs, forwarder,
 
   const server = createServer(
     {
-      // Apache's defaults: KeepAliveTimeout 5 s; the host keeps its sockets longer (see host/app.ts).
-      keepAliveTimeout: 5_000,
-      headersTimeout: 20_000,
-      requestTimeout: 60_000,
+      // Apache's defaults (common/config.ts, ClientLimits): RequestReadTimeout header=20, Timeout 60,
+      // KeepAliveTimeout 5 (below the host's 75 s, host/app.ts). A client past a deadline gets 408 and is cut.
+      keepAliveTimeout: limits.keepAliveTimeout * 1000,
+      headersTimeout: limits.headerTimeout * 1000,
+      requestTimeout: limits.requestTimeout * 1000,
+      connectionsCheckingInterval: Math.min(DEADLINE_CHECK_MS, limits.headerTimeout * 250),
+      // Past it Node's parser fails with HPE_HEADER_OVERFLOW: 431 (the clientError handler below).
+      maxHeaderSize: limits.maxHeaderSize,
     },
     function handleRequest(req: IncomingMessage, res: ServerResponse) {
       const arrivedAt = Date.now();
@@ -65,6 +76,13 @@ export function createProxyServer({ www, upstream, upstreamTimeoutMs, forwarder,
       if (stopping) res.shouldKeepAlive = false;
       const requestId = requestIdOf(req);
       res.setHeader('X-Request-Id', requestId);
+      // Node keeps at most maxHeadersCount fields and drops the rest silently; one more than the limit
+      // tells a request over it, which Apache refuses (LimitRequestFields).
+      if (req.rawHeaders.length / 2 > limits.maxHeaderFields) {
+        errorLog.write({ module: 'core', level: 'info', client: clientOf(req.socket), message: `request failed: the number of request header fields exceeds this server's limit (${limits.maxHeaderFields})`, requestId });
+        res.shouldKeepAlive = false;
+        return sendErrorPage(res, 400);
+      }
       const route = routeRequest(req.url ?? '');
       switch (route.kind) {
         case 'forward':
@@ -77,6 +95,18 @@ export function createProxyServer({ www, upstream, upstreamTimeoutMs, forwarder,
       }
     },
   );
+
+  server.maxHeadersCount = limits.maxHeaderFields + 1;
+  // 0 = no cap (Node's own meaning). A cap keeps file descriptors for the host and the logs under a flood.
+  server.maxConnections = limits.maxConnections;
+  let dropped = 0;
+  server.on('drop', () => {
+    if (dropped++ > 0) return;
+    setTimeout(() => {
+      errorLog.write({ module: 'mpm_event', level: 'error', message: `server reached --max-connections (${limits.maxConnections}): ${dropped} connection(s) refused in the last ${DROP_REPORT_MS / 1000} s` });
+      dropped = 0;
+    }, DROP_REPORT_MS).unref();
+  });
 
   // A request Node's parser rejects never reaches the handler: answer 400 as Apache does, and log it.
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
