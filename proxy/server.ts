@@ -76,8 +76,7 @@ export function createProxyServer({ www, upstream, upstreamTimeoutMs, forwarder,
       if (stopping) res.shouldKeepAlive = false;
       const requestId = requestIdOf(req);
       res.setHeader('X-Request-Id', requestId);
-      // Node keeps at most maxHeadersCount fields and drops the rest silently; one more than the limit
-      // tells a request over it, which Apache refuses (LimitRequestFields).
+      // Apache refuses a request over LimitRequestFields; Node has no such refusal (see maxHeadersCount below).
       if (req.rawHeaders.length / 2 > limits.maxHeaderFields) {
         errorLog.write({ module: 'core', level: 'info', client: clientOf(req.socket), message: `request failed: the number of request header fields exceeds this server's limit (${limits.maxHeaderFields})`, requestId });
         res.shouldKeepAlive = false;
@@ -96,7 +95,9 @@ export function createProxyServer({ www, upstream, upstreamTimeoutMs, forwarder,
     },
   );
 
-  server.maxHeadersCount = limits.maxHeaderFields + 1;
+  // Node's own field limit drops the fields past it silently, Host among them when it comes last (then
+  // Node answers a bare 400 itself): keep every field, which maxHeaderSize bounds, and count them above.
+  server.maxHeadersCount = 0;
   // 0 = no cap (Node's own meaning). A cap keeps file descriptors for the host and the logs under a flood.
   server.maxConnections = limits.maxConnections;
   let dropped = 0;
