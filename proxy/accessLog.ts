@@ -21,18 +21,22 @@ function bodyBytes(req: IncomingMessage, res: ServerResponse): number {
 }
 
 export interface AccessLog {
-  /** The line for a response that has ended (finished or cut); `url` and `arrivedAt` as the request came. */
-  record(req: IncomingMessage, res: ServerResponse, url: string, arrivedAt: number): void;
+  /**
+   * The line for a response that has ended (finished or cut); `url`, `arrivedAt` and `remoteAddress` as
+   * the request came (by then undici may have set `req.socket` to null: it does so to drop a request
+   * body it no longer sends without closing the client's connection).
+   */
+  record(req: IncomingMessage, res: ServerResponse, url: string, arrivedAt: number, remoteAddress: string | undefined): void;
   drain(): Promise<void>;
 }
 
 export function openAccessLog(dir: string): AccessLog {
   const log = openLineLog(dir, 'access.log');
   return {
-    record(req, res, url, arrivedAt) {
+    record(req, res, url, arrivedAt, remoteAddress) {
       log.write(
         combinedLine({
-          remoteAddress: clientAddress(req.socket.remoteAddress),
+          remoteAddress: clientAddress(remoteAddress),
           time: new Date(arrivedAt), // %t is when the request arrived
           method: req.method ?? '-',
           url, // %r is the request as received, before any rewriting

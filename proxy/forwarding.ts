@@ -84,27 +84,29 @@ export interface Failures {
 export function failures({ upstream, errorLog, upstreamTimeoutMs }: ForwarderOptions): Failures {
   const upstreamName = formatUpstream(upstream);
   return {
-    timedOut(req, res, path, requestId) {
+    timedOut(_req, res, path, requestId) {
       const seconds = upstreamTimeoutMs / 1000;
       errorLog.write({
         module: 'proxy',
         level: 'error',
         status: '(ETIMEDOUT)The timeout specified has expired',
-        client: clientOf(req.socket),
+        client: clientOf(res.socket ?? {}),
         message: `Timeout waiting for output from controller ${controllerOf(path)} (${path}): no response headers within ${seconds} s (max_execution_time ${seconds} s)`,
         requestId,
       });
       sendErrorPage(res, 504);
     },
-    failed(err, req, res, path, requestId) {
-      if (req.socket.destroyed) return; // nobody left to answer
+    failed(err, _req, res, path, requestId) {
+      // The response's socket, not req.socket: undici sets that to null when it drops a request body.
+      const socket = res.socket;
+      if (!socket || socket.destroyed) return; // nobody left to answer
       const code = err.code ?? 'EPROTO';
       const connectFailed = CONNECT_ERRORS.has(code);
       errorLog.write({
         module: 'proxy',
         level: 'error',
         status: `(${code})${err.message}`,
-        client: clientOf(req.socket),
+        client: clientOf(socket),
         // Otherwise the host ended the request without a response header (DESIGN.md §3).
         message: connectFailed ? `attempt to connect to upstream ${upstreamName} failed for ${path}` : `End of script output before headers: ${path}`,
         requestId,

@@ -67,9 +67,10 @@ export function createProxyServer({ www, upstream, upstreamTimeoutMs, forwarder,
     function handleRequest(req: IncomingMessage, res: ServerResponse) {
       const arrivedAt = Date.now();
       const url = req.url ?? '-';
+      const remoteAddress = req.socket.remoteAddress;
       open.add(res);
       res.once('close', () => {
-        accessLog.record(req, res, url, arrivedAt);
+        accessLog.record(req, res, url, arrivedAt, remoteAddress);
         open.delete(res);
         if (open.size === 0) onIdle?.();
       });

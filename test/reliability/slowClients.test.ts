@@ -108,6 +108,28 @@ describe('slow and oversized clients', function () {
     });
   });
 
+  describe('when a body is still arriving and the host has already answered (slowhttptest -B found this)', function () {
+    // undici drops the unsent body by setting req.socket to null; the access log read it afterwards and the
+    // proxy crashed (TypeError), once per such request.
+    it('forwards the answer, logs the request with its client, and stays up', async function () {
+      const socket = connect(port, '127.0.0.1');
+      let received = '';
+      socket.setEncoding('latin1');
+      socket.on('data', (chunk: string) => (received += chunk));
+      socket.on('error', () => {});
+      socket.write('POST /External/Latest?sn=123&no=1 HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 4096\r\n\r\na=1');
+      try {
+        await eventually(() => (received.includes('\r\n\r\n') ? true : undefined), 5000, 'the answer to the slow POST');
+      } finally {
+        socket.destroy();
+      }
+      expect(received).to.match(/^HTTP\/1\.1 500 /);
+      await eventually(() => (readLog(sandbox, 'access.log').some((l) => /^127\.0\.0\.1 .*"POST \/External\/Latest\?sn=123&no=1 HTTP\/1\.1" 500 /.test(l)) ? true : undefined), 3000, 'the POST in access.log');
+      expect((await get(stack.url, '/favicon.ico')).status).to.equal(404);
+      expect(stack.stderr()).to.not.contain('proxy (pid');
+    });
+  });
+
   describe('when the request head is over --max-header-size (default 16384 bytes)', function () {
     it('answers 431 and logs it', async function () {
       const reply = await get(stack.url, '/favicon.ico', { headers: { 'X-Big': 'a'.repeat(20_000) } });
