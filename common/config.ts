@@ -55,6 +55,24 @@ export interface Config {
   readonly shutdownTimeout: number;
   /** Clients allowed to see /server-status (Apache `Require ip`). */
   readonly statusAllow: readonly AllowedClient[];
+  /** The proxy's timeouts and limits against slow or hostile clients. */
+  readonly limits: ClientLimits;
+}
+
+/** Apache's RequestReadTimeout, Timeout, KeepAliveTimeout, LimitRequestFieldSize and LimitRequestFields, for the proxy's clients. */
+export interface ClientLimits {
+  /** Seconds a client has to send the whole request head (Apache RequestReadTimeout header=20); else 408 and the connection is cut. */
+  readonly headerTimeout: number;
+  /** Seconds a client has to send the whole request, body included (Apache Timeout 60); else 408. */
+  readonly requestTimeout: number;
+  /** Seconds an idle keep-alive connection is kept (Apache KeepAliveTimeout 5); below the host's 75 s. */
+  readonly keepAliveTimeout: number;
+  /** Bytes of request line and header fields together; past it 431 (Node counts them together, Apache per field: 8190). */
+  readonly maxHeaderSize: number;
+  /** Header fields in one request; past it 400 (Apache LimitRequestFields 100). */
+  readonly maxHeaderFields: number;
+  /** Open client connections at once; new ones past it are closed at once. 0 = no cap. */
+  readonly maxConnections: number;
 }
 
 /** An address or subnet (CIDR) allowed a page. */
@@ -114,6 +132,13 @@ const flags = {
   'log-max-size': { env: 'LOG_MAX_SIZE', fallback: '0' },
   'log-max-files': { env: 'LOG_MAX_FILES', fallback: '5' },
   config: { env: 'EXTQS_CONFIG', fallback: '' },
+  // The proxy's limits against slow or hostile clients (ClientLimits): Apache's defaults.
+  'header-timeout': { env: 'HEADER_TIMEOUT', fallback: '20' },
+  'request-timeout': { env: 'REQUEST_TIMEOUT', fallback: '60' },
+  'keep-alive-timeout': { env: 'KEEP_ALIVE_TIMEOUT', fallback: '5' },
+  'max-header-size': { env: 'MAX_HEADER_SIZE', fallback: '16384' },
+  'max-header-fields': { env: 'MAX_HEADER_FIELDS', fallback: '100' },
+  'max-connections': { env: 'MAX_CONNECTIONS', fallback: '0' },
 } as const;
 
 type FlagName = keyof typeof flags;
@@ -248,6 +273,26 @@ export function formatUpstream(upstream: Upstream): string {
   return `http://${upstream.host.includes(':') ? `[${upstream.host}]` : upstream.host}:${upstream.port}`;
 }
 
+/** The host keeps idle sockets 75 s (host/app.ts); the proxy's own clients get less, as Apache's 5 s. */
+const MAX_KEEP_ALIVE_TIMEOUT = 60;
+
+function parseLimits(pick: (name: FlagName) => string): ClientLimits {
+  const headerTimeout = parseInteger('header-timeout', pick('header-timeout'), 1, 3_600);
+  const requestTimeout = parseInteger('request-timeout', pick('request-timeout'), 1, 86_400);
+  // Node refuses a head deadline later than the whole request's, and it would mean nothing.
+  if (requestTimeout < headerTimeout) {
+    throw new ConfigError(label('request-timeout'), String(requestTimeout), `at least --header-timeout (${headerTimeout})`);
+  }
+  return Object.freeze({
+    headerTimeout,
+    requestTimeout,
+    keepAliveTimeout: parseInteger('keep-alive-timeout', pick('keep-alive-timeout'), 0, MAX_KEEP_ALIVE_TIMEOUT),
+    maxHeaderSize: parseInteger('max-header-size', pick('max-header-size'), 1_024, 1_048_576),
+    maxHeaderFields: parseInteger('max-header-fields', pick('max-header-fields'), 1, 10_000),
+    maxConnections: parseInteger('max-connections', pick('max-connections'), 0, 1_000_000),
+  });
+}
+
 function checkWww(raw: string, cwd: string): string {
   const www = resolve(cwd, raw);
   for (const sub of ['public', 'controllers']) {
@@ -319,6 +364,7 @@ export function readConfig(argv: string[], env: NodeJS.ProcessEnv = process.env,
     logMaxSize: parseSize(pick('log-max-size')),
     logMaxFiles: parseInteger('log-max-files', pick('log-max-files'), 1, 1000),
     configFile: file?.path,
+    limits: parseLimits(pick),
   });
 }
 

@@ -5,7 +5,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError, logSettingsOf, readConfig, type Config } from '../common/config.ts';
+import { ConfigError, logSettingsOf, readConfig, type ClientLimits, type Config } from '../common/config.ts';
 import { readyLine } from '../common/ready.ts';
 import { rereadConfig, type ReloadMessage } from '../common/reload.ts';
 import { Supervisor } from './supervisor.ts';
@@ -28,7 +28,22 @@ const USAGE = `usage: extqs start [options]
   --log-max-files      LOG_MAX_FILES       rotated files kept per log (default 5)
   --config             EXTQS_CONFIG        file of NAME=value lines (the names above), read again on SIGHUP
 SIGHUP reopens every log file and applies the log settings read again; SIGTERM/SIGINT stop.
+  --header-timeout     HEADER_TIMEOUT      seconds a client has to send the request head, then 408 (default 20)
+  --request-timeout    REQUEST_TIMEOUT     seconds a client has to send the whole request, then 408 (default 60)
+  --keep-alive-timeout KEEP_ALIVE_TIMEOUT  seconds an idle client connection is kept (default 5, at most 60)
+  --max-header-size    MAX_HEADER_SIZE     bytes of request line and headers, then 431 (default 16384)
+  --max-header-fields  MAX_HEADER_FIELDS   header fields in a request, then 400 (default 100)
+  --max-connections    MAX_CONNECTIONS     client connections open at once, 0 = no cap (default 0)
 `;
+
+/** The proxy's flags for its client limits, from the validated values. */
+function limitFlags(limits: ClientLimits): string[] {
+  return [
+    ...['--header-timeout', String(limits.headerTimeout), '--request-timeout', String(limits.requestTimeout)],
+    ...['--keep-alive-timeout', String(limits.keepAliveTimeout), '--max-header-size', String(limits.maxHeaderSize)],
+    ...['--max-header-fields', String(limits.maxHeaderFields), '--max-connections', String(limits.maxConnections)],
+  ];
+}
 
 function fail(message: string, code: number): never {
   process.stderr.write(`extqs: ${message}\n`);
@@ -73,6 +88,7 @@ async function start(argv: string[]): Promise<void> {
       ...['--shutdown-timeout', String(config.shutdownTimeout)],
       ...['--status-allow', config.statusAllow.map(({ address, prefix }) => `${address}/${prefix}`).join(',')],
       ...logFlags(),
+      ...limitFlags(config.limits),
     ],
     onReady: (url) => {
       port = Number(new URL(url).port);

@@ -22,8 +22,12 @@ export function bodyBytes(req: IncomingMessage, res: ServerResponse): number {
 }
 
 export interface AccessLog {
-  /** The line for a response that has ended (finished or cut); `url` and `arrivedAt` as the request came. */
-  record(req: IncomingMessage, res: ServerResponse, url: string, arrivedAt: number): void;
+  /**
+   * The line for a response that has ended (finished or cut); `url`, `arrivedAt` and `remoteAddress` as
+   * the request came (by then undici may have set `req.socket` to null: it does so to drop a request
+   * body it no longer sends without closing the client's connection).
+   */
+  record(req: IncomingMessage, res: ServerResponse, url: string, arrivedAt: number, remoteAddress: string | undefined): void;
   /** Opens the file again by name (SIGHUP) with these settings; false if it could not be opened. */
   reopen(settings: LogSettings): boolean;
   drain(): Promise<void>;
@@ -34,11 +38,11 @@ export function openAccessLog(dir: string, settings: LogSettings): AccessLog {
   // Chosen once (and on reopen), not per line: this runs for every request.
   let format = settings.logFormat === 'json' ? accessJson : combinedLine;
   return {
-    record(req, res, url, arrivedAt) {
+    record(req, res, url, arrivedAt, remoteAddress) {
       const requestId = res.getHeader('x-request-id');
       log.write(
         format({
-          remoteAddress: clientAddress(req.socket.remoteAddress),
+          remoteAddress: clientAddress(remoteAddress),
           time: new Date(arrivedAt), // %t is when the request arrived
           method: req.method ?? '-',
           url, // %r is the request as received, before any rewriting

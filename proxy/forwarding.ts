@@ -2,6 +2,7 @@
 // header hygiene in both directions, and the answers and error-log lines for each way forwarding fails
 // (DESIGN.md §3). The engines (forwardHttpProxy.ts, forwardUndici.ts) only move bytes.
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import { CONTROLLER_PREFIX } from '../common/protocol.ts';
 import { sendErrorPage } from './errorPages.ts';
 import { clientAddress, clientOf, type ErrorLog } from './errorLog.ts';
@@ -97,33 +98,35 @@ export interface Failures {
 }
 
 export function failures({ errorLog, upstreamTimeoutMs }: ForwarderOptions): Failures {
-  const logConnectFailure = (err: NodeJS.ErrnoException, req: IncomingMessage, path: string, requestId: string, upstream: UpstreamState) =>
+  const logConnectFailure = (err: NodeJS.ErrnoException, client: Socket, path: string, requestId: string, upstream: UpstreamState) =>
     errorLog.write({
       module: 'proxy',
       level: 'error',
       status: `(${err.code})${err.message}`,
-      client: clientOf(req.socket),
+      client: clientOf(client),
       message: `attempt to connect to upstream ${upstream.name} failed for ${path}`,
       requestId,
     });
   return {
-    timedOut(req, res, path, requestId) {
+    timedOut(_req, res, path, requestId) {
       const seconds = upstreamTimeoutMs / 1000;
       errorLog.write({
         module: 'proxy',
         level: 'error',
         status: '(ETIMEDOUT)The timeout specified has expired',
-        client: clientOf(req.socket),
+        client: clientOf(res.socket ?? {}),
         message: `Timeout waiting for output from controller ${controllerOf(path)} (${path}): no response headers within ${seconds} s (max_execution_time ${seconds} s)`,
         requestId,
       });
       sendErrorPage(res, 504);
     },
-    connectFailed: logConnectFailure,
-    failed(err, req, res, path, requestId, upstream) {
-      if (req.socket.destroyed) return; // nobody left to answer
+    connectFailed: (err, req, path, requestId, upstream) => logConnectFailure(err, req.socket, path, requestId, upstream),
+    failed(err, _req, res, path, requestId, upstream) {
+      // The response's socket, not req.socket: undici sets that to null when it drops a request body.
+      const socket = res.socket;
+      if (!socket || socket.destroyed) return; // nobody left to answer
       if (isConnectError(err)) {
-        logConnectFailure(err, req, path, requestId, upstream);
+        logConnectFailure(err, socket, path, requestId, upstream);
         return sendErrorPage(res, 503);
       }
       // The host ended the request without a response header (DESIGN.md §3).
@@ -131,7 +134,7 @@ export function failures({ errorLog, upstreamTimeoutMs }: ForwarderOptions): Fai
         module: 'proxy',
         level: 'error',
         status: `(${err.code ?? 'EPROTO'})${err.message}`,
-        client: clientOf(req.socket),
+        client: clientOf(socket),
         message: `End of script output before headers: ${path}`,
         requestId,
       });

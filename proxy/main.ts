@@ -39,6 +39,7 @@ async function main(): Promise<void> {
     statusAllow: allowList(config.statusAllow),
     upstreamTimeoutMs: config.upstreamTimeout * 1000,
     forwarder: config.forwarder,
+    limits: config.limits,
     accessLog,
     errorLog,
   });

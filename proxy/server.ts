@@ -3,7 +3,7 @@
 import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { BlockList, Socket } from 'node:net';
 import { join } from 'node:path';
-import type { Forwarder } from '../common/config.ts';
+import type { ClientLimits, Forwarder } from '../common/config.ts';
 import type { AccessLog } from './accessLog.ts';
 import { errorPage, sendErrorPage } from './errorPages.ts';
 import { clientOf, type ErrorLog } from './errorLog.ts';
@@ -28,6 +28,8 @@ export interface ProxyOptions {
   errorLog: ErrorLog;
   /** Who may see /server-status. */
   statusAllow: BlockList;
+  /** Timeouts and limits against slow or hostile clients (--header-timeout and the rest). */
+  limits: ClientLimits;
 }
 
 export interface ProxyServer {
@@ -53,7 +55,12 @@ function framingProblem(req: IncomingMessage): { status: number; message: string
 
 const ENGINES = { undici: createUndiciForwarder, 'http-proxy': createHttpProxyForwarder } as const;
 
-export function createProxyServer({ www, upstreams, upstreamTimeoutMs, forwarder, staticCache, accessLog, errorLog, statusAllow }: ProxyOptions): ProxyServer {
+/** How often Node looks for connections past --header-timeout or --request-timeout (its default, 30 s, would let a slowloris connection outlive a 20 s limit by half a minute). */
+const DEADLINE_CHECK_MS = 1_000;
+/** Connections refused past --max-connections are logged as one line per this interval, not one each. */
+const DROP_REPORT_MS = 10_000;
+
+export function createProxyServer({ www, upstreams, upstreamTimeoutMs, forwarder, staticCache, accessLog, errorLog, statusAllow, limits }: ProxyOptions): ProxyServer {
   const forward = ENGINES[forwarder]({ upstreams, errorLog, upstreamTimeoutMs });
   const serveStatic = staticFiles(join(www, 'public'), errorLog, staticCache);
 
@@ -64,17 +71,22 @@ export function createProxyServer({ www, upstreams, upstreamTimeoutMs, forwarder
 
   const server = createServer(
     {
-      // Apache's defaults: KeepAliveTimeout 5 s; the host keeps its sockets longer (see host/app.ts).
-      keepAliveTimeout: 5_000,
-      headersTimeout: 20_000,
-      requestTimeout: 60_000,
+      // Apache's defaults (common/config.ts, ClientLimits): RequestReadTimeout header=20, Timeout 60,
+      // KeepAliveTimeout 5 (below the host's 75 s, host/app.ts). A client past a deadline gets 408 and is cut.
+      keepAliveTimeout: limits.keepAliveTimeout * 1000,
+      headersTimeout: limits.headerTimeout * 1000,
+      requestTimeout: limits.requestTimeout * 1000,
+      connectionsCheckingInterval: Math.min(DEADLINE_CHECK_MS, limits.headerTimeout * 250),
+      // Past it Node's parser fails with HPE_HEADER_OVERFLOW: 431 (the clientError handler below).
+      maxHeaderSize: limits.maxHeaderSize,
     },
     function handleRequest(req: IncomingMessage, res: ServerResponse) {
       const arrivedAt = Date.now();
       const url = req.url ?? '-';
+      const remoteAddress = req.socket.remoteAddress;
       open.add(res);
       res.once('close', () => {
-        accessLog.record(req, res, url, arrivedAt);
+        accessLog.record(req, res, url, arrivedAt, remoteAddress);
         counters.record(req, res);
         open.delete(res);
         if (open.size === 0) onIdle?.();
@@ -87,6 +99,12 @@ export function createProxyServer({ www, upstreams, upstreamTimeoutMs, forwarder
         errorLog.write({ module: 'core', level: 'info', client: clientOf(req.socket), message: `${framing.message} in ${JSON.stringify(req.url)}`, requestId });
         res.shouldKeepAlive = false;
         return sendErrorPage(res, framing.status);
+      }
+      // Apache refuses a request over LimitRequestFields; Node has no such refusal (see maxHeadersCount below).
+      if (req.rawHeaders.length / 2 > limits.maxHeaderFields) {
+        errorLog.write({ module: 'core', level: 'info', client: clientOf(req.socket), message: `request failed: the number of request header fields exceeds this server's limit (${limits.maxHeaderFields})`, requestId });
+        res.shouldKeepAlive = false;
+        return sendErrorPage(res, 400);
       }
       const route = routeRequest(req.url ?? '');
       switch (route.kind) {
@@ -108,6 +126,19 @@ export function createProxyServer({ www, upstreams, upstreamTimeoutMs, forwarder
   );
 
   const handleServerStatus = serverStatus({ counters, upstreams, server, inFlight: () => open.size, allow: statusAllow, errorLog });
+  // Node's own field limit drops the fields past it silently, Host among them when it comes last (then
+  // Node answers a bare 400 itself): keep every field, which maxHeaderSize bounds, and count them above.
+  server.maxHeadersCount = 0;
+  // 0 = no cap (Node's own meaning). A cap keeps file descriptors for the host and the logs under a flood.
+  server.maxConnections = limits.maxConnections;
+  let dropped = 0;
+  server.on('drop', () => {
+    if (dropped++ > 0) return;
+    setTimeout(() => {
+      errorLog.write({ module: 'mpm_event', level: 'error', message: `server reached --max-connections (${limits.maxConnections}): ${dropped} connection(s) refused in the last ${DROP_REPORT_MS / 1000} s` });
+      dropped = 0;
+    }, DROP_REPORT_MS).unref();
+  });
 
   // A request Node's parser rejects never reaches the handler: answer 400 as Apache does, and log it.
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {

@@ -99,7 +99,39 @@ describe('config', () => {
         logMaxSize: 0,
         logMaxFiles: 5,
         configFile: undefined,
+        limits: { headerTimeout: 20, requestTimeout: 60, keepAliveTimeout: 5, maxHeaderSize: 16384, maxHeaderFields: 100, maxConnections: 0 },
       });
+    });
+  });
+
+  describe('the proxy\'s limits against slow or hostile clients', () => {
+    it('reads each from its flag or its environment name', () => {
+      const { limits } = readConfig(
+        ['--header-timeout', '2', '--request-timeout', '3', '--keep-alive-timeout', '0', '--max-header-size', '4096'],
+        { MAX_HEADER_FIELDS: '20', MAX_CONNECTIONS: '900' },
+        cwd,
+      );
+      expect(limits).to.deep.equal({ headerTimeout: 2, requestTimeout: 3, keepAliveTimeout: 0, maxHeaderSize: 4096, maxHeaderFields: 20, maxConnections: 900 });
+      expect(Object.isFrozen(limits)).to.equal(true);
+    });
+
+    it('rejects a header timeout of 0, which would mean none', () => {
+      expect(() => readConfig(['--header-timeout', '0'], {}, cwd)).to.throw(ConfigError, '--header-timeout (HEADER_TIMEOUT) must be an integer from 1 to 3600, got "0"');
+    });
+
+    it('rejects a request timeout shorter than the header timeout', () => {
+      expect(() => readConfig(['--header-timeout', '30', '--request-timeout', '10'], {}, cwd)).to.throw(
+        ConfigError,
+        '--request-timeout (REQUEST_TIMEOUT) must be at least --header-timeout (30), got "10"',
+      );
+    });
+
+    it('keeps the client keep-alive timeout below the host\'s 75 s', () => {
+      expect(() => readConfig([], { KEEP_ALIVE_TIMEOUT: '75' }, cwd)).to.throw(ConfigError, '--keep-alive-timeout (KEEP_ALIVE_TIMEOUT) must be an integer from 0 to 60, got "75"');
+    });
+
+    it('rejects a header size too small for any real request', () => {
+      expect(() => readConfig(['--max-header-size', '100'], {}, cwd)).to.throw(ConfigError, '--max-header-size (MAX_HEADER_SIZE) must be an integer from 1024 to 1048576, got "100"');
     });
   });
 

@@ -1,0 +1,150 @@
+// The load check shared by load.test.ts (npm test) and load.slow.test.ts (20,000 requests at 200
+// connections): the four observed paths, mixed, through the real launcher; then every answer's status,
+// the processes' open files and memory back near their idle level, and (last: it stops the stack to
+// drain the logs) the log lines per request.
+import { readdirSync, readFileSync } from 'node:fs';
+import autocannon from 'autocannon';
+import { expect } from 'chai';
+import { get } from '../helpers/http.ts';
+import { eventually, makeSandbox, readLog, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
+
+/** The observed requests and what the default install answers (DESIGN.md §3). */
+const PATHS = [
+  { path: '/External/Latest?sn=123&no=1', status: 500 },
+  { path: '/External/Latest?sn=123&no=', status: 500 },
+  { path: '/External/Alarm?all_alarm&all', status: 500 },
+  { path: '/favicon.ico', status: 404 },
+] as const;
+
+/** What a leak may add once the load is over and idle sockets are gone. */
+const FD_SLACK = 10;
+const RSS_SLACK_MB = 50;
+
+interface Footprint {
+  fds: number;
+  rssMb: number;
+}
+
+function footprint(pid: number): Footprint {
+  const rssKb = Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
+  return { fds: readdirSync(`/proc/${pid}/fd`).length, rssMb: Math.round(rssKb / 102.4) / 10 };
+}
+
+/** proxy, host pool and host workers, from their own start-up lines. */
+function stackPids(sandbox: Sandbox): Record<string, number> {
+  const pids: Record<string, number> = {};
+  for (const line of readLog(sandbox, 'error.log')) {
+    const proxy = /extqs proxy (\d+) configured/.exec(line);
+    if (proxy) pids.proxy = Number(proxy[1]);
+  }
+  for (const line of readLog(sandbox, 'host.log')) {
+    const pool = /Host pool (\d+) serving/.exec(line);
+    if (pool) pids.pool = Number(pool[1]);
+    const worker = /Worker (\d+) ready/.exec(line);
+    if (worker) pids[`worker ${worker[1]}`] = Number(worker[1]);
+  }
+  return pids;
+}
+
+const count = (lines: string[], needle: string) => lines.filter((l) => l.includes(needle)).length;
+
+export function describeLoad(requests: number, connections: number): void {
+  describe(`${requests} requests at ${connections} connections across the four observed paths`, function () {
+    this.timeout(Math.max(60_000, requests * 10));
+    let sandbox: Sandbox;
+    let stack: Running;
+    let pids: Record<string, number>;
+    const cold: Record<string, Footprint> = {};
+    const idle: Record<string, Footprint> = {};
+    let mark: { access: number; errors: string[]; host: string[] };
+    const byPath = new Map<string, Map<number, number>>(PATHS.map((p) => [p.path, new Map()]));
+    let result: autocannon.Result;
+
+    before(async function () {
+      sandbox = makeSandbox();
+      stack = await startStack(sandbox, ['--workers', '2']);
+      // Every path once, so the pids are in the logs and modules loaded on first use count as idle.
+      for (const { path } of PATHS) await get(stack.url, path);
+      pids = await eventually(() => {
+        const found = stackPids(sandbox);
+        return found.proxy && found.pool && Object.keys(found).length === 4 ? found : undefined;
+      }, 5000, 'the pids of proxy, pool and two workers in the logs');
+      for (const [name, pid] of Object.entries(pids)) cold[name] = footprint(pid);
+      // Then as many connections as the run, ten requests each: V8 grows its heap to what this
+      // concurrency needs and keeps it; a leak is what grows past that with 10x or 100x more requests.
+      await autocannon({ url: stack.url, connections, amount: connections * 10, requests: PATHS.map(({ path }) => ({ method: 'GET' as const, path })) });
+      await eventually(() => (footprint(pids.proxy).fds <= cold.proxy.fds ? true : undefined), 5000, 'the warm-up connections closed');
+      for (const [name, pid] of Object.entries(pids)) idle[name] = footprint(pid);
+      mark = { access: readLog(sandbox, 'access.log').length, errors: readLog(sandbox, 'error.log'), host: readLog(sandbox, 'host.log') };
+
+      result = await autocannon({
+        url: stack.url,
+        connections,
+        amount: requests,
+        timeout: 10,
+        requests: PATHS.map(({ path }) => ({
+          method: 'GET' as const,
+          path,
+          onResponse: (status: number) => {
+            const tally = byPath.get(path)!;
+            tally.set(status, (tally.get(status) ?? 0) + 1);
+          },
+        })),
+      });
+    });
+
+    after(async function () {
+      await stack?.stop();
+      sandbox?.remove();
+    });
+
+    it('answers every request with the status of the default install, without an error or a timeout', function () {
+      const statuses = Object.fromEntries([...byPath].map(([path, tally]) => [path, Object.fromEntries(tally)]));
+      process.stdout.write(`      statuses: ${JSON.stringify(statuses)}; errors ${result.errors}, timeouts ${result.timeouts}, ${Math.round(result.requests.average)} req/s\n`);
+      expect([result.errors, result.timeouts]).to.deep.equal([0, 0]);
+      const total = [...byPath.values()].reduce((sum, tally) => sum + [...tally.values()].reduce((a, b) => a + b, 0), 0);
+      expect(total).to.equal(requests);
+      for (const { path, status } of PATHS) expect(Object.fromEntries(byPath.get(path)!), path).to.have.all.keys(String(status));
+    });
+
+    it(`brings open files back within +${FD_SLACK} and RSS within +${RSS_SLACK_MB} MB of idle, in every process`, async function () {
+      const busy = Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, footprint(pid)]));
+      // Idle keep-alive sockets to the host close after 10 s (proxy/forwarding.ts), so wait up to 20 s.
+      const now = () => Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, footprint(pid)]));
+      const settled = await eventually(() => {
+        const at = now();
+        return Object.keys(at).every((name) => at[name].fds <= idle[name].fds + FD_SLACK && at[name].rssMb <= idle[name].rssMb + RSS_SLACK_MB) ? at : undefined;
+      }, 20_000, `fds within +${FD_SLACK} and RSS within +${RSS_SLACK_MB} MB of idle ${JSON.stringify(idle)}; last ${JSON.stringify(now())}`);
+      process.stdout.write(`      fds/RSS MB at start ${JSON.stringify(cold)}\n      after the warm-up ${JSON.stringify(idle)}\n      at the end of the load ${JSON.stringify(busy)}\n      after ${JSON.stringify(settled)}\n`);
+    });
+
+    it('writes exactly one access-log line per request, and one error or host line per failure', async function () {
+      const served = (path: string) => [...byPath.get(path)!.values()].reduce((a, b) => a + b, 0);
+      const controllerFailures = served(PATHS[0].path) + served(PATHS[1].path) + served(PATHS[2].path);
+      // Every response has ended, so every line is at most one write away; a stop drains the loggers.
+      expect(await stack.stop()).to.equal(0);
+      const access = readLog(sandbox, 'access.log').slice(mark.access);
+      const errors = readLog(sandbox, 'error.log').slice(mark.errors.length);
+      const host = readLog(sandbox, 'host.log').slice(mark.host.length);
+      const lines = {
+        access: access.length,
+        accessLatest: count(access, '"GET /External/Latest?sn=123&no=1 HTTP/1.1" 500 ') + count(access, '"GET /External/Latest?sn=123&no= HTTP/1.1" 500 '),
+        accessAlarm: count(access, '"GET /External/Alarm?all_alarm&all HTTP/1.1" 500 '),
+        accessFavicon: count(access, '"GET /favicon.ico HTTP/1.1" 404 '),
+        endOfScript: count(errors, 'End of script output before headers'),
+        fileDoesNotExist: count(errors, 'File does not exist'),
+        failedOpening: count(host, 'Failed opening controller script'),
+      };
+      process.stdout.write(`      lines: ${JSON.stringify(lines)}\n`);
+      expect(lines).to.deep.equal({
+        access: requests,
+        accessLatest: served(PATHS[0].path) + served(PATHS[1].path),
+        accessAlarm: served(PATHS[2].path),
+        accessFavicon: served(PATHS[3].path),
+        endOfScript: controllerFailures,
+        fileDoesNotExist: served(PATHS[3].path),
+        failedOpening: controllerFailures,
+      });
+    });
+  });
+}
