@@ -4,7 +4,9 @@
 // - stuck in a synchronous loop (the event loop is blocked): no code of this thread can run, so a
 //   watchdog thread reads the in-flight table from shared memory, logs the controller and the limit,
 //   and kills this worker; the pool starts a new one.
-// In both cases the proxy, whose own timer has the same limit, has answered 504 already.
+// In both cases the proxy, whose own timer has the same limit and started first, has answered 504
+// already: the drop waits DROP_GRACE_MS more, so a proxy slowed by load still answers 504, not the 500
+// that a connection dropped before its timer fired would mean.
 import { Worker } from 'node:worker_threads';
 
 /** Worker threads do not inherit tsx's hooks: the thread registers them, then loads its TypeScript. */
@@ -14,6 +16,7 @@ const WATCHDOG_BOOT = `import(${JSON.stringify(import.meta.resolve('tsx/esm/api'
 const SLOTS = 1024;
 const LABEL_BYTES = 512;
 const CHECK_EVERY_MS = 100;
+export const DROP_GRACE_MS = 500;
 /** How long the event loop must be blocked, past the limit, before the watchdog kills the worker. */
 const BLOCKED_GRACE_MS = 1000;
 
@@ -122,7 +125,7 @@ export class ExecutionLimit {
     const now = Date.now();
     this.table.heartbeat[0] = now;
     for (const tracked of this.running.values()) {
-      if (now - tracked.startedAt >= this.limitMs) {
+      if (now - tracked.startedAt >= this.limitMs + DROP_GRACE_MS) {
         this.release(tracked);
         this.events.overrun(tracked);
         tracked.onOverrun();

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { ExecutionLimit, type Tracked } from '../../host/executionLimit.ts';
+import { DROP_GRACE_MS, ExecutionLimit, type Tracked } from '../../host/executionLimit.ts';
 
 describe('the execution limit', () => {
   let dir: string;
@@ -51,7 +51,7 @@ describe('the execution limit', () => {
     const next = call('next', Date.now());
     limit.track(next); // takes the freed slot
     limit.release(late); // the overrun call finally settles: must not free `next`
-    await new Promise((r) => setTimeout(r, 400));
+    await new Promise((r) => setTimeout(r, 200 + DROP_GRACE_MS + 200));
     expect(overruns).to.deep.equal(['late', 'next']);
   });
 });
