@@ -29,8 +29,11 @@ export function openErrorLog(dir: string, settings: LogSettings): ErrorLog {
   };
 }
 
+/** What a client line needs of a socket; `{}` when the socket is gone already. */
+export type ClientSocket = { remoteAddress?: string; remotePort?: number };
+
 /** `ip:port` of the client, as Apache's `[client %a]` shows it (IPv4-mapped addresses unwrapped). */
-export function clientOf(socket: { remoteAddress?: string; remotePort?: number }): string {
+export function clientOf(socket: ClientSocket): string {
   return `${clientAddress(socket.remoteAddress)}:${socket.remotePort ?? 0}`;
 }
 

@@ -2,10 +2,9 @@
 // header hygiene in both directions, and the answers and error-log lines for each way forwarding fails
 // (DESIGN.md §3). The engines (forwardHttpProxy.ts, forwardUndici.ts) only move bytes.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Socket } from 'node:net';
 import { CONTROLLER_PREFIX } from '../common/protocol.ts';
 import { sendErrorPage } from './errorPages.ts';
-import { clientAddress, clientOf, type ErrorLog } from './errorLog.ts';
+import { clientAddress, clientOf, type ClientSocket, type ErrorLog } from './errorLog.ts';
 import type { Upstreams, UpstreamState } from './upstreams.ts';
 
 export type Forward = (req: IncomingMessage, res: ServerResponse, url: string, requestId: string) => void;
@@ -98,7 +97,7 @@ export interface Failures {
 }
 
 export function failures({ errorLog, upstreamTimeoutMs }: ForwarderOptions): Failures {
-  const logConnectFailure = (err: NodeJS.ErrnoException, client: Socket, path: string, requestId: string, upstream: UpstreamState) =>
+  const logConnectFailure = (err: NodeJS.ErrnoException, client: ClientSocket, path: string, requestId: string, upstream: UpstreamState) =>
     errorLog.write({
       module: 'proxy',
       level: 'error',
@@ -108,23 +107,25 @@ export function failures({ errorLog, upstreamTimeoutMs }: ForwarderOptions): Fai
       requestId,
     });
   return {
-    timedOut(_req, res, path, requestId) {
+    timedOut(req, res, path, requestId) {
       const seconds = upstreamTimeoutMs / 1000;
       errorLog.write({
         module: 'proxy',
         level: 'error',
         status: '(ETIMEDOUT)The timeout specified has expired',
-        client: clientOf(res.socket ?? {}),
+        client: clientOf(req.socket ?? res.socket ?? {}),
         message: `Timeout waiting for output from controller ${controllerOf(path)} (${path}): no response headers within ${seconds} s (max_execution_time ${seconds} s)`,
         requestId,
       });
       sendErrorPage(res, 504);
     },
-    connectFailed: (err, req, path, requestId, upstream) => logConnectFailure(err, req.socket, path, requestId, upstream),
-    failed(err, _req, res, path, requestId, upstream) {
-      // The response's socket, not req.socket: undici sets that to null when it drops a request body.
-      const socket = res.socket;
-      if (!socket || socket.destroyed) return; // nobody left to answer
+    connectFailed: (err, req, path, requestId, upstream) => logConnectFailure(err, req.socket ?? {}, path, requestId, upstream),
+    failed(err, req, res, path, requestId, upstream) {
+      if (res.destroyed || res.writableEnded) return; // nobody left to answer
+      // Either socket may be null here: undici nulls req.socket when it drops a request body, and Node
+      // gives a queued pipelined response no socket until the one before it ends. The page is still
+      // written then: Node holds it until its turn.
+      const socket = req.socket ?? res.socket ?? {};
       if (isConnectError(err)) {
         logConnectFailure(err, socket, path, requestId, upstream);
         return sendErrorPage(res, 503);

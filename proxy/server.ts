@@ -60,6 +60,31 @@ const DEADLINE_CHECK_MS = 1_000;
 /** Connections refused past --max-connections are logged as one line per this interval, not one each. */
 const DROP_REPORT_MS = 10_000;
 
+/**
+ * Responses queued behind an earlier pipelined one have no socket yet, and Node never closes them when
+ * the connection dies (it destroys only their requests: _http_server.js abortIncoming). They are closed
+ * here then, so each gets its access-log line, the engine aborts its upstream request, and a stop does
+ * not wait for them. One listener a connection, however deep the pipeline.
+ */
+const queuedOn = new WeakMap<Socket, Set<ServerResponse>>();
+
+function closeWithConnection(connection: Socket, res: ServerResponse): void {
+  let queued = queuedOn.get(connection);
+  if (!queued) {
+    const responses = (queued = new Set());
+    queuedOn.set(connection, responses);
+    connection.once('close', () => {
+      for (const waiting of responses) {
+        if (waiting.socket || waiting.destroyed) continue;
+        waiting.destroy();
+        waiting.emit('close');
+      }
+    });
+  }
+  queued.add(res);
+  res.once('close', () => queued.delete(res));
+}
+
 export function createProxyServer({ www, upstreams, upstreamTimeoutMs, forwarder, staticCache, accessLog, errorLog, statusAllow, limits }: ProxyOptions): ProxyServer {
   const forward = ENGINES[forwarder]({ upstreams, errorLog, upstreamTimeoutMs });
   const serveStatic = staticFiles(join(www, 'public'), errorLog, staticCache);
@@ -73,6 +98,7 @@ export function createProxyServer({ www, upstreams, upstreamTimeoutMs, forwarder
     {
       // Apache's defaults (common/config.ts, ClientLimits): RequestReadTimeout header=20, Timeout 60,
       // KeepAliveTimeout 5 (below the host's 75 s, host/app.ts). A client past a deadline gets 408 and is cut.
+      // 0 turns keep-alive off (nginx keepalive_timeout 0; handleRequest below): to Node it would mean never time out.
       keepAliveTimeout: limits.keepAliveTimeout * 1000,
       headersTimeout: limits.headerTimeout * 1000,
       requestTimeout: limits.requestTimeout * 1000,
@@ -85,13 +111,14 @@ export function createProxyServer({ www, upstreams, upstreamTimeoutMs, forwarder
       const url = req.url ?? '-';
       const remoteAddress = req.socket.remoteAddress;
       open.add(res);
+      if (!res.socket) closeWithConnection(req.socket, res);
       res.once('close', () => {
         accessLog.record(req, res, url, arrivedAt, remoteAddress);
         counters.record(req, res);
         open.delete(res);
         if (open.size === 0) onIdle?.();
       });
-      if (stopping) res.shouldKeepAlive = false;
+      if (stopping || limits.keepAliveTimeout === 0) res.shouldKeepAlive = false;
       const requestId = requestIdOf(req);
       res.setHeader('X-Request-Id', requestId);
       const framing = framingProblem(req);
@@ -129,8 +156,9 @@ export function createProxyServer({ www, upstreams, upstreamTimeoutMs, forwarder
   // Node's own field limit drops the fields past it silently, Host among them when it comes last (then
   // Node answers a bare 400 itself): keep every field, which maxHeaderSize bounds, and count them above.
   server.maxHeadersCount = 0;
-  // 0 = no cap (Node's own meaning). A cap keeps file descriptors for the host and the logs under a flood.
-  server.maxConnections = limits.maxConnections;
+  // A cap keeps file descriptors for the host and the logs under a flood. 0 = no cap: Node 20 reads
+  // maxConnections 0 that way, but Node 21 and later refuse every connection, so it is left unset.
+  if (limits.maxConnections > 0) server.maxConnections = limits.maxConnections;
   let dropped = 0;
   server.on('drop', () => {
     if (dropped++ > 0) return;

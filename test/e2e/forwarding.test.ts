@@ -90,6 +90,18 @@ for (const forwarder of FORWARDERS) {
       expect(response).not.to.match(/^HTTP\/1\.1 400/);
     });
 
+    it('answers every pipelined request in order, failures included, and leaves none in flight', async function () {
+      // Node gives a queued pipelined response no socket until the one before it ends: a failure must
+      // still be answered then (it once returned early and left the client and a stop waiting for ever).
+      const paths = ['/External/Headers', '/External/Missing', '/External/Headers', '/External/Missing', '/External/Missing'];
+      const raw = paths.map((path, i) => `GET ${path} HTTP/1.1\r\nHost: x\r\n${i === paths.length - 1 ? 'Connection: close\r\n' : ''}\r\n`).join('');
+      const response = await rawExchange(stack.url, raw);
+      const statuses = [...response.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1]));
+      expect(statuses).to.deep.equal([200, 500, 200, 500, 500]);
+      const status = await get(stack.url, '/server-status?auto');
+      expect(status.body).to.match(/^BusyWorkers: 1$/m); // this request only
+    });
+
     it('answers a malformed request with 400 and stays up', async function () {
       const response = await rawExchange(stack.url, 'GET / HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n');
       expect(response).to.match(/^HTTP\/1\.1 400 Bad Request\r\n/);
@@ -126,6 +138,20 @@ for (const forwarder of FORWARDERS) {
       await eventually(() => (readLog(sandbox, 'host.log').some((l) => l.includes('Loaded controller Patient')) ? true : undefined), 3000, 'the request to reach the controller');
       socket.destroy();
       expect(await eventually(() => (existsSync(marker) ? readFileSync(marker, 'utf8') : undefined), 3000, 'the abort')).to.equal('aborted');
+    });
+
+    it('closes the pipelined requests queued behind it: logged, and none left in flight', async function () {
+      writeFileSync(join(sandbox.controllers, 'Queued.ts'), `export default () => new Promise((resolve) => setTimeout(() => resolve('late'), 2000));\n`);
+      const { hostname, port } = new URL(stack.url);
+      const socket = connect(Number(port), hostname, () => socket.write('GET /External/Queued HTTP/1.1\r\nHost: x\r\n\r\n'.repeat(5)));
+      await eventually(() => (readLog(sandbox, 'host.log').some((l) => l.includes('Loaded controller Queued')) ? true : undefined), 3000, 'the request to reach the controller');
+      socket.destroy();
+      const lines = await eventually(() => {
+        const queued = readLog(sandbox, 'access.log').filter((l) => l.includes('/External/Queued'));
+        return queued.length === 5 ? queued : undefined;
+      }, 1500, 'an access-log line for each of the 5 requests before the controller answers');
+      expect(lines).to.have.length(5);
+      expect((await get(stack.url, '/server-status?auto')).body).to.match(/^BusyWorkers: 1$/m);
     });
   });
 
