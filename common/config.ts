@@ -65,7 +65,7 @@ export interface ClientLimits {
   readonly headerTimeout: number;
   /** Seconds a client has to send the whole request, body included (Apache Timeout 60); else 408. */
   readonly requestTimeout: number;
-  /** Seconds an idle keep-alive connection is kept (Apache KeepAliveTimeout 5); below the host's 75 s. */
+  /** Seconds an idle keep-alive connection is kept (Apache KeepAliveTimeout 5); below the host's 75 s. 0 = no keep-alive (nginx keepalive_timeout 0). */
   readonly keepAliveTimeout: number;
   /** Bytes of request line and header fields together; past it 431 (Node counts them together, Apache per field: 8190). */
   readonly maxHeaderSize: number;

@@ -30,7 +30,7 @@ const USAGE = `usage: extqs start [options]
 SIGHUP reopens every log file and applies the log settings read again; SIGTERM/SIGINT stop.
   --header-timeout     HEADER_TIMEOUT      seconds a client has to send the request head, then 408 (default 20)
   --request-timeout    REQUEST_TIMEOUT     seconds a client has to send the whole request, then 408 (default 60)
-  --keep-alive-timeout KEEP_ALIVE_TIMEOUT  seconds an idle client connection is kept (default 5, at most 60)
+  --keep-alive-timeout KEEP_ALIVE_TIMEOUT  seconds an idle client connection is kept (default 5, at most 60; 0 = no keep-alive)
   --max-header-size    MAX_HEADER_SIZE     bytes of request line and headers, then 431 (default 16384)
   --max-header-fields  MAX_HEADER_FIELDS   header fields in a request, then 400 (default 100)
   --max-connections    MAX_CONNECTIONS     client connections open at once, 0 = no cap (default 0)

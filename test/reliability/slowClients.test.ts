@@ -161,3 +161,55 @@ describe('slow and oversized clients', function () {
     });
   });
 });
+
+describe('with keep-alive off (--keep-alive-timeout 0) and a connection cap (--max-connections 2)', function () {
+  let sandbox: Sandbox;
+  let stack: Running;
+  let port: number;
+  const held: Socket[] = [];
+
+  before(async function () {
+    sandbox = makeSandbox();
+    stack = await startStack(sandbox, ['--keep-alive-timeout', '0', '--max-connections', '2']);
+    port = Number(new URL(stack.url).port);
+  });
+
+  after(async function () {
+    for (const socket of held) socket.destroy();
+    await stack?.stop();
+    sandbox?.remove();
+  });
+
+  /** Opens a connection, sends `request` if given, and resolves with what came back once the server closed it. */
+  function exchange(request?: string): { socket: Socket; closed: Promise<string> } {
+    const socket = connect(port, '127.0.0.1', () => request && socket.write(request));
+    socket.on('error', () => {}); // a refused connection may be reset; 'close' settles it
+    let received = '';
+    socket.setEncoding('latin1');
+    socket.on('data', (chunk: string) => (received += chunk));
+    return { socket, closed: new Promise((resolve) => socket.once('close', () => resolve(received))) };
+  }
+
+  it('answers an HTTP/1.1 request and closes the connection (to Node, 0 would mean never time out)', async function () {
+    const reply = await exchange('GET /favicon.ico HTTP/1.1\r\nHost: x\r\n\r\n').closed;
+    expect(reply).to.match(/^HTTP\/1\.1 404 Not Found\r\n/);
+    expect(reply).to.match(/\r\nConnection: close\r\n/i);
+  });
+
+  it('refuses a third connection while two are open, and serves again once one goes', async function () {
+    for (let i = 0; i < 2; i++) {
+      const { socket } = exchange();
+      await new Promise((resolve) => socket.once('connect', resolve));
+      held.push(socket);
+    }
+    // Connected sockets count once the proxy has accepted them: wait until a third is refused.
+    const refused = await eventually(async () => ((await exchange('GET /favicon.ico HTTP/1.1\r\nHost: x\r\n\r\n').closed) === '' ? true : undefined), 3000, 'a refused connection');
+    expect(refused).to.equal(true);
+    held.pop()!.destroy();
+    const reply = await eventually(async () => {
+      const answer = await exchange('GET /favicon.ico HTTP/1.1\r\nHost: x\r\n\r\n').closed;
+      return answer === '' ? undefined : answer;
+    }, 3000, 'a served connection');
+    expect(reply).to.match(/^HTTP\/1\.1 404 Not Found\r\n/);
+  });
+});
