@@ -372,16 +372,29 @@ export function logSettingsOf(config: Config): LogSettings {
   return { logLevel: config.logLevel, logFormat: config.logFormat, logMaxSize: config.logMaxSize, logMaxFiles: config.logMaxFiles };
 }
 
-/** What a configuration read again (SIGHUP) changes: live settings are applied, the others need a restart. */
+/** Each setting under the flag that sets it, as an operator would write its value. */
+function settingsByFlag(config: Config): Map<string, string> {
+  const { limits, upstreams, statusAllow, configFile, ...plain } = config;
+  const settings = new Map<string, string>();
+  for (const [key, value] of [...Object.entries(plain), ...Object.entries(limits)]) {
+    settings.set(key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`), JSON.stringify(value));
+  }
+  settings.set('upstream', JSON.stringify(upstreams.map(formatUpstream).join(',')));
+  settings.set('status-allow', JSON.stringify(statusAllow.map(({ address, prefix }) => `${address}/${prefix}`).join(',')));
+  settings.set('config', JSON.stringify(configFile));
+  return settings;
+}
+
+const LIVE_FLAGS = new Set<string>(LIVE_SETTINGS.map((key) => key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)));
+
+/** What a configuration read again (SIGHUP) changes, by flag: live settings are applied, the others need a restart. */
 export function configChanges(running: Config, fresh: Config): { live: string[]; restart: string[] } {
   const live: string[] = [];
   const restart: string[] = [];
-  for (const key of Object.keys(running) as (keyof Config)[]) {
-    const before = JSON.stringify(running[key]);
-    const after = JSON.stringify(fresh[key]);
-    if (before === after) continue;
-    const flag = key === 'configFile' ? 'config' : key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
-    ((LIVE_SETTINGS as readonly string[]).includes(key) ? live : restart).push(`--${flag} ${before} -> ${after}`);
+  const after = settingsByFlag(fresh);
+  for (const [flag, before] of settingsByFlag(running)) {
+    if (before === after.get(flag)) continue;
+    (LIVE_FLAGS.has(flag) ? live : restart).push(`--${flag} ${before} -> ${after.get(flag)}`);
   }
   return { live, restart };
 }

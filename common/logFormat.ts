@@ -9,9 +9,12 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 /** A level's severity as a number (emerg 0 … trace8 15), for a comparison per line instead of a search. */
 export const LEVEL_RANK: Readonly<Record<LogLevel, number>> = Object.freeze(Object.fromEntries(LOG_LEVELS.map((level, i) => [level, i])) as Record<LogLevel, number>);
 
-/** Whether a line of `level` is written when the log is set to `threshold`. */
+/**
+ * Whether a line of `level` is written when the log is set to `threshold`. `notice` lines (start, stop,
+ * SIGHUP) are always written, as Apache writes them to a file log whatever its LogLevel (log.c).
+ */
 export function levelEnabled(level: LogLevel, threshold: LogLevel): boolean {
-  return LEVEL_RANK[level] <= LEVEL_RANK[threshold];
+  return level === 'notice' || LEVEL_RANK[level] <= LEVEL_RANK[threshold];
 }
 
 /** `combined`: Apache's text layouts (each file its own); `json`: one JSON object a line. */

@@ -11,7 +11,11 @@ export interface ReloadMessage {
   settings: LogSettings;
   /** What the launcher found: applied settings, settings that need a restart, or why it kept the old ones. */
   note: string;
+  /** The configuration could not be read again and the running one is kept: an error, not a notice. */
+  kept: boolean;
 }
+
+export type Reload = (settings: LogSettings, note: string, kept: boolean) => void;
 
 /** One line for the logs: what was reloaded and what needs a restart. */
 export function describeReload(running: Config, fresh: Config): string {
@@ -22,12 +26,12 @@ export function describeReload(running: Config, fresh: Config): string {
 }
 
 /** Reads the configuration again; on a bad value keeps the running one and says why. */
-export function rereadConfig(argv: string[], running: Config): { config: Config; note: string } {
+export function rereadConfig(argv: string[], running: Config): { config: Config; note: string; kept: boolean } {
   try {
     const fresh = readConfig(argv);
-    return { config: fresh, note: describeReload(running, fresh) };
+    return { config: fresh, note: describeReload(running, fresh), kept: false };
   } catch (err) {
-    return { config: running, note: `configuration not read again, the running one is kept: ${(err as Error).message}` };
+    return { config: running, note: `configuration not read again, the running one is kept: ${(err as Error).message}`, kept: true };
   }
 }
 
@@ -35,14 +39,14 @@ export function rereadConfig(argv: string[], running: Config): { config: Config;
  * Calls `reload` on SIGHUP (settings from this process's own flags read again) and on the launcher's
  * reload message (its settings).
  */
-export function onReload(argv: string[], running: Config, reload: (settings: LogSettings, note: string) => void): void {
+export function onReload(argv: string[], running: Config, reload: Reload): void {
   let config = running;
   process.on('SIGHUP', () => {
     const reread = rereadConfig(argv, config);
     config = reread.config;
-    reload(logSettingsOf(config), reread.note);
+    reload(logSettingsOf(config), reread.note, reread.kept);
   });
   process.on('message', (message: Partial<ReloadMessage> | null) => {
-    if (message?.type === 'extqs:reload' && message.settings) reload(message.settings, message.note ?? '');
+    if (message?.type === 'extqs:reload' && message.settings) reload(message.settings, message.note ?? '', message.kept ?? false);
   });
 }

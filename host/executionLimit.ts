@@ -133,6 +133,11 @@ export class ExecutionLimit {
     }
   }
 
+  /** host.log's layout changed (SIGHUP): the watchdog writes its line in the new one. */
+  setLogFormat(json: boolean): void {
+    this.watchdog.postMessage({ json });
+  }
+
   async close(): Promise<void> {
     clearInterval(this.timer);
     await this.watchdog.terminate();

@@ -7,7 +7,7 @@
 // would each have to reopen it on SIGHUP.
 import type { LogSettings } from '../common/config.ts';
 import { openLineLog, rotationOf } from '../common/lineLog.ts';
-import { LEVEL_RANK, hostJson, hostLine, type HostEntry } from '../common/logFormat.ts';
+import { hostJson, hostLine, levelEnabled, type HostEntry } from '../common/logFormat.ts';
 import type { ToPrimary, ToWorker, WireHostEntry } from './poolMessages.ts';
 
 export interface HostLog {
@@ -38,17 +38,17 @@ function levelled(write: (level: HostEntry['level'], message: string, requestId?
 /** The primary's log: the one writer of host.log. */
 export function openHostLog(dir: string, settings: LogSettings): PrimaryHostLog {
   const log = openLineLog(dir, 'host.log', rotationOf(settings));
-  let threshold = LEVEL_RANK[settings.logLevel];
+  let threshold = settings.logLevel;
   let json = settings.logFormat === 'json';
   const write = (entry: HostEntry) => {
-    if (LEVEL_RANK[entry.level] > threshold) return;
+    if (!levelEnabled(entry.level, threshold)) return;
     log.write(json ? hostJson(entry, process.pid) : hostLine(entry));
   };
   return {
     ...levelled((level, message, requestId) => write({ time: new Date(), level, requestId, message })),
     write,
     reopen(next) {
-      threshold = LEVEL_RANK[next.logLevel];
+      threshold = next.logLevel;
       json = next.logFormat === 'json';
       return log.reopen(rotationOf(next));
     },

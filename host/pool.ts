@@ -20,9 +20,12 @@ const RESTART_DELAY_MS = 1_000;
 export async function runPool(config: Config, argv: string[]): Promise<void> {
   const log = openHostLog(config.logs, logSettingsOf(config));
   // Workers send their lines here, so this process alone reopens host.log; its workers ignore SIGHUP.
-  onReload(argv, config, (settings, note) => {
+  let json = config.logFormat === 'json';
+  onReload(argv, config, (settings, note, kept) => {
     const reopened = log.reopen(settings);
-    log.notice(`SIGHUP received: ${reopened ? 'reopened host.log' : 'host.log could not be reopened'}; ${note}`);
+    json = settings.logFormat === 'json';
+    for (const worker of live) if (up.has(worker)) send(worker, { type: 'log-format', json });
+    log[kept ? 'error' : 'notice'](`SIGHUP received: ${reopened ? 'reopened host.log' : 'host.log could not be reopened'}; ${note}`);
   });
   const startedAt = new Date().toISOString();
   const live = new Set<Worker>();
@@ -123,6 +126,7 @@ export async function runPool(config: Config, argv: string[]): Promise<void> {
       worker.once('listening', (address) => {
         listening = true;
         up.add(worker);
+        if (json !== (config.logFormat === 'json')) send(worker, { type: 'log-format', json });
         resolve({ worker, port: address.port });
       });
       worker.once('exit', () => reject(new Error(`worker ${worker.process.pid} exited before listening`)));

@@ -21,4 +21,6 @@ export type ToWorker =
   | { type: 'retire' }
   | { type: 'stats?'; id: number }
   | { type: 'status'; id: number; status: PoolStatus }
-  | { type: 'log-flushed'; id: number };
+  | { type: 'log-flushed'; id: number }
+  /** host.log's layout now (SIGHUP may change it): the execution-limit watchdog writes its line itself. */
+  | { type: 'log-format'; json: boolean };

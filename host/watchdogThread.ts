@@ -1,12 +1,15 @@
 // The watchdog thread of a host worker (see executionLimit.ts). It runs while the worker's own thread
 // is blocked in a controller's synchronous loop, which no timer of that thread can interrupt.
 import { appendFileSync } from 'node:fs';
-import { workerData } from 'node:worker_threads';
+import { parentPort, workerData } from 'node:worker_threads';
 import { hostJson, hostLine } from '../common/logFormat.ts';
 import { readLabel, viewSharedTable } from './executionLimit.ts';
 
-const { buffer, limitMs, graceMs, hostLogFile, json } = workerData as { buffer: SharedArrayBuffer; limitMs: number; graceMs: number; hostLogFile: string; json: boolean };
+const { buffer, limitMs, graceMs, hostLogFile } = workerData as { buffer: SharedArrayBuffer; limitMs: number; graceMs: number; hostLogFile: string; json: boolean };
 const table = viewSharedTable(buffer);
+let { json } = workerData as { json: boolean };
+// A SIGHUP may change host.log's layout; this thread's loop is free to hear it while the worker's is not.
+parentPort?.on('message', (message: { json: boolean }) => (json = message.json));
 
 setInterval(() => {
   const now = Date.now();

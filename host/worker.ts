@@ -131,5 +131,6 @@ export async function runWorker(config: Config): Promise<void> {
     if (message.type === 'retire') retire(recycleStopMs).then(() => process.exit(0));
     else if (message.type === 'stats?') send({ type: 'stats', id: message.id, snapshot: stats.snapshot() });
     else if (message.type === 'status') pendingStatus.get(message.id)?.(message.status);
+    else if (message.type === 'log-format') limit?.setLogFormat(message.json);
   };
 }

@@ -113,10 +113,10 @@ async function start(argv: string[]): Promise<void> {
   // The children run in their own process groups: a SIGHUP reaches them only through here. The log
   // settings read again also go to children started later (restarts); other settings need a restart.
   process.on('SIGHUP', () => {
-    const { config: fresh, note } = rereadConfig(argv, config);
+    const { config: fresh, note, kept } = rereadConfig(argv, config);
     config = { ...config, ...logSettingsOf(fresh) };
     say(`SIGHUP: the children reopen their logs; ${note}`);
-    const message: ReloadMessage = { type: 'extqs:reload', settings: logSettingsOf(config), note };
+    const message: ReloadMessage = { type: 'extqs:reload', settings: logSettingsOf(config), note, kept };
     host.send(message);
     proxy.send(message);
   });

@@ -2,7 +2,7 @@
 // --log-level are not written.
 import type { LogSettings } from '../common/config.ts';
 import { openLineLog, rotationOf } from '../common/lineLog.ts';
-import { LEVEL_RANK, errorJson, errorLine, nowMicros, type ErrorEntry } from '../common/logFormat.ts';
+import { errorJson, errorLine, levelEnabled, nowMicros, type ErrorEntry } from '../common/logFormat.ts';
 
 export interface ErrorLog {
   write(event: ErrorEntry): void;
@@ -13,15 +13,15 @@ export interface ErrorLog {
 
 export function openErrorLog(dir: string, settings: LogSettings): ErrorLog {
   const log = openLineLog(dir, 'error.log', rotationOf(settings));
-  let threshold = LEVEL_RANK[settings.logLevel];
+  let threshold = settings.logLevel;
   let format = settings.logFormat === 'json' ? errorJson : errorLine;
   return {
     write(event) {
-      if (LEVEL_RANK[event.level] > threshold) return;
+      if (!levelEnabled(event.level, threshold)) return;
       log.write(format(event, nowMicros(), process.pid));
     },
     reopen(next) {
-      threshold = LEVEL_RANK[next.logLevel];
+      threshold = next.logLevel;
       format = next.logFormat === 'json' ? errorJson : errorLine;
       return log.reopen(rotationOf(next));
     },

@@ -21,9 +21,9 @@ async function main(): Promise<void> {
   }
   const accessLog = openAccessLog(config.logs, logSettingsOf(config));
   const errorLog = openErrorLog(config.logs, logSettingsOf(config));
-  onReload(argv, config, (settings, note) => {
+  onReload(argv, config, (settings, note, kept) => {
     const reopened = [accessLog.reopen(settings) && 'access.log', errorLog.reopen(settings) && 'error.log'].filter(Boolean);
-    errorLog.write({ module: 'mpm_event', level: 'notice', message: `SIGHUP received: reopened ${reopened.join(', ') || 'no log file'}; ${note}` });
+    errorLog.write({ module: 'mpm_event', level: kept ? 'error' : 'notice', message: `SIGHUP received: reopened ${reopened.join(', ') || 'no log file'}; ${note}` });
   });
   const upstreams = new Upstreams(
     config.upstreams,

@@ -108,6 +108,31 @@ describe('the execution limit (--max-execution-time 1)', function () {
   });
 });
 
+describe('the watchdog after SIGHUP changed the log format', function () {
+  let sandbox: Sandbox;
+  let stack: Running;
+
+  after(async function () {
+    await stack?.stop();
+    sandbox?.remove();
+  });
+
+  it('writes its line in the new layout (it writes host.log itself, by name)', async function () {
+    sandbox = makeSandbox();
+    const conf = join(sandbox.dir, 'extqs.conf');
+    writeFileSync(conf, 'WORKERS=1\nMAX_EXECUTION_TIME=1\n');
+    writeFileSync(join(sandbox.controllers, 'Spin.ts'), `export default () => { for (;;) {} };\n`);
+    stack = await startStack(sandbox, ['--config', conf]);
+    writeFileSync(conf, 'WORKERS=1\nMAX_EXECUTION_TIME=1\nLOG_FORMAT=json\n');
+    stack.child.kill('SIGHUP');
+    await eventually(() => readLog(sandbox, 'host.log').find((l) => l.startsWith('{') && l.includes('SIGHUP received')), 5000, 'the reload line, as JSON');
+    const reply = await get(stack.url, '/External/Spin');
+    expect(reply.status).to.equal(504);
+    const line = await eventually(() => readLog(sandbox, 'host.log').find((l) => l.includes('the worker was blocked for')), 5000, 'the watchdog line');
+    expect(JSON.parse(line)).to.deep.include({ level: 'error', request_id: reply.headers['x-request-id'] });
+  });
+});
+
 describe('a controller dispose() hook', function () {
   let sandbox: Sandbox;
   let stack: Running;

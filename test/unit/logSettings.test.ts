@@ -40,6 +40,12 @@ describe('log settings', () => {
       expect(levelEnabled('trace8', 'trace8')).to.equal(true);
     });
 
+    it('always write notice lines (start, stop, SIGHUP), as Apache does to a file log', () => {
+      expect(levelEnabled('notice', 'warn')).to.equal(true);
+      expect(levelEnabled('notice', 'emerg')).to.equal(true);
+      expect(levelEnabled('info', 'emerg')).to.equal(false);
+    });
+
     it('default to info, so the favicon miss ([core:info]) shows', () => {
       expect(read([]).logLevel).to.equal('info');
       expect(levelEnabled('info', read([]).logLevel)).to.equal(true);
@@ -131,6 +137,16 @@ describe('log settings', () => {
       expect(describeReload(running, fresh)).to.equal(
         `applied --log-level "info" -> "debug", --log-max-size 0 -> 1048576; need a restart to apply: --port 8080 -> 9000, --workers ${running.workers} -> 3`,
       );
+    });
+
+    it('names the flags an operator sets, the client limits and upstreams among them', () => {
+      const running = read(['--upstream', 'unix:/run/a.sock']);
+      const fresh = read(['--upstream', 'unix:/run/a.sock', '--upstream', 'http://10.0.0.2:9000', '--keep-alive-timeout', '2', '--status-allow', '10.0.0.0/8']);
+      expect(configChanges(running, fresh).restart).to.deep.equal([
+        '--keep-alive-timeout 5 -> 2',
+        '--upstream "unix:/run/a.sock" -> "unix:/run/a.sock,http://10.0.0.2:9000"',
+        '--status-allow "127.0.0.0/8,::1/128" -> "10.0.0.0/8"',
+      ]);
     });
 
     it('says when nothing changed', () => {
