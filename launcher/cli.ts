@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { ConfigError, logSettingsOf, readConfig, type ClientLimits, type Config } from '../common/config.ts';
 import { readyLine } from '../common/ready.ts';
 import { rereadConfig, type ReloadMessage } from '../common/reload.ts';
+import { STOP_MARGIN_S } from '../common/shutdown.ts';
 import { Supervisor } from './supervisor.ts';
 
 const USAGE = `usage: extqs start [options]
@@ -26,14 +27,14 @@ const USAGE = `usage: extqs start [options]
   --log-format         LOG_FORMAT          combined (Apache's text layouts, default) or json (one object a line)
   --log-max-size       LOG_MAX_SIZE        rotate a log past this size, e.g. 100m (default 0 = never)
   --log-max-files      LOG_MAX_FILES       rotated files kept per log (default 5)
-  --config             EXTQS_CONFIG        file of NAME=value lines (the names above), read again on SIGHUP
-SIGHUP reopens every log file and applies the log settings read again; SIGTERM/SIGINT stop.
+  --config             EXTQS_CONFIG        file of NAME=value lines (the names here), read again on SIGHUP
   --header-timeout     HEADER_TIMEOUT      seconds a client has to send the request head, then 408 (default 20)
   --request-timeout    REQUEST_TIMEOUT     seconds a client has to send the whole request, then 408 (default 60)
   --keep-alive-timeout KEEP_ALIVE_TIMEOUT  seconds an idle client connection is kept (default 5, at most 60; 0 = no keep-alive)
   --max-header-size    MAX_HEADER_SIZE     bytes of request line and headers, then 431 (default 16384)
   --max-header-fields  MAX_HEADER_FIELDS   header fields in a request, then 400 (default 100)
   --max-connections    MAX_CONNECTIONS     client connections open at once, 0 = no cap (default 0)
+SIGHUP reopens every log file and applies the log settings read again; SIGTERM/SIGINT stop.
 `;
 
 /** The proxy's flags for its client limits, from the validated values. */
@@ -73,8 +74,7 @@ async function start(argv: string[]): Promise<void> {
     ],
     onReady: () => {},
     onEvent: say,
-    // Workers cut what is left at the shutdown timeout; the pool kills a hung one 5 s later (host/pool.ts).
-    stopTimeoutMs: config.shutdownTimeout * 1000 + 10_000,
+    stopTimeoutMs: (config.shutdownTimeout + STOP_MARGIN_S.host) * 1000,
   });
   // With --port 0 the first proxy picks a free port; a restarted one must come back on that same port,
   // or every client would lose the service.
@@ -95,7 +95,7 @@ async function start(argv: string[]): Promise<void> {
       process.stdout.write(`${readyLine(url)}\n`);
     },
     onEvent: say,
-    stopTimeoutMs: config.shutdownTimeout * 1000 + 5_000, // the proxy cuts what is left at the shutdown timeout
+    stopTimeoutMs: (config.shutdownTimeout + STOP_MARGIN_S.proxy) * 1000,
   });
 
   let stopping: Promise<void> | undefined;

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { readConfig } from '../../common/config.ts';
+import { STOP_MARGIN_S } from '../../common/shutdown.ts';
 import { ROOT } from '../helpers/stack.ts';
 
 const UNITS = join(ROOT, 'deploy/systemd');
@@ -16,6 +17,18 @@ function flagsOf(unit: string): string[] {
   const words = execStart.split(/\s+/).filter(Boolean);
   const script = words.findIndex((w) => w.endsWith('.ts') || w === 'bin/extqs.js');
   return words.slice(script + 1).filter((w, i) => !(i === 0 && w === 'start'));
+}
+
+/** The configuration the unit's flags give, its --www and --logs replaced by a scratch tree (its own paths do not exist here). */
+function configOf(file: string) {
+  const dir = mkdtempSync(join(tmpdir(), 'extqs-unit-'));
+  try {
+    for (const sub of ['www/public', 'www/controllers', 'logs']) mkdirSync(join(dir, sub), { recursive: true });
+    const flags = flagsOf(readFileSync(join(UNITS, file), 'utf8')).map((w, i, all) => (all[i - 1] === '--www' ? join(dir, 'www') : all[i - 1] === '--logs' ? join(dir, 'logs') : w));
+    return readConfig(flags, {}, dir);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 describe('the systemd units in deploy/systemd', () => {
@@ -34,18 +47,15 @@ describe('the systemd units in deploy/systemd', () => {
     });
 
     it(`${file}: passes only flags the process accepts, with valid values`, () => {
-      const dir = mkdtempSync(join(tmpdir(), 'extqs-unit-'));
-      try {
-        for (const sub of ['www/public', 'www/controllers', 'logs']) mkdirSync(join(dir, sub), { recursive: true });
-        // The unit's own paths do not exist here: the rest is checked as written.
-        const flags = flagsOf(readFileSync(join(UNITS, file), 'utf8')).map((w, i, all) =>
-          all[i - 1] === '--www' ? join(dir, 'www') : all[i - 1] === '--logs' ? join(dir, 'logs') : w,
-        );
-        expect(flags.length).to.be.greaterThan(2);
-        expect(() => readConfig(flags, {}, dir)).not.to.throw();
-      } finally {
-        rmSync(dir, { recursive: true, force: true });
-      }
+      expect(flagsOf(readFileSync(join(UNITS, file), 'utf8')).length).to.be.greaterThan(2);
+      expect(() => configOf(file)).not.to.throw();
+    });
+
+    it(`${file}: gives a stop the time the process may take before systemd kills it`, () => {
+      const unit = readFileSync(join(UNITS, file), 'utf8');
+      const { shutdownTimeout } = configOf(file);
+      const worstCase = file === 'extqs.service' ? 2 * shutdownTimeout + STOP_MARGIN_S.proxy + STOP_MARGIN_S.host : shutdownTimeout + STOP_MARGIN_S[file.includes('host') ? 'host' : 'proxy'];
+      expect(Number(/^TimeoutStopSec=(\d+)$/m.exec(unit)?.[1])).to.be.at.least(worstCase);
     });
   }
 });
