@@ -12,9 +12,10 @@
 // exactly what reopen() does for an external logrotate (SIGHUP). A file deleted under the process (its directory removed) is noticed within a
 // second and created again when the directory can be.
 import { once } from 'node:events';
-import { createWriteStream, fstat, fstatSync, mkdirSync, openSync, renameSync, rmSync } from 'node:fs';
+import { fstat, fstatSync, mkdirSync, openSync, renameSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import winston from 'winston';
+import { syncAppendStream } from './syncAppend.ts';
 
 export interface Rotation {
   /** Bytes after which the file is rotated; 0 = never. A turn's lines stay together, so a file may pass it by one batch. */
@@ -65,9 +66,8 @@ function openSink(path: string, report: (message: string) => void): Sink {
   mkdirSync(dirname(path), { recursive: true });
   const fd = openSync(path, 'a');
   const size = fstatSync(fd).size;
-  const file = createWriteStream(path, { fd, flags: 'a' });
   // A failed write (disk full, EIO) is said, not thrown: a log must never end the process.
-  file.on('error', (err) => report(err.message));
+  const file = syncAppendStream(fd, (err) => report(err.message));
   const transport = new winston.transports.Stream({ stream: file });
   // The format belongs on the logger: without one, winston's default json() stringifies every message
   // before the transport formats it again.
