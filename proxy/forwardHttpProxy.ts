@@ -7,7 +7,7 @@ import { Agent, type ClientRequest, type IncomingMessage, type ServerResponse } 
 import httpProxy from 'http-proxy';
 import { countBodyBytes } from './accessLog.ts';
 import type { Upstream } from '../common/config.ts';
-import { failures, forwardedHeaders, IDLE_UPSTREAM_SOCKET_MS, isConnectError, mayRetry, removeHopByHop, type Forward, type ForwarderOptions } from './forwarding.ts';
+import { failures, forwardedHeaders, IDLE_UPSTREAM_SOCKET_MS, isConnectError, mayRetry, responseHeaders, type Forward, type ForwarderOptions } from './forwarding.ts';
 import type { UpstreamState } from './upstreams.ts';
 
 function targetOf(upstream: Upstream) {
@@ -45,7 +45,7 @@ export function createHttpProxyForwarder(options: ForwarderOptions): Forward {
       proxyRes.destroy();
       return;
     }
-    removeHopByHop(proxyRes.headers);
+    proxyRes.headers = responseHeaders(proxyRes.headers);
     // http-proxy copies the client's Connection header otherwise, which we removed: say what Node will do.
     proxyRes.headers.connection = res.shouldKeepAlive ? 'keep-alive' : 'close';
     if (proxyRes.headers['content-length'] === undefined) proxyRes.on('data', (chunk: Buffer) => countBodyBytes(res, chunk.length));

@@ -6,11 +6,13 @@ import { PassThrough } from 'node:stream';
 import { Pool, type Dispatcher } from 'undici';
 import { formatUpstream, type Upstream } from '../common/config.ts';
 import { countBodyBytes } from './accessLog.ts';
-import { failures, forwardedHeaders, IDLE_UPSTREAM_SOCKET_MS, isConnectError, mayRetry, removeHopByHop, type Failures, type Forward, type ForwarderOptions } from './forwarding.ts';
+import { failures, forwardedHeaders, IDLE_UPSTREAM_SOCKET_MS, isConnectError, mayRetry, responseHeaders, type Failures, type Forward, type ForwarderOptions } from './forwarding.ts';
 import type { Upstreams, UpstreamState } from './upstreams.ts';
 
 /** Fields undici frames or refuses itself (the other hop-by-hop ones are never forwarded). */
 const ENGINE_FRAMED = ['transfer-encoding', 'expect'] as const;
+/** Node frames the client's response itself. */
+const NODE_FRAMED = ['transfer-encoding'] as const;
 
 /** One forwarded request: the host's answer is written to `res` as it arrives. */
 class ForwardHandler implements Dispatcher.DispatchHandler {
@@ -67,10 +69,8 @@ class ForwardHandler implements Dispatcher.DispatchHandler {
     if (this.settled) return controller.abort(new Error('answered already'));
     clearTimeout(this.deadline);
     this.engine.upstreams.reached(this.upstream);
-    removeHopByHop(headers);
-    delete headers['transfer-encoding']; // Node frames the client's response itself
     this.countBytes = headers['content-length'] === undefined;
-    this.res.writeHead(statusCode, headers);
+    this.res.writeHead(statusCode, responseHeaders(headers, NODE_FRAMED));
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {

@@ -22,6 +22,8 @@ export const IDLE_UPSTREAM_SOCKET_MS = 10_000;
 /** RFC 9110 §7.6.1: connection-specific fields are never forwarded, in either direction. */
 const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'te', 'upgrade', 'trailer'] as const;
 
+const HOP_BY_HOP_FIELDS = new Set<string>(HOP_BY_HOP);
+
 const NEVER_FORWARDED = new Set<string>([...HOP_BY_HOP, 'forwarded', 'x-request-id']);
 
 /** Errors that mean the host could not be reached at all (down or restarting): 503, not 500. */
@@ -42,13 +44,29 @@ export function mayRetry(req: IncomingMessage, hasBody: boolean): boolean {
 
 type Headers = Record<string, string | string[] | undefined>;
 
-/** Removes the hop-by-hop fields and those the Connection field names. */
-export function removeHopByHop(headers: Headers): void {
-  const nominated = headers.connection;
-  if (typeof nominated === 'string') {
-    for (const name of nominated.split(',')) delete headers[name.trim().toLowerCase()];
+const NOTHING_NOMINATED: readonly string[] = [];
+
+/** The field names a Connection field lists (RFC 9110 §7.6.1), lower case. */
+function nominatedBy(connection: string | string[] | undefined): readonly string[] {
+  if (typeof connection !== 'string') return NOTHING_NOMINATED;
+  const names = connection.toLowerCase();
+  // What nearly every request and every host response says: nothing to split (both are hop-by-hop anyway).
+  if (names === 'keep-alive' || names === 'close') return NOTHING_NOMINATED;
+  return names.split(',').map((name) => name.trim());
+}
+
+/**
+ * The host's response fields for the client: without the hop-by-hop fields, those the Connection field
+ * names, and `engineFramed` (what Node frames itself). A fresh object, as for the request below.
+ */
+export function responseHeaders(headers: Headers, engineFramed: readonly string[] = []): Headers {
+  const nominated = nominatedBy(headers.connection);
+  const out: Headers = {};
+  for (const name in headers) {
+    if (HOP_BY_HOP_FIELDS.has(name) || engineFramed.includes(name) || nominated.includes(name)) continue;
+    out[name] = headers[name];
   }
-  for (const name of HOP_BY_HOP) delete headers[name];
+  return out;
 }
 
 /** `Latest` for `/External/Latest`: what an operator greps for. */
@@ -70,7 +88,7 @@ function controllerOf(path: string): string {
  */
 export function forwardedHeaders(req: IncomingMessage, requestId: string, engineFramed: readonly string[] = []): Record<string, string | string[]> {
   const incoming = req.headers;
-  const nominated = typeof incoming.connection === 'string' ? incoming.connection.toLowerCase().split(',').map((name) => name.trim()) : [];
+  const nominated = nominatedBy(incoming.connection);
   const out: Record<string, string | string[]> = {};
   for (const name in incoming) {
     const value = incoming[name];
