@@ -4,7 +4,7 @@ import { existsSync, rmSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { get } from '../helpers/http.ts';
-import { eventually, makeSandbox, readHostEvents, readLog, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
+import { callMarker, eventually, makeSandbox, readHostEvents, readLog, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
 
 describe('controllers in a running stack', function () {
   let sandbox: Sandbox;
@@ -181,9 +181,10 @@ describe('controllers in a running stack', function () {
 
     it('lets a request in flight finish on the old version, and disposes that version only after it', async function () {
       const marker = join(sandbox.dir, 'slow-disposed.txt');
-      write('SlowSwap.ts', `import { writeFileSync } from 'node:fs';\nexport default () => new Promise((r) => setTimeout(() => r('v1 done'), 800));\nexport function dispose() { writeFileSync(${JSON.stringify(marker)}, 'v1'); }\n`);
+      const called = callMarker(sandbox, 'SlowSwap');
+      write('SlowSwap.ts', `import { writeFileSync } from 'node:fs';\nexport default () => { ${called.statement} return new Promise((r) => setTimeout(() => r('v1 done'), 800)); };\nexport function dispose() { writeFileSync(${JSON.stringify(marker)}, 'v1'); }\n`);
       const inFlight = get(stack.url, '/External/SlowSwap');
-      await eventually(() => (readLog(sandbox, 'host.log').some((l) => l.includes('Loaded controller SlowSwap')) ? true : undefined), 3000, 'the first load');
+      await called.reached();
       write('SlowSwap.ts', `export default () => 'v2';\n`);
       // Wait for the install itself: a request sent before it would run on v1 for 800 ms too.
       const loads = () => readLog(sandbox, 'host.log').filter((l) => l.includes('Loaded controller SlowSwap'));

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import { get } from '../helpers/http.ts';
 import { FORWARDERS } from '../../common/config.ts';
-import { eventually, makeSandbox, readLog, startProcess, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
+import { callMarker, eventually, makeSandbox, readLog, startProcess, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
 
 /** Sends `raw` bytes (ending in `Connection: close`) and resolves with all the server sent until it closed. */
 function rawExchange(url: string, raw: string): Promise<string> {
@@ -125,26 +125,29 @@ for (const forwarder of FORWARDERS) {
 
     it("aborts the host's request, so the controller's signal fires", async function () {
       const marker = join(sandbox.dir, 'aborted.txt');
+      const called = callMarker(sandbox, 'Patient');
       writeFileSync(
         join(sandbox.controllers, 'Patient.ts'),
         `import { writeFileSync } from 'node:fs';
   export default ({ signal }: any) => new Promise((resolve) => {
+    ${called.statement}
     const timer = setTimeout(() => resolve('too late'), 10_000);
     signal.addEventListener('abort', () => { clearTimeout(timer); writeFileSync(${JSON.stringify(marker)}, 'aborted'); resolve('gone'); });
   });\n`,
       );
       const { hostname, port } = new URL(stack.url);
       const socket = connect(Number(port), hostname, () => socket.write('GET /External/Patient HTTP/1.1\r\nHost: x\r\n\r\n'));
-      await eventually(() => (readLog(sandbox, 'host.log').some((l) => l.includes('Loaded controller Patient')) ? true : undefined), 3000, 'the request to reach the controller');
+      await called.reached();
       socket.destroy();
       expect(await eventually(() => (existsSync(marker) ? readFileSync(marker, 'utf8') : undefined), 3000, 'the abort')).to.equal('aborted');
     });
 
     it('closes the pipelined requests queued behind it: logged, and none left in flight', async function () {
-      writeFileSync(join(sandbox.controllers, 'Queued.ts'), `export default () => new Promise((resolve) => setTimeout(() => resolve('late'), 2000));\n`);
+      const called = callMarker(sandbox, 'Queued');
+      writeFileSync(join(sandbox.controllers, 'Queued.ts'), `export default () => { ${called.statement} return new Promise((resolve) => setTimeout(() => resolve('late'), 2000)); };\n`);
       const { hostname, port } = new URL(stack.url);
       const socket = connect(Number(port), hostname, () => socket.write('GET /External/Queued HTTP/1.1\r\nHost: x\r\n\r\n'.repeat(5)));
-      await eventually(() => (readLog(sandbox, 'host.log').some((l) => l.includes('Loaded controller Queued')) ? true : undefined), 3000, 'the request to reach the controller');
+      await called.reached();
       socket.destroy();
       const lines = await eventually(() => {
         const queued = readLog(sandbox, 'access.log').filter((l) => l.includes('/External/Queued'));

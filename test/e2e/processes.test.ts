@@ -5,7 +5,7 @@ import { copyFileSync, existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { get } from '../helpers/http.ts';
-import { eventually, makeSandbox, readLog, ROOT, startProcess, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
+import { callMarker, eventually, makeSandbox, readLog, ROOT, startProcess, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
 
 describe('the host process on its own', function () {
   let sandbox: Sandbox;
@@ -159,15 +159,16 @@ describe('a running stack under faults and signals', function () {
     await stack.stop();
     stack = await startStack(sandbox, ['--shutdown-timeout', '1']);
     const finished = join(sandbox.dir, 'finished.txt');
+    const called = callMarker(sandbox, 'Endless');
     writeFileSync(
       join(sandbox.controllers, 'Endless.ts'),
-      `import { writeFileSync } from 'node:fs';\nexport default async () => { await new Promise((r) => setTimeout(r, 8000)); writeFileSync(${JSON.stringify(finished)}, 'x'); return 'late'; };\n`,
+      `import { writeFileSync } from 'node:fs';\nexport default async () => { ${called.statement} await new Promise((r) => setTimeout(r, 8000)); writeFileSync(${JSON.stringify(finished)}, 'x'); return 'late'; };\n`,
     );
     const pending = get(stack.url, '/External/Endless').then(
       (reply) => reply.status,
       (err: NodeJS.ErrnoException) => err.code,
     );
-    await eventually(() => (readLog(sandbox, 'host.log').some((l) => l.includes('Loaded controller Endless')) ? true : undefined), 3000, 'the request to start');
+    await called.reached();
     expect(await stack.stop()).to.equal(0);
     // Cut (connection reset) or answered by the proxy, but never the controller's late answer.
     expect(await pending).to.be.oneOf(['ECONNRESET', 503, 500]);
@@ -176,9 +177,10 @@ describe('a running stack under faults and signals', function () {
   });
 
   it('on SIGTERM lets a request in flight finish, then exits 0 with every log line written', async function () {
-    writeFileSync(join(sandbox.controllers, 'Slow.ts'), `export default async () => { await new Promise((r) => setTimeout(r, 700)); return 'done slowly'; };\n`);
+    const called = callMarker(sandbox, 'Slow');
+    writeFileSync(join(sandbox.controllers, 'Slow.ts'), `export default async () => { ${called.statement} await new Promise((r) => setTimeout(r, 700)); return 'done slowly'; };\n`);
     const pending = get(stack.url, '/External/Slow');
-    await eventually(() => (readLog(sandbox, 'host.log').some((l) => l.includes('Loaded controller Slow')) ? true : undefined), 3000, 'the slow request to start');
+    await called.reached();
     const code = stack.stop();
     const reply = await pending;
     expect(reply.status).to.equal(200);

@@ -2,7 +2,7 @@
 // read from the process's own ready line, and every child killed and awaited in teardown.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -118,4 +118,16 @@ export async function eventually<T>(check: () => T | undefined | Promise<T | und
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 20));
   }
+}
+
+/**
+ * Proof that a request reached a controller: the controller runs `statement` first thing, and `reached()`
+ * waits for it. ("Loaded controller X" is no such proof: the watcher loads an added file by itself.)
+ */
+export function callMarker(sandbox: Sandbox, name: string): { statement: string; reached(timeoutMs?: number): Promise<true> } {
+  const file = join(sandbox.dir, `${name}.called`);
+  return {
+    statement: `require('node:fs').writeFileSync(${JSON.stringify(file)}, '');`,
+    reached: (timeoutMs = 3000) => eventually(() => (existsSync(file) ? true : undefined), timeoutMs, `a request to reach controller ${name}`),
+  };
 }
