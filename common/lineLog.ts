@@ -12,7 +12,7 @@
 // exactly what reopen() does for an external logrotate (SIGHUP). A file deleted under the process (its directory removed) is noticed within a
 // second and created again when the directory can be.
 import { once } from 'node:events';
-import { fstat, fstatSync, mkdirSync, openSync, renameSync, rmSync } from 'node:fs';
+import { createWriteStream, fstat, fstatSync, mkdirSync, openSync, renameSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import winston from 'winston';
 import { syncAppendStream } from './syncAppend.ts';
@@ -65,9 +65,12 @@ interface Sink {
 function openSink(path: string, report: (message: string) => void): Sink {
   mkdirSync(dirname(path), { recursive: true });
   const fd = openSync(path, 'a');
-  const size = fstatSync(fd).size;
-  // A failed write (disk full, EIO) is said, not thrown: a log must never end the process.
-  const file = syncAppendStream(fd, (err) => report(err.message));
+  const stats = fstatSync(fd);
+  const size = stats.size;
+  // A failed write (disk full, EIO) is said, not thrown: a log must never end the process. A regular file
+  // is appended to in place (common/syncAppend.ts); anything else (a pipe) through the thread pool.
+  const file = stats.isFile() ? syncAppendStream(fd, (err) => report(err.message)) : createWriteStream(path, { fd, flags: 'a' });
+  if (!stats.isFile()) file.on('error', (err: Error) => report(err.message));
   const transport = new winston.transports.Stream({ stream: file });
   // The format belongs on the logger: without one, winston's default json() stringifies every message
   // before the transport formats it again.

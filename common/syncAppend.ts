@@ -1,7 +1,8 @@
 // A writable stream that appends to an open file with write(2) on the calling thread, as nginx writes its
 // logs. Node's fs.WriteStream sends each write to the libuv thread pool instead: under load that cost
 // the proxy more CPU in queueing and waking threads than the writes themselves (README, Performance).
-// A log line is short and the file is local; a disk that blocks would block nginx the same way.
+// A log line is short and the file local; a disk that blocks would block nginx the same way. Only for
+// regular files: a log that is a pipe (/dev/stdout under a container) keeps fs.WriteStream (lineLog.ts).
 import { closeSync, writeSync, writevSync } from 'node:fs';
 import { Writable } from 'node:stream';
 
@@ -15,15 +16,20 @@ function writeAll(fd: number, chunks: Buffer[]): void {
 }
 
 /**
- * Appends to `fd` (opened with 'a'), and closes it when the stream ends. A failed write (disk full, EIO)
- * goes to `report` and the stream goes on: a log must never end the process.
+ * Appends to `fd` (opened with 'a'; a regular file: a pipe could block the process), and closes it when
+ * the stream ends. A failed write (disk full, EIO) goes to `report` once until a write succeeds again, and
+ * the stream goes on: a log must never end the process, nor flood stderr.
  */
 export function syncAppendStream(fd: number, report: (err: Error) => void): Writable {
+  let failing: string | undefined;
   const write = (chunks: Buffer[], done: () => void) => {
     try {
       writeAll(fd, chunks);
+      failing = undefined;
     } catch (err) {
-      report(err as Error);
+      const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+      if (code !== failing) report(err as Error);
+      failing = code;
     }
     done();
   };

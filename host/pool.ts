@@ -142,12 +142,12 @@ export async function runPool(config: Config, argv: string[]): Promise<void> {
   const first = await Promise.all(Array.from({ length: config.workers }, fork));
   if (config.socket) await chmod(config.socket, 0o600);
   const url = config.socket ? `unix:${config.socket}` : formatUpstream({ kind: 'tcp', host: config.hostListen, port: first[0].port });
-  log.info(`Host pool ${process.pid} serving ${config.www}/controllers on ${url} with ${config.workers} workers`);
+  log.notice(`Host pool ${process.pid} serving ${config.www}/controllers on ${url} with ${config.workers} workers`);
   process.stdout.write(`${readyLine(url)}\n`);
 
   onShutdownSignal(async (reason) => {
     stopping = true;
-    log.info(`Host pool ${process.pid} shutting down (${reason})`);
+    log.notice(`Host pool ${process.pid} shutting down (${reason})`);
     const exits = [...live].map((worker) => once(worker, 'exit'));
     // A signal, not a message: a worker still starting has no message handler yet, and would miss a
     // 'retire' (a stop during a recycle then waited for the hard stop). SIGTERM retires it the same way.

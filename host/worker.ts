@@ -26,6 +26,8 @@ export async function runWorker(config: Config): Promise<void> {
   const stats = new WorkerStats();
   let handle = (message: ToWorker): void => {
     if (message.type === 'stats?') send({ type: 'stats', id: message.id, snapshot: stats.snapshot() });
+    // Sent once this worker listens, when `limit` below exists, maybe before the full handler is set.
+    else if (message.type === 'log-format') limit?.setLogFormat(message.json);
   };
   process.on('message', (message: ToWorker) => handle(message));
   const log = workerHostLog();

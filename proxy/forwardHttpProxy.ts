@@ -51,7 +51,9 @@ export function createHttpProxyForwarder(options: ForwarderOptions): Forward {
     if (proxyRes.headers['content-length'] === undefined) proxyRes.on('data', (chunk: Buffer) => countBodyBytes(res, chunk.length));
     // pipe() does not pass errors on: a host dying mid-body would leave the client waiting forever.
     proxyRes.once('close', () => {
-      if (!proxyRes.complete) res.destroy();
+      if (proxyRes.complete) return;
+      const err = Object.assign(new Error('other side closed'), { code: 'ECONNRESET' });
+      fail.cutShort(err, req, res, pathOf(req), idOf(req), upstream!);
     });
   });
 

@@ -102,8 +102,6 @@ class ForwardHandler implements Dispatcher.DispatchHandler {
     }
     clearTimeout(this.deadline);
     this.settled = true;
-    // The host died mid-body: the client can only be cut.
-    if (this.res.headersSent) return void this.res.destroy();
     fail.failed(err, this.req, this.res, this.path, this.requestId, this.upstream);
   }
 }

@@ -112,6 +112,8 @@ export interface Failures {
   connectFailed(err: NodeJS.ErrnoException, req: IncomingMessage, path: string, requestId: string, upstream: UpstreamState): void;
   /** The request could not be forwarded or the host ended it without headers: 503 or 500. */
   failed(err: NodeJS.ErrnoException, req: IncomingMessage, res: ServerResponse, path: string, requestId: string, upstream: UpstreamState): void;
+  /** The host's answer broke off after its headers: the client can only be cut; logged once. */
+  cutShort(err: NodeJS.ErrnoException, req: IncomingMessage, res: ServerResponse, path: string, requestId: string, upstream: UpstreamState): void;
 }
 
 export function failures({ errorLog, upstreamTimeoutMs }: ForwarderOptions): Failures {
@@ -140,6 +142,7 @@ export function failures({ errorLog, upstreamTimeoutMs }: ForwarderOptions): Fai
     connectFailed: (err, req, path, requestId, upstream) => logConnectFailure(err, req.socket ?? {}, path, requestId, upstream),
     failed(err, req, res, path, requestId, upstream) {
       if (res.destroyed || res.writableEnded) return; // nobody left to answer
+      if (res.headersSent) return this.cutShort(err, req, res, path, requestId, upstream);
       // Either socket may be null here: undici nulls req.socket when it drops a request body, and Node
       // gives a queued pipelined response no socket until the one before it ends. The page is still
       // written then: Node holds it until its turn.
@@ -158,6 +161,18 @@ export function failures({ errorLog, upstreamTimeoutMs }: ForwarderOptions): Fai
         requestId,
       });
       sendErrorPage(res, 500);
+    },
+    cutShort(err, req, res, path, requestId, upstream) {
+      if (res.destroyed) return;
+      errorLog.write({
+        module: 'proxy',
+        level: 'error',
+        status: `(${err.code ?? 'ECONNRESET'})${err.message}`,
+        client: clientOf(req.socket ?? res.socket ?? {}),
+        message: `error reading response from upstream ${upstream.name} for ${path}: the answer broke off after its headers`,
+        requestId,
+      });
+      res.destroy();
     },
   };
 }

@@ -74,9 +74,11 @@ function closeWithConnection(connection: Socket, res: ServerResponse): void {
     const responses = (queued = new Set());
     queuedOn.set(connection, responses);
     connection.once('close', () => {
+      // Those still here have not closed. One destroyed already (an engine cut it when the host died
+      // mid-body) got no 'close' either: a socketless destroy() emits nothing.
       for (const waiting of responses) {
-        if (waiting.socket || waiting.destroyed) continue;
-        waiting.destroy();
+        if (waiting.socket) continue;
+        if (!waiting.destroyed) waiting.destroy();
         waiting.emit('close');
       }
     });

@@ -93,7 +93,9 @@ for (const forwarder of FORWARDERS) {
     it('answers every pipelined request in order, failures included, and leaves none in flight', async function () {
       // Node gives a queued pipelined response no socket until the one before it ends: a failure must
       // still be answered then (it once returned early and left the client and a stop waiting for ever).
-      const paths = ['/External/Headers', '/External/Missing', '/External/Headers', '/External/Missing', '/External/Missing'];
+      // A slow one first, so the failures behind it are certainly queued.
+      writeFileSync(join(sandbox.controllers, 'Dawdle.ts'), `export default () => new Promise((resolve) => setTimeout(() => resolve('dawdled'), 300));\n`);
+      const paths = ['/External/Dawdle', '/External/Missing', '/External/Headers', '/External/Missing', '/External/Missing'];
       const raw = paths.map((path, i) => `GET ${path} HTTP/1.1\r\nHost: x\r\n${i === paths.length - 1 ? 'Connection: close\r\n' : ''}\r\n`).join('');
       const response = await rawExchange(stack.url, raw);
       const statuses = [...response.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1]));
@@ -154,6 +156,22 @@ for (const forwarder of FORWARDERS) {
         return queued.length === 5 ? queued : undefined;
       }, 1500, 'an access-log line for each of the 5 requests before the controller answers');
       expect(lines).to.have.length(5);
+      expect((await get(stack.url, '/server-status?auto')).body).to.match(/^BusyWorkers: 1$/m);
+    });
+    it('closes a queued response the host broke off mid-body, once the client leaves', async function () {
+      const lagging = callMarker(sandbox, 'Lagging');
+      writeFileSync(join(sandbox.controllers, 'Lagging.ts'), `export default () => { ${lagging.statement} return new Promise((resolve) => setTimeout(() => resolve('late'), 2000)); };\n`);
+      writeFileSync(
+        join(sandbox.controllers, 'Broken.ts'),
+        `export default () => new Response(new ReadableStream({ start(c) { c.enqueue(new TextEncoder().encode('partial')); setTimeout(() => c.error(new Error('boom')), 50); } }));\n`,
+      );
+      const { hostname, port } = new URL(stack.url);
+      const socket = connect(Number(port), hostname, () => socket.write('GET /External/Lagging HTTP/1.1\r\nHost: x\r\n\r\nGET /External/Broken HTTP/1.1\r\nHost: x\r\n\r\n'));
+      await lagging.reached();
+      // The proxy cut Broken's response, still queued behind Lagging's, and said so.
+      await eventually(() => readLog(sandbox, 'error.log').find((l) => l.includes('error reading response from upstream') && l.includes('for /External/Broken')), 3000, 'the mid-body line');
+      socket.destroy();
+      await eventually(() => (readLog(sandbox, 'access.log').some((l) => l.includes('"GET /External/Broken HTTP/1.1"')) ? true : undefined), 1500, "Broken's access-log line before Lagging's controller answers");
       expect((await get(stack.url, '/server-status?auto')).body).to.match(/^BusyWorkers: 1$/m);
     });
   });

@@ -54,6 +54,7 @@ describe('logs', function () {
       expect(count(readLog(sandbox, 'host.log'), '[info]')).to.equal(0);
       // Apache writes notice lines to a file log whatever the level: start-up is one.
       expect(count(readLog(sandbox, 'error.log'), 'resuming normal operations')).to.equal(1);
+      expect(readLog(sandbox, 'host.log').filter((l) => l.includes('[notice]') && /Host pool \d+ serving/.test(l))).to.have.length(1);
 
 
       // The file changes; SIGHUP to the launcher applies the level and names what needs a restart.

@@ -1,3 +1,5 @@
+import { execFileSync, spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -44,6 +46,19 @@ describe('a line log', () => {
     await drained;
     expect(captured).to.equal('late.log: after\n');
     expect(readFileSync(join(dir, 'late.log'), 'utf8')).to.equal('before\n');
+  });
+
+  it("writes every line to a log that is a pipe (a container's /dev/stdout), which is not appended to in place", async () => {
+    execFileSync('mkfifo', [join(dir, 'pipe.log')]);
+    // The reader must exist before the log opens the pipe, or the open blocks: a process of its own.
+    const reader = spawn('cat', [join(dir, 'pipe.log')], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let received = '';
+    reader.stdout.setEncoding('utf8').on('data', (chunk: string) => (received += chunk));
+    const log = openLineLog(dir, 'pipe.log');
+    for (let i = 0; i < 1000; i++) log.write(`line ${i}`);
+    await log.drain();
+    await once(reader, 'close');
+    expect(received.split('\n').filter(Boolean)).to.deep.equal(Array.from({ length: 1000 }, (_, i) => `line ${i}`));
   });
 });
 

@@ -24,7 +24,7 @@ describe('syncAppendStream', () => {
     expect(readFileSync(path, 'utf8')).to.equal('before\none\ntwo\nthree\nfour\nfive\n');
   });
 
-  it('reports a failed write and goes on taking lines', async () => {
+  it('reports a failed write once until a write succeeds, and goes on taking lines', async () => {
     const path = join(dir, 'r.log');
     writeFileSync(path, '');
     const readOnly = openSync(path, 'r');
@@ -35,7 +35,7 @@ describe('syncAppendStream', () => {
     const closed = once(stream, 'close');
     stream.end();
     await closed;
-    expect(errors).to.deep.equal(['EBADF', 'EBADF']);
+    expect(errors).to.deep.equal(['EBADF']);
     expect(() => closeSync(readOnly)).to.throw(/EBADF/); // closed by the stream's end
   });
 });
