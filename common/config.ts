@@ -372,12 +372,17 @@ export function logSettingsOf(config: Config): LogSettings {
   return { logLevel: config.logLevel, logFormat: config.logFormat, logMaxSize: config.logMaxSize, logMaxFiles: config.logMaxFiles };
 }
 
+/** `log-max-size` for `logMaxSize`. */
+function flagOf(key: string): string {
+  return key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+}
+
 /** Each setting under the flag that sets it, as an operator would write its value. */
 function settingsByFlag(config: Config): Map<string, string> {
   const { limits, upstreams, statusAllow, configFile, ...plain } = config;
   const settings = new Map<string, string>();
   for (const [key, value] of [...Object.entries(plain), ...Object.entries(limits)]) {
-    settings.set(key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`), JSON.stringify(value));
+    settings.set(flagOf(key), JSON.stringify(value));
   }
   settings.set('upstream', JSON.stringify(upstreams.map(formatUpstream).join(',')));
   settings.set('status-allow', JSON.stringify(statusAllow.map(({ address, prefix }) => `${address}/${prefix}`).join(',')));
@@ -385,7 +390,7 @@ function settingsByFlag(config: Config): Map<string, string> {
   return settings;
 }
 
-const LIVE_FLAGS = new Set<string>(LIVE_SETTINGS.map((key) => key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)));
+const LIVE_FLAGS = new Set<string>(LIVE_SETTINGS.map(flagOf));
 
 /** What a configuration read again (SIGHUP) changes, by flag: live settings are applied, the others need a restart. */
 export function configChanges(running: Config, fresh: Config): { live: string[]; restart: string[] } {

@@ -69,8 +69,7 @@ function openSink(path: string, report: (message: string) => void): Sink {
   const size = stats.size;
   // A failed write (disk full, EIO) is said, not thrown: a log must never end the process. A regular file
   // is appended to in place (common/syncAppend.ts); anything else (a pipe) through the thread pool.
-  const file = stats.isFile() ? syncAppendStream(fd, (err) => report(err.message)) : createWriteStream(path, { fd, flags: 'a' });
-  if (!stats.isFile()) file.on('error', (err: Error) => report(err.message));
+  const file = stats.isFile() ? syncAppendStream(fd, (err) => report(err.message)) : createWriteStream(path, { fd, flags: 'a' }).on('error', (err) => report(err.message));
   const transport = new winston.transports.Stream({ stream: file });
   // The format belongs on the logger: without one, winston's default json() stringifies every message
   // before the transport formats it again.

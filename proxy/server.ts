@@ -71,20 +71,24 @@ const queuedOn = new WeakMap<Socket, Set<ServerResponse>>();
 function closeWithConnection(connection: Socket, res: ServerResponse): void {
   let queued = queuedOn.get(connection);
   if (!queued) {
-    const responses = (queued = new Set());
-    queuedOn.set(connection, responses);
-    connection.once('close', () => {
-      // Those still here have not closed. One destroyed already (an engine cut it when the host died
-      // mid-body) got no 'close' either: a socketless destroy() emits nothing.
-      for (const waiting of responses) {
-        if (waiting.socket) continue;
-        if (!waiting.destroyed) waiting.destroy();
-        waiting.emit('close');
-      }
-    });
+    queued = new Set();
+    queuedOn.set(connection, queued);
+    connection.once('close', closeQueued.bind(null, queued));
   }
   queued.add(res);
   res.once('close', () => queued.delete(res));
+}
+
+/**
+ * Those still queued have not closed. One destroyed already (an engine cut it when the host died
+ * mid-body) got no 'close' either: a socketless destroy() emits nothing.
+ */
+function closeQueued(queued: Set<ServerResponse>): void {
+  for (const waiting of queued) {
+    if (waiting.socket) continue;
+    if (!waiting.destroyed) waiting.destroy();
+    waiting.emit('close');
+  }
 }
 
 export function createProxyServer({ www, upstreams, upstreamTimeoutMs, forwarder, staticCache, accessLog, errorLog, statusAllow, limits }: ProxyOptions): ProxyServer {
