@@ -9,7 +9,7 @@ import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { makeSandbox, ROOT, startProcess, type Running } from '../test/helpers/stack.ts';
+import { makeBenchTree, ROOT, startCommand, type Running } from './processes.ts';
 import { runLoad, type LoadResult } from './load.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
@@ -25,7 +25,7 @@ interface Scenario {
   path: string;
   /** Status each front is expected to answer (nginx says 502 where extqs reproduces Apache's 500). */
   expected: { extqs: number; nginx: number };
-  /** Minimum ratio to nginx (issue 5). */
+  /** Minimum ratio to nginx, same run (README, Performance). */
   target: number;
 }
 
@@ -194,7 +194,7 @@ async function reloadLatency(url: string, controllers: string, socket: string): 
 }
 
 async function main(): Promise<void> {
-  const sandbox = makeSandbox();
+  const sandbox = makeBenchTree();
   writeFileSync(join(sandbox.controllers, 'Echo.ts'), `export default ({ query }: any) => ({ sn: query.sn, no: query.no, ok: true });\n`);
   // A 1.4 KB page, like a small static file of the legacy site.
   writeFileSync(join(sandbox.publicDir, 'index.html'), `<!DOCTYPE html>\n<html><head><title>extqs</title></head><body>\n${'<p>External Query Service static page.</p>\n'.repeat(32)}</body></html>\n`);
@@ -202,15 +202,15 @@ async function main(): Promise<void> {
   const processes: Running[] = [];
   let nginx: ChildProcess | undefined;
   try {
-    const host = await startProcess('host/main.ts', ['--www', sandbox.www, '--logs', sandbox.logs, '--socket', socket, '--workers', WORKERS]);
+    const host = await startCommand('host', ['--www', sandbox.www, '--logs', sandbox.logs, '--socket', socket, '--workers', WORKERS]);
     processes.push(host);
     const proxyArgs = (forwarder: string, logs: string) => {
       mkdirSync(logs, { recursive: true });
       return ['--port', '0', '--listen', '127.0.0.1', '--www', sandbox.www, '--logs', logs, '--upstream', `unix:${socket}`, '--forwarder', forwarder];
     };
-    const proxy = await startProcess('proxy/main.ts', proxyArgs('undici', sandbox.logs));
+    const proxy = await startCommand('proxy', proxyArgs('undici', sandbox.logs));
     processes.push(proxy);
-    const httpProxy = await startProcess('proxy/main.ts', proxyArgs('http-proxy', join(sandbox.dir, 'logs-http-proxy')));
+    const httpProxy = await startCommand('proxy', proxyArgs('http-proxy', join(sandbox.dir, 'logs-http-proxy')));
     processes.push(httpProxy);
     const fronts: { name: 'extqs' | 'extqs-http-proxy' | 'nginx'; url: string; pid: number }[] = [
       { name: 'extqs', url: proxy.url, pid: proxy.child.pid! },

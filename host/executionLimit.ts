@@ -7,11 +7,16 @@
 // In both cases the proxy, whose own timer has the same limit and started first, has answered 504
 // already: the drop waits DROP_GRACE_MS more, so a proxy slowed by load still answers 504, not the 500
 // that a connection dropped before its timer fired would mean.
+import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
+import { runsFromSource, siblingFile } from '../common/entryFile.ts';
 
-/** Worker threads do not inherit tsx's hooks: the thread registers them, then loads its TypeScript. */
-const WATCHDOG_BOOT = `import(${JSON.stringify(import.meta.resolve('tsx/esm/api'))})
-  .then((tsx) => { tsx.register(); return import(${JSON.stringify(new URL('./watchdogThread.ts', import.meta.url).href)}); })`;
+/** The watchdog thread's module. Run from the sources (under tsx), a thread does not inherit tsx's
+ *  hooks: it registers them, then loads its TypeScript. */
+const WATCHDOG_FILE = siblingFile(import.meta.url, 'watchdogThread');
+const WATCHDOG_BOOT = runsFromSource(import.meta.url)
+  ? `import(${JSON.stringify(import.meta.resolve('tsx/esm/api'))}).then((tsx) => { tsx.register(); return import(${JSON.stringify(pathToFileURL(WATCHDOG_FILE).href)}); })`
+  : undefined;
 
 const SLOTS = 1024;
 const LABEL_BYTES = 512;
@@ -28,6 +33,14 @@ export interface Tracked {
   startedAt: number;
   /** Ends the request (drop + abort); called once, at the limit. */
   onOverrun: () => void;
+}
+
+/** What the watchdog thread is started with. */
+export interface WatchdogData {
+  buffer: SharedArrayBuffer;
+  limitMs: number;
+  graceMs: number;
+  logFd: number;
 }
 
 export interface SharedTable {
@@ -77,8 +90,8 @@ export class ExecutionLimit {
 
   constructor(
     readonly limitMs: number,
-    /** Where the watchdog writes its last line itself, and in which layout (the worker's log cannot run then). */
-    hostLog: { file: string; json: boolean },
+    /** Where the watchdog writes its last host.log event (the worker's own log cannot run then). */
+    watchdogLogFd: number,
     private readonly events: ExecutionLimitEvents,
   ) {
     const { buffer, table } = createSharedTable();
@@ -86,7 +99,8 @@ export class ExecutionLimit {
     for (let slot = SLOTS - 1; slot >= 0; slot--) this.free.push(slot);
     this.table.heartbeat[0] = Date.now();
     this.timer = setInterval(() => this.check(), CHECK_EVERY_MS).unref();
-    this.watchdog = new Worker(WATCHDOG_BOOT, { eval: true, workerData: { buffer, limitMs, graceMs: BLOCKED_GRACE_MS, hostLogFile: hostLog.file, json: hostLog.json } });
+    const workerData = { buffer, limitMs, graceMs: BLOCKED_GRACE_MS, logFd: watchdogLogFd } satisfies WatchdogData;
+    this.watchdog = WATCHDOG_BOOT ? new Worker(WATCHDOG_BOOT, { eval: true, workerData }) : new Worker(WATCHDOG_FILE, { workerData });
     // Without the watchdog only synchronous overruns go unchecked: log it, keep serving.
     this.watchdog.on('error', (err) => events.watchdogFailed(err));
     this.watchdog.unref();
@@ -131,11 +145,6 @@ export class ExecutionLimit {
         tracked.onOverrun();
       }
     }
-  }
-
-  /** host.log's layout changed (SIGHUP): the watchdog writes its line in the new one. */
-  setLogFormat(json: boolean): void {
-    this.watchdog.postMessage({ json });
   }
 
   async close(): Promise<void> {

@@ -1,14 +1,16 @@
-// logs/host.log: the application's own log, one event a line (DESIGN.md §4), PHP-error-log-like or JSON
+// logs/host.log: the application's own log, one event a line (docs/design.md §4), PHP-error-log-like or JSON
 // (--log-format json); events below --log-level are not written.
 //
 // One process writes the file: the pool's primary. Workers send their events to it over the cluster
 // channel, a turn's events in one message, because several processes appending to one file cannot
 // rotate it by size (each would count only its own bytes and rename the file under the others) and
-// would each have to reopen it on SIGHUP.
-import type { LogSettings } from '../common/config.ts';
+// would each have to reopen it on SIGHUP. A worker's watchdog thread, which runs while the worker's
+// thread (and so its IPC) is blocked, sends its one line through a pipe to the primary instead.
+import type { LogSettings } from '../common/settings.ts';
 import { openLineLog, rotationOf } from '../common/lineLog.ts';
 import { hostJson, hostLine, levelEnabled, type HostEntry } from '../common/logFormat.ts';
-import type { ToPrimary, ToWorker, WireHostEntry } from './poolMessages.ts';
+import type { IpcChannel } from '../common/ipc.ts';
+import type { PoolSays, WireHostEntry, WorkerSays } from './poolMessages.ts';
 
 export interface HostLog {
   error(message: string, requestId?: string): void;
@@ -59,44 +61,31 @@ export function openHostLog(dir: string, settings: LogSettings): PrimaryHostLog 
 /** How long a worker's drain() waits for the primary to confirm it has its events. */
 const FLUSH_TIMEOUT_MS = 5_000;
 
-/** A worker's log: events go to the primary over the cluster channel. */
-export function workerHostLog(): HostLog {
+/** A worker's log: events go to the primary over the cluster channel, a turn's events in one notice. */
+export function workerHostLog(channel: IpcChannel<WorkerSays, PoolSays>): HostLog {
   let pending: WireHostEntry[] = [];
-  let nextFlushId = 0;
-  const flushed = new Map<number, () => void>();
-  process.on('message', (message: ToWorker) => {
-    if (message?.type === 'log-flushed') flushed.get(message.id)?.();
-  });
 
-  function send(flush?: number): boolean {
+  /** The events not sent yet; written to stderr (the launcher's) when the primary is gone. */
+  function take(): WireHostEntry[] {
     const entries = pending;
     pending = [];
-    if (!process.connected) {
-      // The primary is gone: stderr (the launcher's) rather than nowhere.
-      for (const entry of entries) process.stderr.write(`host.log: ${hostLine({ ...entry, time: new Date(entry.time) })}\n`);
-      return false;
-    }
-    process.send!({ type: 'log', entries, flush } satisfies ToPrimary);
-    return true;
+    if (process.connected) return entries;
+    for (const entry of entries) process.stderr.write(`host.log: ${hostLine({ ...entry, time: new Date(entry.time) })}\n`);
+    return [];
   }
 
   return {
     ...levelled((level, message, requestId) => {
-      if (pending.length === 0) setImmediate(() => pending.length > 0 && send());
+      if (pending.length === 0) setImmediate(() => pending.length > 0 && channel.notify('log', { entries: take() }));
       pending.push({ time: Date.now(), level, requestId, message, pid: process.pid });
     }),
-    drain() {
-      const id = nextFlushId++;
-      return new Promise<void>((resolve) => {
-        const timer = setTimeout(done, FLUSH_TIMEOUT_MS);
-        function done() {
-          clearTimeout(timer);
-          flushed.delete(id);
-          resolve();
-        }
-        flushed.set(id, done);
-        if (!send(id)) done();
-      });
+    async drain() {
+      if (!process.connected) {
+        take();
+        return;
+      }
+      // Past the timeout the worker exits anyway: what the primary did not confirm may be lost.
+      await channel.request('flush', { entries: take() }, FLUSH_TIMEOUT_MS).catch(() => {});
     },
   };
 }

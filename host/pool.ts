@@ -4,12 +4,18 @@
 import cluster, { type Worker } from 'node:cluster';
 import { once } from 'node:events';
 import { chmod, rm } from 'node:fs/promises';
-import { formatUpstream, logSettingsOf, type Config } from '../common/config.ts';
+import type { Readable } from 'node:stream';
+import { createInterface } from 'node:readline';
+import { logSettingsOf } from '../common/config.ts';
+import { siblingFile } from '../common/entryFile.ts';
+import { childEndpoint, IpcChannel } from '../common/ipc.ts';
 import { readyLine } from '../common/ready.ts';
-import { onReload } from '../common/reload.ts';
+import type { Reloads } from '../common/reload.ts';
+import { formatUpstream } from '../common/settingParsers.ts';
+import type { HostConfig } from '../common/settings.ts';
 import { onShutdownSignal } from '../common/shutdown.ts';
 import { openHostLog } from './hostLog.ts';
-import type { ToPrimary, ToWorker } from './poolMessages.ts';
+import { WATCHDOG_LOG_FD, type PoolSays, type WireHostEntry, type WorkerSays } from './poolMessages.ts';
 import { addDeparted, departedNone, summarize, type WorkerSnapshot } from './stats.ts';
 
 const SNAPSHOT_TIMEOUT_MS = 1_000;
@@ -17,32 +23,23 @@ const SNAPSHOT_TIMEOUT_MS = 1_000;
 const CRASH_WINDOW_MS = 10_000;
 const RESTART_DELAY_MS = 1_000;
 
-export async function runPool(config: Config, argv: string[]): Promise<void> {
+export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>): Promise<void> {
   const log = openHostLog(config.logs, logSettingsOf(config));
   // Workers send their lines here, so this process alone reopens host.log; its workers ignore SIGHUP.
-  let json = config.logFormat === 'json';
-  onReload(argv, config, (settings, note, kept) => {
+  reloads((settings, note, kept) => {
     const reopened = log.reopen(settings);
-    json = settings.logFormat === 'json';
-    for (const worker of live) if (up.has(worker)) send(worker, { type: 'log-format', json });
     log[kept ? 'error' : 'notice'](`SIGHUP received: ${reopened ? 'reopened host.log' : 'host.log could not be reopened'}; ${note}`);
   });
   const startedAt = new Date().toISOString();
   const live = new Set<Worker>();
-  /** Workers whose server listens: only they have their message handlers in place (IPC messages to a
-   *  process that has not attached one yet are dropped). */
+  /** Workers whose server listens; the others show as `starting` on /status without being asked. */
   const up = new WeakSet<Worker>();
   const retiring = new Set<Worker>();
   const crashes: number[] = [];
   // Counters of workers gone: from a retiring worker's final stats; a crashed worker's are lost.
   const departed = departedNone();
   let stopping = false;
-  let nextSnapshotId = 0;
-  const pendingSnapshots = new Map<number, (snapshot: WorkerSnapshot) => void>();
-
-  function send(worker: Worker, message: ToWorker): void {
-    if (worker.isConnected()) worker.send(message);
-  }
+  const channels = new WeakMap<Worker, IpcChannel<PoolSays, WorkerSays>>();
 
   function snapshotOf(worker: Worker): Promise<WorkerSnapshot> {
     const placeholder = (state: 'starting' | 'unresponsive'): WorkerSnapshot => ({
@@ -56,51 +53,51 @@ export async function runPool(config: Config, argv: string[]): Promise<void> {
       startedAt: '',
       controllers: {},
     });
-    if (!up.has(worker)) return Promise.resolve(placeholder('starting'));
-    return new Promise((resolve) => {
-      const id = nextSnapshotId++;
-      const timer = setTimeout(() => {
-        pendingSnapshots.delete(id);
-        resolve(placeholder('unresponsive'));
-      }, SNAPSHOT_TIMEOUT_MS);
-      pendingSnapshots.set(id, (snapshot) => {
-        clearTimeout(timer);
-        pendingSnapshots.delete(id);
-        resolve(snapshot);
-      });
-      send(worker, { type: 'stats?', id });
+    const channel = channels.get(worker);
+    if (!up.has(worker) || !channel) return Promise.resolve(placeholder('starting'));
+    return channel.request('stats', null, SNAPSHOT_TIMEOUT_MS).catch(() => placeholder('unresponsive'));
+  }
+
+  const writeWireEntry = (entry: WireHostEntry) => log.write({ ...entry, time: new Date(entry.time) });
+
+  function listenTo(worker: Worker): void {
+    const channel = new IpcChannel<PoolSays, WorkerSays>(childEndpoint(worker.process));
+    channels.set(worker, channel);
+    channel.answer('config', () => config);
+    channel.on('log', ({ entries }) => entries.forEach(writeWireEntry));
+    channel.answer('flush', ({ entries }) => {
+      entries.forEach(writeWireEntry);
+      return null;
+    });
+    channel.on('final-stats', ({ snapshot }) => addDeparted(departed, snapshot));
+    channel.answer('status', async ({ full }) => summarize(process.pid, startedAt, await Promise.all([...live].map(snapshotOf)), departed, full));
+    channel.on('retire-me', ({ reason }) => retire(worker, reason));
+    // The watchdog thread's line, written while the worker's thread (and its IPC) was blocked.
+    createInterface({ input: worker.process.stdio[WATCHDOG_LOG_FD] as Readable }).on('line', (line) => {
+      try {
+        writeWireEntry(JSON.parse(line) as WireHostEntry);
+      } catch {
+        log.error(`Unreadable line from the watchdog of worker ${worker.process.pid}: ${line}`);
+      }
     });
   }
 
-  function onMessage(worker: Worker, message: ToPrimary): void {
-    if (message.type === 'log') {
-      for (const entry of message.entries) log.write({ ...entry, time: new Date(entry.time) });
-      if (message.flush !== undefined) send(worker, { type: 'log-flushed', id: message.flush });
-    } else if (message.type === 'stats') {
-      pendingSnapshots.get(message.id)?.(message.snapshot);
-    } else if (message.type === 'final-stats') {
-      addDeparted(departed, message.snapshot);
-    } else if (message.type === 'status?') {
-      void Promise.all([...live].map(snapshotOf)).then((snapshots) =>
-        send(worker, { type: 'status', id: message.id, status: summarize(process.pid, startedAt, snapshots, departed, message.full) }),
-      );
-    } else if (message.type === 'retire-me') {
-      if (stopping || retiring.has(worker)) return;
-      retiring.add(worker);
-      log.info(`Recycling worker ${worker.process.pid} (${message.reason}): starting its replacement first`);
-      // The old worker keeps serving until the new one listens, so no request finds nobody.
-      fork(true).then(
-        () => send(worker, { type: 'retire' }),
-        (err) => {
-          // The old worker keeps serving; it is recycled when a later replacement starts.
-          log.error(`Could not start a replacement for worker ${worker.process.pid}: ${String(err)}; trying again in ${RESTART_DELAY_MS} ms`);
-          retiring.delete(worker);
-          setTimeout(() => {
-            if (live.has(worker)) onMessage(worker, message);
-          }, RESTART_DELAY_MS);
-        },
-      );
-    }
+  function retire(worker: Worker, reason: string): void {
+    if (stopping || retiring.has(worker)) return;
+    retiring.add(worker);
+    log.info(`Recycling worker ${worker.process.pid} (${reason}): starting its replacement first`);
+    // The old worker keeps serving until the new one listens, so no request finds nobody.
+    fork(true).then(
+      () => channels.get(worker)?.notify('retire', null),
+      (err) => {
+        // The old worker keeps serving; it is recycled when a later replacement starts.
+        log.error(`Could not start a replacement for worker ${worker.process.pid}: ${String(err)}; trying again in ${RESTART_DELAY_MS} ms`);
+        retiring.delete(worker);
+        setTimeout(() => {
+          if (live.has(worker)) retire(worker, reason);
+        }, RESTART_DELAY_MS);
+      },
+    );
   }
 
   /** Starts a worker; `recycling` when it replaces one that asked to retire (its failure is retried there). */
@@ -108,7 +105,7 @@ export async function runPool(config: Config, argv: string[]): Promise<void> {
     const worker = cluster.fork();
     let listening = false;
     live.add(worker);
-    worker.on('message', (message: ToPrimary) => onMessage(worker, message));
+    listenTo(worker);
     worker.once('exit', (code, signal) => {
       live.delete(worker);
       const wasRetiring = retiring.delete(worker);
@@ -126,7 +123,6 @@ export async function runPool(config: Config, argv: string[]): Promise<void> {
       worker.once('listening', (address) => {
         listening = true;
         up.add(worker);
-        if (json !== (config.logFormat === 'json')) send(worker, { type: 'log-format', json });
         resolve({ worker, port: address.port });
       });
       worker.once('exit', () => reject(new Error(`worker ${worker.process.pid} exited before listening`)));
@@ -137,6 +133,9 @@ export async function runPool(config: Config, argv: string[]): Promise<void> {
   // and hands each connection to a worker; one handed to a worker that just died is neither served nor
   // closed, and its request hung until the proxy's timeout (seen in the SIGKILL test).
   cluster.schedulingPolicy = cluster.SCHED_NONE;
+  // Workers take their settings from this process over IPC (not argv); fd WATCHDOG_LOG_FD is the pipe
+  // their watchdog thread writes to.
+  cluster.setupPrimary({ exec: siblingFile(import.meta.url, 'workerMain'), args: [], stdio: ['ignore', 'inherit', 'inherit', 'ipc', 'pipe'] });
   // A socket file left by a host that was killed would make listen() fail with EADDRINUSE.
   if (config.socket) await rm(config.socket, { force: true });
   const first = await Promise.all(Array.from({ length: config.workers }, fork));

@@ -1,15 +1,12 @@
 // The watchdog thread of a host worker (see executionLimit.ts). It runs while the worker's own thread
 // is blocked in a controller's synchronous loop, which no timer of that thread can interrupt.
-import { appendFileSync } from 'node:fs';
-import { parentPort, workerData } from 'node:worker_threads';
-import { hostJson, hostLine } from '../common/logFormat.ts';
-import { readLabel, viewSharedTable } from './executionLimit.ts';
+import { writeSync } from 'node:fs';
+import { workerData } from 'node:worker_threads';
+import { readLabel, viewSharedTable, type WatchdogData } from './executionLimit.ts';
+import type { WireHostEntry } from './poolMessages.ts';
 
-const { buffer, limitMs, graceMs, hostLogFile } = workerData as { buffer: SharedArrayBuffer; limitMs: number; graceMs: number; hostLogFile: string; json: boolean };
+const { buffer, limitMs, graceMs, logFd } = workerData as WatchdogData;
 const table = viewSharedTable(buffer);
-let { json } = workerData as { json: boolean };
-// A SIGHUP may change host.log's layout; this thread's loop is free to hear it while the worker's is not.
-parentPort?.on('message', (message: { json: boolean }) => (json = message.json));
 
 setInterval(() => {
   const now = Date.now();
@@ -23,15 +20,18 @@ setInterval(() => {
   if (overruns.length === 0) return;
   for (const slot of overruns) {
     const [name, file, requestId, what] = readLabel(table, slot).split('\t');
-    // The worker's own log stream cannot run; this line goes straight to the file (by name, so into the
-    // current one after a rotation).
-    const entry = {
-      time: new Date(),
-      level: 'error' as const,
+    const entry: WireHostEntry = {
+      time: now,
+      level: 'error',
       requestId,
-      message: `Maximum execution time of ${limitMs / 1000} seconds exceeded in controller ${name} (${file}) in ${what}: the worker was blocked for ${(blockedMs / 1000).toFixed(1)} s and is killed (pid ${process.pid})`,
+      pid: process.pid,
+      message:
+        `Maximum execution time of ${limitMs / 1000} seconds exceeded in controller ${name} (${file}) in ${what}: ` +
+        `the worker was blocked for ${(blockedMs / 1000).toFixed(1)} s and is killed (pid ${process.pid})`,
     };
-    appendFileSync(hostLogFile, `${json ? hostJson(entry, process.pid) : hostLine(entry)}\n`);
+    // The worker's IPC channel cannot run while its thread is blocked; this pipe reaches the primary,
+    // host.log's one writer, and what is in it survives the kill below.
+    writeSync(logFd, `${JSON.stringify(entry)}\n`);
   }
   process.kill(process.pid, 'SIGKILL');
 }, 100);

@@ -1,36 +1,24 @@
 // One host worker: its own controller registry, watcher and fastify server, sharing the pool's
 // listening socket through node:cluster.
 import { join } from 'node:path';
-import type { Config } from '../common/config.ts';
+import type { IpcChannel } from '../common/ipc.ts';
+import type { HostConfig } from '../common/settings.ts';
 import { onShutdownSignal } from '../common/shutdown.ts';
 import { createHostApp } from './app.ts';
 import { ExecutionLimit } from './executionLimit.ts';
 import { workerHostLog } from './hostLog.ts';
-import type { ToPrimary, ToWorker } from './poolMessages.ts';
+import { WATCHDOG_LOG_FD, type PoolSays, type WorkerSays } from './poolMessages.ts';
 import { ControllerRegistry } from './registry.ts';
-import type { PoolStatus } from './stats.ts';
 import { WorkerStats } from './stats.ts';
 import { watchControllers } from './watcher.ts';
 
 const STATUS_TIMEOUT_MS = 2_000;
 
-function send(message: ToPrimary): void {
-  process.send?.(message);
-}
-
-export async function runWorker(config: Config): Promise<void> {
-  // Listen to the pool at once: IPC messages to a process without a handler are dropped, and the pool
-  // may ask for stats as soon as it sees this worker listen, a moment before the full handler is set.
-  // (The pool stops workers with a signal and recycles only workers that are up, so no 'retire' comes
-  // earlier.)
+export async function runWorker(config: HostConfig, pool: IpcChannel<WorkerSays, PoolSays>): Promise<void> {
   const stats = new WorkerStats();
-  let handle = (message: ToWorker): void => {
-    if (message.type === 'stats?') send({ type: 'stats', id: message.id, snapshot: stats.snapshot() });
-    // Sent once this worker listens, when `limit` below exists, maybe before the full handler is set.
-    else if (message.type === 'log-format') limit?.setLogFormat(message.json);
-  };
-  process.on('message', (message: ToWorker) => handle(message));
-  const log = workerHostLog();
+  // The pool may ask for stats as soon as it sees this worker listen.
+  pool.answer('stats', () => stats.snapshot());
+  const log = workerHostLog(pool);
   // SIGHUP is for the primary, which writes host.log; sent to the whole process group it must not end
   // a worker (its default action).
   process.on('SIGHUP', () => {});
@@ -40,7 +28,7 @@ export async function runWorker(config: Config): Promise<void> {
   const askToRetire = (reason: string) => {
     if (retireAsked) return;
     retireAsked = true;
-    send({ type: 'retire-me', reason });
+    pool.notify('retire-me', { reason });
   };
 
   const registry = new ControllerRegistry(controllersDir, {
@@ -57,7 +45,7 @@ export async function runWorker(config: Config): Promise<void> {
 
   const limit =
     config.maxExecutionTime > 0
-      ? new ExecutionLimit(config.maxExecutionTime * 1000, { file: join(config.logs, 'host.log'), json: config.logFormat === 'json' }, {
+      ? new ExecutionLimit(config.maxExecutionTime * 1000, WATCHDOG_LOG_FD, {
           overrun(tracked) {
             log.error(
               `Maximum execution time of ${config.maxExecutionTime} seconds exceeded in controller ${tracked.name} (${tracked.file}) in ${tracked.what}: request dropped, worker ${process.pid} will be replaced`,
@@ -70,22 +58,7 @@ export async function runWorker(config: Config): Promise<void> {
         })
       : undefined;
 
-  const pendingStatus = new Map<number, (status: PoolStatus) => void>();
-  let nextStatusId = 0;
-  const poolStatus = (full: boolean) =>
-    new Promise<PoolStatus>((resolve, reject) => {
-      const id = nextStatusId++;
-      const timer = setTimeout(() => {
-        pendingStatus.delete(id);
-        reject(new Error('the host pool did not answer the status request'));
-      }, STATUS_TIMEOUT_MS);
-      pendingStatus.set(id, (status) => {
-        clearTimeout(timer);
-        pendingStatus.delete(id);
-        resolve(status);
-      });
-      send({ type: 'status?', id, full });
-    });
+  const poolStatus = (full: boolean) => pool.request('status', { full }, STATUS_TIMEOUT_MS);
 
   const app = createHostApp({
     registry,
@@ -117,7 +90,7 @@ export async function runWorker(config: Config): Promise<void> {
       await watcher.close();
       await registry.disposeAll();
       // The pool adds what this worker did to the totals of workers gone, so /status never goes backwards.
-      send({ type: 'final-stats', snapshot: stats.snapshot() });
+      pool.notify('final-stats', { snapshot: stats.snapshot() });
       await log.drain();
     })());
 
@@ -129,10 +102,5 @@ export async function runWorker(config: Config): Promise<void> {
   else await app.listen({ host: config.hostListen, port: config.hostPort });
   log.info(`Worker ${process.pid} ready`);
   stats.starting = false;
-  handle = (message) => {
-    if (message.type === 'retire') retire(recycleStopMs).then(() => process.exit(0));
-    else if (message.type === 'stats?') send({ type: 'stats', id: message.id, snapshot: stats.snapshot() });
-    else if (message.type === 'status') pendingStatus.get(message.id)?.(message.status);
-    else if (message.type === 'log-format') limit?.setLogFormat(message.json);
-  };
+  pool.on('retire', () => void retire(recycleStopMs).then(() => process.exit(0)));
 }

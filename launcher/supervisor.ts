@@ -1,37 +1,32 @@
-// Runs one child process (host or proxy) the way a service manager would: start it, wait for its ready
-// line, restart it with back-off when it dies, stop it with SIGTERM and wait for it to exit.
+// Runs one child process (host or proxy) the way a service manager would: start it, hand it its
+// settings, wait for its ready line, restart it with back-off when it dies, stop it with SIGTERM and
+// wait for it to exit.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
-import { CONFIG_ENV_NAMES } from '../common/config.ts';
+import { siblingFile } from '../common/entryFile.ts';
+import { childEndpoint, IpcChannel } from '../common/ipc.ts';
+import type { ChildSays, LauncherSays, ReloadNotice } from '../common/launcherProtocol.ts';
 import { parseReadyLine } from '../common/ready.ts';
+import type { HostConfig, ProxyConfig, Role } from '../common/settings.ts';
 
-/** The TypeScript loader, by absolute URL so children start from any working directory. */
-const TSX = import.meta.resolve('tsx');
+/** What every child runs: it asks for its settings over IPC (launcher/child.ts). */
+const CHILD_ENTRY = siblingFile(import.meta.url, 'child');
 
 const FIRST_RESTART_DELAY_MS = 100;
 const MAX_RESTART_DELAY_MS = 5_000;
 /** A child that stayed up this long is healthy again: its next crash restarts it without delay growth. */
 const STABLE_AFTER_MS = 10_000;
 
-/**
- * The launcher has read PORT, LISTEN and the rest and passes each child the flags meant for it; the
- * variables themselves must not reach the children, where they would be read again (PORT=abc with
- * --port 0 would stop the host, which has no port).
- */
-function childEnvironment(): NodeJS.ProcessEnv {
-  const env = { ...process.env };
-  for (const name of CONFIG_ENV_NAMES) delete env[name];
-  return env;
+/** A child that exited, or could not be started, before its ready line. */
+export class ChildStartError extends Error {
+  readonly code = 'EXTQS_CHILD_START';
 }
 
 export interface ChildSpec {
-  name: string;
-  /** Entry script, relative to the project root. */
-  script: string;
-  /** The child's flags, read at every start (a restart may need different ones). */
-  args: () => string[];
+  role: Role;
+  /** The child's settings, read at every start (a restart may need different ones). */
+  config: () => ProxyConfig | HostConfig;
   /** Called with the URL of every ready line (first start and restarts). */
   onReady(url: string): void;
   /** Called with what went wrong when a running child exited or could not be restarted. */
@@ -42,6 +37,7 @@ export interface ChildSpec {
 
 export class Supervisor {
   private child: ChildProcess | undefined;
+  private channel: IpcChannel<LauncherSays, ChildSays> | undefined;
   private stopping = false;
   private restarts = 0;
   private restartTimer: NodeJS.Timeout | undefined;
@@ -52,15 +48,18 @@ export class Supervisor {
   start(): Promise<string> {
     return new Promise((resolve, reject) => {
       const startedAt = Date.now();
-      const child = spawn(process.execPath, ['--import', TSX, fileURLToPath(new URL(`../${this.spec.script}`, import.meta.url)), ...this.spec.args()], {
+      // The launcher's own Node options (tsx's loader when the tests run the sources) go to the child.
+      const child = spawn(process.execPath, [...process.execArgv, CHILD_ENTRY, this.spec.role], {
         // Own process group: a terminal's Ctrl-C reaches the launcher only, which stops children in
-        // order (proxy first, so requests in flight still reach the host). The IPC channel lets a
-        // child notice the launcher is gone and stop by itself.
+        // order (proxy first, so requests in flight still reach the host). The IPC channel carries the
+        // settings, and lets a child notice the launcher is gone and stop by itself.
         detached: true,
         stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
-        env: childEnvironment(),
       });
       this.child = child;
+      const channel = new IpcChannel<LauncherSays, ChildSays>(childEndpoint(child));
+      channel.answer('config', () => this.spec.config());
+      this.channel = channel;
       let ready = false;
       createInterface({ input: child.stdout! }).on('line', (line) => {
         const url = parseReadyLine(line);
@@ -77,16 +76,17 @@ export class Supervisor {
       });
       child.once('exit', (code, signal) => {
         this.child = undefined;
+        this.channel = undefined;
         const how = signal ? `signal ${signal}` : `code ${code}`;
         if (!ready) {
-          reject(new Error(`${this.spec.name} exited with ${how} before it was ready`));
+          reject(new ChildStartError(`${this.spec.role} exited with ${how} before it was ready`));
           return;
         }
         if (this.stopping) return;
         if (Date.now() - startedAt > STABLE_AFTER_MS) this.restarts = 0;
         const delay = Math.min(FIRST_RESTART_DELAY_MS * 2 ** this.restarts, MAX_RESTART_DELAY_MS);
         this.restarts += 1;
-        this.spec.onEvent(`${this.spec.name} (pid ${child.pid}) exited with ${how}; restarting in ${delay} ms`);
+        this.spec.onEvent(`${this.spec.role} (pid ${child.pid}) exited with ${how}; restarting in ${delay} ms`);
         this.restartTimer = setTimeout(() => this.restart(), delay);
       });
     });
@@ -97,16 +97,16 @@ export class Supervisor {
     if (this.stopping) return;
     this.start().catch((err: Error) => {
       // Not ready this time either: the exit handler did not schedule anything, so try again later.
-      this.spec.onEvent(`${this.spec.name} restart failed: ${err.message}`);
+      this.spec.onEvent(`${this.spec.role} restart failed: ${err.message}`);
       const delay = Math.min(FIRST_RESTART_DELAY_MS * 2 ** this.restarts, MAX_RESTART_DELAY_MS);
       this.restarts += 1;
       if (!this.stopping) this.restartTimer = setTimeout(() => this.restart(), delay);
     });
   }
 
-  /** A message to the running child over its IPC channel (dropped when none runs). */
-  send(message: object): void {
-    if (this.child?.connected) this.child.send(message);
+  /** Tells the running child of a reload (dropped when none runs: a restart asks for the settings anew). */
+  reload(notice: ReloadNotice): void {
+    this.channel?.notify('reload', notice);
   }
 
   /** SIGTERM, then waits for the exit (SIGKILL after a timeout). No restart follows. */

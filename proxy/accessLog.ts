@@ -2,7 +2,7 @@
 // mod_log_config does. Apache's combined layout, or JSON (--log-format json). Not levelled: every request
 // has its line. The server calls record() from its one 'close' listener per response.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { LogSettings } from '../common/config.ts';
+import type { LogSettings } from '../common/settings.ts';
 import { openLineLog, rotationOf } from '../common/lineLog.ts';
 import { accessJson, combinedLine } from '../common/logFormat.ts';
 import { clientAddress } from './errorLog.ts';

@@ -1,6 +1,6 @@
 // logs/error.log, in Apache 2.4's default layout (DESIGN.md §4) or JSON (--log-format json); lines below
 // --log-level are not written.
-import type { LogSettings } from '../common/config.ts';
+import type { LogSettings } from '../common/settings.ts';
 import { openLineLog, rotationOf } from '../common/lineLog.ts';
 import { errorJson, errorLine, levelEnabled, nowMicros, type ErrorEntry } from '../common/logFormat.ts';
 

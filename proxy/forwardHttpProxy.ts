@@ -6,7 +6,7 @@
 import { Agent, type ClientRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import httpProxy from 'http-proxy';
 import { countBodyBytes } from './accessLog.ts';
-import type { Upstream } from '../common/config.ts';
+import type { Upstream } from '../common/settingParsers.ts';
 import { failures, forwardedHeaders, IDLE_UPSTREAM_SOCKET_MS, isConnectError, mayRetry, responseHeaders, type Forward, type ForwarderOptions } from './forwarding.ts';
 import type { UpstreamState } from './upstreams.ts';
 

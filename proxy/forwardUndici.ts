@@ -4,7 +4,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { PassThrough } from 'node:stream';
 import { Pool, type Dispatcher } from 'undici';
-import { formatUpstream, type Upstream } from '../common/config.ts';
+import { formatUpstream, type Upstream } from '../common/settingParsers.ts';
 import { countBodyBytes } from './accessLog.ts';
 import { failures, forwardedHeaders, IDLE_UPSTREAM_SOCKET_MS, isConnectError, mayRetry, responseHeaders, type Failures, type Forward, type ForwarderOptions } from './forwarding.ts';
 import type { Upstreams, UpstreamState } from './upstreams.ts';

@@ -1,10 +1,13 @@
 // The proxy process (web-server role): the public port. Serves www/public, forwards /External to the
-// host, and writes logs/access.log and logs/error.log.
+// host, and writes logs/access.log and logs/error.log. Started by `extqs proxy` or by the launcher,
+// which both hand it a validated configuration.
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { ConfigError, logSettingsOf, readConfig } from '../common/config.ts';
+import { ConfigError } from '../common/configError.ts';
+import { logSettingsOf } from '../common/config.ts';
 import { readyLine } from '../common/ready.ts';
-import { onReload } from '../common/reload.ts';
+import type { Reloads } from '../common/reload.ts';
+import { labelOf, type ProxyConfig } from '../common/settings.ts';
 import { onShutdownSignal } from '../common/shutdown.ts';
 import { openAccessLog } from './accessLog.ts';
 import { openErrorLog } from './errorLog.ts';
@@ -13,17 +16,19 @@ import { allowList } from './serverStatus.ts';
 import { StaticCache } from './staticCache.ts';
 import { Upstreams } from './upstreams.ts';
 
-async function main(): Promise<void> {
-  const argv = process.argv.slice(2);
-  const config = readConfig(argv);
+export async function runProxy(config: ProxyConfig, reloads: Reloads<ProxyConfig>): Promise<void> {
   if (config.upstreams.length === 0) {
-    throw new ConfigError('--upstream (EXTQS_UPSTREAM)', '', 'unix:/path/to/socket or http://<host>:<port>, once per host (the launcher sets it)');
+    throw new ConfigError(labelOf('upstreams'), '', 'unix:/path/to/socket or http://<host>:<port>, once per host');
   }
   const accessLog = openAccessLog(config.logs, logSettingsOf(config));
   const errorLog = openErrorLog(config.logs, logSettingsOf(config));
-  onReload(argv, config, (settings, note, kept) => {
+  reloads((settings, note, kept) => {
     const reopened = [accessLog.reopen(settings) && 'access.log', errorLog.reopen(settings) && 'error.log'].filter(Boolean);
-    errorLog.write({ module: 'mpm_event', level: kept ? 'error' : 'notice', message: `SIGHUP received: reopened ${reopened.join(', ') || 'no log file'}; ${note}` });
+    errorLog.write({
+      module: 'mpm_event',
+      level: kept ? 'error' : 'notice',
+      message: `SIGHUP received: reopened ${reopened.join(', ') || 'no log file'}; ${note}`,
+    });
   });
   const upstreams = new Upstreams(
     config.upstreams,
@@ -31,7 +36,9 @@ async function main(): Promise<void> {
     (message) => errorLog.write({ module: 'proxy', level: 'warn', message }),
   );
   const staticCache = new StaticCache(join(config.www, 'public'));
-  await staticCache.watch((err) => errorLog.write({ module: 'core', level: 'error', message: `Watching ${config.www}/public failed; files are served from disk from now on: ${String(err)}` }));
+  await staticCache.watch((err) =>
+    errorLog.write({ module: 'core', level: 'error', message: `Watching ${config.www}/public failed; files are served from disk from now on: ${String(err)}` }),
+  );
   const { server, stop } = createProxyServer({
     www: config.www,
     staticCache,
@@ -39,7 +46,7 @@ async function main(): Promise<void> {
     statusAllow: allowList(config.statusAllow),
     upstreamTimeoutMs: config.upstreamTimeout * 1000,
     forwarder: config.forwarder,
-    limits: config.limits,
+    limits: config,
     accessLog,
     errorLog,
   });
@@ -63,9 +70,3 @@ async function main(): Promise<void> {
     await Promise.all([accessLog.drain(), errorLog.drain()]);
   });
 }
-
-main().catch((err) => {
-  const message = err instanceof ConfigError ? err.message : (err as NodeJS.ErrnoException).code === 'EADDRINUSE' ? `cannot listen: ${(err as Error).message}` : (err as Error).stack ?? String(err);
-  process.stderr.write(`extqs proxy: ${message}\n`);
-  process.exit(err instanceof ConfigError ? 2 : 1);
-});

@@ -3,7 +3,7 @@
 import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { BlockList, Socket } from 'node:net';
 import { join } from 'node:path';
-import type { ClientLimits, Forwarder } from '../common/config.ts';
+import type { Forwarder, ProxyConfig } from '../common/settings.ts';
 import type { AccessLog } from './accessLog.ts';
 import { errorPage, sendErrorPage } from './errorPages.ts';
 import { clientOf, type ErrorLog } from './errorLog.ts';
@@ -15,6 +15,9 @@ import { ProxyCounters, serverStatus } from './serverStatus.ts';
 import type { StaticCache } from './staticCache.ts';
 import { staticFiles } from './staticFiles.ts';
 import type { Upstreams } from './upstreams.ts';
+
+/** The proxy's timeouts and limits against slow or hostile clients, as configured. */
+export type ClientLimits = Pick<ProxyConfig, 'headerTimeout' | 'requestTimeout' | 'keepAliveTimeout' | 'maxHeaderSize' | 'maxHeaderFields' | 'maxConnections'>;
 
 export interface ProxyOptions {
   www: string;
@@ -102,7 +105,7 @@ export function createProxyServer({ www, upstreams, upstreamTimeoutMs, forwarder
 
   const server = createServer(
     {
-      // Apache's defaults (common/config.ts, ClientLimits): RequestReadTimeout header=20, Timeout 60,
+      // Apache's defaults (common/settings.ts): RequestReadTimeout header=20, Timeout 60,
       // KeepAliveTimeout 5 (below the host's 75 s, host/app.ts). A client past a deadline gets 408 and is cut.
       // 0 turns keep-alive off (nginx keepalive_timeout 0; handleRequest below): to Node it would mean never time out.
       keepAliveTimeout: limits.keepAliveTimeout * 1000,

@@ -1,16 +1,16 @@
 // /server-status (Apache mod_status): the proxy's counters, its upstreams' health and each host's own
 // /status summary, for clients on --status-allow only (loopback by default; others get 403 and a log line).
-import { readFileSync } from 'node:fs';
+import { VERSION } from '../common/version.ts';
 import { request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { BlockList, isIPv4 } from 'node:net';
-import type { AllowedClient } from '../common/config.ts';
+import type { AllowedClient } from '../common/settingParsers.ts';
 import { bodyBytes } from './accessLog.ts';
 import { sendErrorPage } from './errorPages.ts';
 import { clientOf, type ErrorLog } from './errorLog.ts';
 import { renderAuto, renderHtml, renderJson, type HostSummary, type StatusReport } from './statusPage.ts';
 import type { Upstreams, UpstreamState } from './upstreams.ts';
 
-const VERSION = `extqs/${JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version} (Node.js ${process.version})`;
+const SERVER_VERSION = `extqs/${VERSION} (Node.js ${process.version})`;
 
 /** A host that does not answer its /status within this long is shown as not answering. */
 const HOST_STATUS_TIMEOUT_MS = 1_000;
@@ -102,7 +102,7 @@ export function serverStatus({ counters, upstreams, server, inFlight, allow, err
     ]);
     if (res.destroyed) return; // the client left while the hosts were asked
     const report: StatusReport = {
-      serverVersion: VERSION,
+      serverVersion: SERVER_VERSION,
       now: new Date(),
       startedAt: counters.startedAt,
       requests: counters.requests,

@@ -1,7 +1,7 @@
 // The hosts the proxy forwards to: round robin with passive health checks, as nginx's upstream block
 // (max_fails, fail_timeout). Only a failed connect counts against a host: a reset before the response
 // headers is how a host says a controller failed (DESIGN.md §3), not a sign that the host is gone.
-import { formatUpstream, type Upstream } from '../common/config.ts';
+import { formatUpstream, type Upstream } from '../common/settingParsers.ts';
 
 export interface HealthOptions {
   /** Connect failures in a row that take an upstream out of the rotation. */

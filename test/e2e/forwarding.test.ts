@@ -5,7 +5,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { get } from '../helpers/http.ts';
-import { FORWARDERS } from '../../common/config.ts';
+import { FORWARDERS } from '../../common/settings.ts';
 import { callMarker, eventually, makeSandbox, readLog, startProcess, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
 
 /** Sends `raw` bytes (ending in `Connection: close`) and resolves with all the server sent until it closed. */
@@ -281,7 +281,7 @@ for (const forwarder of FORWARDERS) {
 
     before(async function () {
       sandbox = makeSandbox();
-      proxy = await startProcess('proxy/main.ts', ['--port', '0', '--listen', '127.0.0.1', '--www', sandbox.www, '--logs', sandbox.logs, '--upstream', `unix:${socket()}`, '--forwarder', forwarder]);
+      proxy = await startProcess('proxy', ['--port', '0', '--listen', '127.0.0.1', '--www', sandbox.www, '--logs', sandbox.logs, '--upstream', `unix:${socket()}`, '--forwarder', forwarder]);
     });
 
     after(async function () {

@@ -170,7 +170,7 @@ describe('the host status and ping pages', function () {
     sandbox = makeSandbox();
     writeFileSync(join(sandbox.controllers, 'Ok.ts'), `export default () => 'ok';\n`);
     writeFileSync(join(sandbox.controllers, 'Fails.ts'), `export default () => { throw new Error('no'); };\n`);
-    host = await startProcess('host/main.ts', ['--www', sandbox.www, '--logs', sandbox.logs, '--socket', socketPath(), '--workers', '2']);
+    host = await startProcess('host', ['--www', sandbox.www, '--logs', sandbox.logs, '--socket', socketPath(), '--workers', '2']);
   });
 
   after(async function () {

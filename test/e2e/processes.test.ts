@@ -13,7 +13,7 @@ describe('the host process on its own', function () {
 
   before(async function () {
     sandbox = makeSandbox();
-    host = await startProcess('host/main.ts', ['--www', sandbox.www, '--logs', sandbox.logs, '--socket', join(sandbox.dir, 'host.sock')]);
+    host = await startProcess('host', ['--www', sandbox.www, '--logs', sandbox.logs, '--socket', join(sandbox.dir, 'host.sock')]);
   });
 
   after(async function () {

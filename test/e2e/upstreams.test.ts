@@ -3,7 +3,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { FORWARDERS } from '../../common/config.ts';
+import { FORWARDERS } from '../../common/settings.ts';
 import { get } from '../helpers/http.ts';
 import { eventually, makeSandbox, readLog, startProcess, type Running, type Sandbox } from '../helpers/stack.ts';
 
@@ -17,7 +17,7 @@ for (const forwarder of FORWARDERS) {
     /** A host of its own (socket and host.log), whose controller says which host answered. */
     async function startHost(name: 'a' | 'b'): Promise<void> {
       const logs = join(sandbox.dir, `logs-${name}`);
-      hosts[name] = await startProcess('host/main.ts', ['--www', sandbox.www, '--logs', logs, '--socket', socket(name), '--workers', '1'], { WHICH_HOST: name });
+      hosts[name] = await startProcess('host', ['--www', sandbox.www, '--logs', logs, '--socket', socket(name), '--workers', '1'], { WHICH_HOST: name });
     }
 
     async function stopHost(name: 'a' | 'b'): Promise<void> {
@@ -35,7 +35,7 @@ for (const forwarder of FORWARDERS) {
       writeFileSync(join(sandbox.controllers, 'Who.ts'), `export default () => ({ host: process.env.WHICH_HOST });\n`);
       await Promise.all([startHost('a'), startHost('b')]);
       const upstreams = ['--upstream', `unix:${socket('a')}`, '--upstream', `unix:${socket('b')}`];
-      proxy = await startProcess('proxy/main.ts', ['--port', '0', '--listen', '127.0.0.1', '--www', sandbox.www, '--logs', sandbox.logs, ...upstreams, '--upstream-fail-timeout', '1', '--forwarder', forwarder]);
+      proxy = await startProcess('proxy', ['--port', '0', '--listen', '127.0.0.1', '--www', sandbox.www, '--logs', sandbox.logs, ...upstreams, '--upstream-fail-timeout', '1', '--forwarder', forwarder]);
     });
 
     afterEach(async function () {

@@ -10,7 +10,6 @@ import { fileURLToPath } from 'node:url';
 import { parseReadyLine } from '../../common/ready.ts';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const TSX = import.meta.resolve('tsx');
 const READY_TIMEOUT_MS = 30_000;
 
 export interface Sandbox {
@@ -86,9 +85,9 @@ export function startStack(sandbox: Sandbox, extraArgs: string[] = []): Promise<
   return spawnReady(['bin/extqs.js', 'start', '--port', '0', '--listen', '127.0.0.1', '--www', sandbox.www, '--logs', sandbox.logs, ...extraArgs]);
 }
 
-/** One process on its own (host or proxy), through the tsx loader. */
-export function startProcess(script: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<Running> {
-  return spawnReady(['--import', TSX, script, ...args], env);
+/** One role on its own, as an operator runs it on a machine of its own: `extqs proxy …` or `extqs host …`. */
+export function startProcess(command: 'proxy' | 'host', args: string[], env: NodeJS.ProcessEnv = {}): Promise<Running> {
+  return spawnReady(['bin/extqs.js', command, ...args], env);
 }
 
 export function readLog(sandbox: Sandbox, file: 'access.log' | 'error.log' | 'host.log'): string[] {

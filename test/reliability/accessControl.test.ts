@@ -125,7 +125,7 @@ describe('access control', function () {
 
     before(async function () {
       sandbox = makeSandbox();
-      host = await startProcess('host/main.ts', ['--www', sandbox.www, '--logs', sandbox.logs, '--host-port', '0', '--workers', '1']);
+      host = await startProcess('host', ['--www', sandbox.www, '--logs', sandbox.logs, '--host-port', '0', '--workers', '1']);
     });
 
     after(async function () {

@@ -1,22 +1,23 @@
-// The systemd units in deploy/ are what an operator copies: systemd must accept them, and every flag
-// they pass must be one the process reads today.
+// The systemd units in deploy/ are what an operator copies: systemd must accept them, they must run the
+// built command, and every flag they pass must be one their command takes today.
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { readConfig } from '../../common/config.ts';
+import { COMMANDS, readConfig, type Command } from '../../common/config.ts';
 import { STOP_MARGIN_S } from '../../common/shutdown.ts';
 import { ROOT } from '../helpers/stack.ts';
 
 const UNITS = join(ROOT, 'deploy/systemd');
 
-/** ExecStart's words after the script, with `\` continuations joined. */
-function flagsOf(unit: string): string[] {
+/** ExecStart's command and flags (the words after `bin/extqs.js`), with `\` continuations joined. */
+function commandOf(unit: string): { command: Command; flags: string[] } {
   const execStart = /^ExecStart=((?:.*\\\n)*.*)/m.exec(unit)![1].replace(/\\\n/g, ' ');
   const words = execStart.split(/\s+/).filter(Boolean);
-  const script = words.findIndex((w) => w.endsWith('.ts') || w === 'bin/extqs.js');
-  return words.slice(script + 1).filter((w, i) => !(i === 0 && w === 'start'));
+  expect(words.slice(0, 2), 'the unit runs the built command').to.deep.equal(['/usr/bin/node', 'bin/extqs.js']);
+  expect(COMMANDS).to.include(words[2]);
+  return { command: words[2] as Command, flags: words.slice(3) };
 }
 
 /** The configuration the unit's flags give, its --www and --logs replaced by a scratch tree (its own paths do not exist here). */
@@ -24,8 +25,9 @@ function configOf(file: string) {
   const dir = mkdtempSync(join(tmpdir(), 'extqs-unit-'));
   try {
     for (const sub of ['www/public', 'www/controllers', 'logs']) mkdirSync(join(dir, sub), { recursive: true });
-    const flags = flagsOf(readFileSync(join(UNITS, file), 'utf8')).map((w, i, all) => (all[i - 1] === '--www' ? join(dir, 'www') : all[i - 1] === '--logs' ? join(dir, 'logs') : w));
-    return readConfig(flags, {}, dir);
+    const { command, flags } = commandOf(readFileSync(join(UNITS, file), 'utf8'));
+    const scratch = flags.map((w, i, all) => (all[i - 1] === '--www' ? join(dir, 'www') : all[i - 1] === '--logs' ? join(dir, 'logs') : w));
+    return readConfig(command, scratch, {}, dir);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -47,7 +49,7 @@ describe('the systemd units in deploy/systemd', () => {
     });
 
     it(`${file}: passes only flags the process accepts, with valid values`, () => {
-      expect(flagsOf(readFileSync(join(UNITS, file), 'utf8')).length).to.be.greaterThan(2);
+      expect(commandOf(readFileSync(join(UNITS, file), 'utf8')).flags.length).to.be.greaterThan(2);
       expect(() => configOf(file)).not.to.throw();
     });
 

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
@@ -7,6 +7,7 @@ import { DROP_GRACE_MS, ExecutionLimit, type Tracked } from '../../host/executio
 describe('the execution limit', () => {
   let dir: string;
   let limit: ExecutionLimit;
+  let watchdogLog: number;
   const overruns: string[] = [];
   const call = (name: string, startedAt: number): Tracked => ({ name, file: `${name}.ts`, requestId: name, what: 'GET /', startedAt, onOverrun: () => {} });
   const waitForChecks = () => new Promise((r) => setTimeout(r, 250));
@@ -14,7 +15,8 @@ describe('the execution limit', () => {
   beforeEach(() => {
     dir = mkdtempSync(join(tmpdir(), 'extqs-limit-'));
     overruns.length = 0;
-    limit = new ExecutionLimit(200, { file: join(dir, 'host.log'), json: false }, {
+    watchdogLog = openSync(join(dir, 'watchdog.log'), 'a');
+    limit = new ExecutionLimit(200, watchdogLog, {
       overrun: (t) => overruns.push(t.name),
       watchdogFailed: (err) => {
         throw err;
@@ -25,6 +27,7 @@ describe('the execution limit', () => {
 
   afterEach(async () => {
     await limit.close();
+    closeSync(watchdogLog);
     rmSync(dir, { recursive: true, force: true });
   });
 

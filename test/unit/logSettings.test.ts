@@ -2,7 +2,8 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { ConfigError, configChanges, parseConfigFile, readConfig } from '../../common/config.ts';
+import { configChanges, parseConfigFile, readConfig } from '../../common/config.ts';
+import { ConfigError } from '../../common/configError.ts';
 import { LOG_LEVELS, levelEnabled } from '../../common/logFormat.ts';
 import { describeReload } from '../../common/reload.ts';
 
@@ -23,7 +24,7 @@ describe('log settings', () => {
     for (const sub of ['public', 'controllers']) mkdirSync(join(cwd, 'www', sub), { recursive: true });
   });
   after(() => rmSync(cwd, { recursive: true, force: true }));
-  const read = (argv: string[], env: NodeJS.ProcessEnv = {}) => readConfig(argv, env, cwd);
+  const read = (argv: string[], env: NodeJS.ProcessEnv = {}) => readConfig('check', argv, env, cwd);
 
   describe('levels', () => {
     it("are Apache's sixteen, most severe first", () => {
@@ -143,9 +144,9 @@ describe('log settings', () => {
       const running = read(['--upstream', 'unix:/run/a.sock']);
       const fresh = read(['--upstream', 'unix:/run/a.sock', '--upstream', 'http://10.0.0.2:9000', '--keep-alive-timeout', '2', '--status-allow', '10.0.0.0/8']);
       expect(configChanges(running, fresh).restart).to.deep.equal([
-        '--keep-alive-timeout 5 -> 2',
-        '--upstream "unix:/run/a.sock" -> "unix:/run/a.sock,http://10.0.0.2:9000"',
         '--status-allow "127.0.0.0/8,::1/128" -> "10.0.0.0/8"',
+        '--upstream "unix:/run/a.sock" -> "unix:/run/a.sock,http://10.0.0.2:9000"',
+        '--keep-alive-timeout 5 -> 2',
       ]);
     });
 

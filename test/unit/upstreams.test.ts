@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import type { Upstream } from '../../common/config.ts';
+import type { Upstream } from '../../common/settingParsers.ts';
 import { Upstreams } from '../../proxy/upstreams.ts';
 
 const A: Upstream = { kind: 'unix', path: '/run/a.sock' };

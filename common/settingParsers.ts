@@ -1,0 +1,143 @@
+// How each kind of setting value is read from its text: pure functions that return the value or throw
+// the ConfigError `fail` builds (it names the setting; the parser says what is allowed).
+import { accessSync, constants, mkdirSync, statSync } from 'node:fs';
+import { isIP } from 'node:net';
+import { join, resolve } from 'node:path';
+
+/** What a parser is given besides the text: where relative paths start, and how to refuse the value. */
+export interface ParseContext {
+  readonly cwd: string;
+  fail(allowed: string): never;
+}
+
+export type Parser<T> = (raw: string, context: ParseContext) => T;
+
+export type Upstream = { kind: 'tcp'; host: string; port: number } | { kind: 'unix'; path: string };
+
+/** An address or subnet (CIDR) allowed a page. */
+export interface AllowedClient {
+  address: string;
+  prefix: number;
+  family: 'ipv4' | 'ipv6';
+}
+
+export function integer(min: number, max: number): Parser<number> {
+  return (raw, { fail }) => {
+    if (!/^\d{1,9}$/.test(raw) || Number(raw) < min || Number(raw) > max) fail(`an integer from ${min} to ${max}`);
+    return Number(raw);
+  };
+}
+
+export const port: Parser<number> = (raw, { fail }) => {
+  if (!/^\d{1,5}$/.test(raw) || Number(raw) > 65535) fail('an integer from 0 to 65535');
+  return Number(raw);
+};
+
+export function oneOf<const T extends string>(choices: readonly T[]): Parser<T> {
+  return (raw, { fail }) => {
+    if (!(choices as readonly string[]).includes(raw)) fail(`one of ${choices.join(', ')}`);
+    return raw as T;
+  };
+}
+
+export const address: Parser<string> = (raw, { fail }) => {
+  if (raw !== 'localhost' && isIP(raw) === 0) fail('an IPv4 or IPv6 address (e.g. 0.0.0.0, 127.0.0.1, ::) or localhost');
+  return raw;
+};
+
+const SIZE_UNITS: Record<string, number> = { '': 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3 };
+
+/** Bytes, with an optional k, m or g suffix (powers of 1024): `0`, `65536`, `512k`, `100m`. */
+export const size: Parser<number> = (raw, { fail }) => {
+  const match = /^(\d{1,9})([kmg]?)$/i.exec(raw);
+  if (!match) return fail('a size in bytes, optionally with k, m or g (e.g. 0 = never, 512k, 100m)');
+  return Number(match[1]) * SIZE_UNITS[match[2].toLowerCase()];
+};
+
+/** A path, relative to the working directory; empty means none. */
+export const optionalPath: Parser<string | undefined> = (raw, { cwd }) => (raw === '' ? undefined : resolve(cwd, raw));
+
+/** The www root: a directory holding public/ and controllers/. */
+export const wwwDirectory: Parser<string> = (raw, { cwd, fail }) => {
+  const www = resolve(cwd, raw);
+  for (const sub of ['public', 'controllers']) {
+    const dir = join(www, sub);
+    let isDirectory = false;
+    try {
+      isDirectory = statSync(dir).isDirectory();
+    } catch {
+      isDirectory = false;
+    }
+    if (!isDirectory) fail(`a directory holding public/ and controllers/ (${dir} is missing)`);
+  }
+  return www;
+};
+
+/** The log directory, created when missing; it must be writable. */
+export const logDirectory: Parser<string> = (raw, { cwd, fail }) => {
+  const logs = resolve(cwd, raw);
+  try {
+    mkdirSync(logs, { recursive: true });
+    accessSync(logs, constants.W_OK);
+  } catch (err) {
+    fail(`a writable directory (${(err as Error).message})`);
+  }
+  return logs;
+};
+
+const UPSTREAM_ALLOWED = 'unix:/path/to/socket or http://<host>:<port>';
+
+export function parseUpstream(raw: string, cwd = process.cwd()): Upstream | undefined {
+  if (raw.startsWith('unix:') && raw.length > 'unix:'.length) {
+    return { kind: 'unix', path: resolve(cwd, raw.slice('unix:'.length)) };
+  }
+  // A host name, an IPv4 address or a bracketed IPv6 address; nothing after the port but an optional '/'.
+  const match = /^http:\/\/([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\]):(\d{1,5})\/?$/.exec(raw);
+  const host = match?.[1].replace(/^\[|\]$/g, '');
+  const portNumber = Number(match?.[2]);
+  if (match && host && (!match[1].startsWith('[') || isIP(host) === 6) && portNumber > 0 && portNumber <= 65535) {
+    return { kind: 'tcp', host, port: portNumber };
+  }
+  return undefined;
+}
+
+export function formatUpstream(upstream: Upstream): string {
+  if (upstream.kind === 'unix') return `unix:${upstream.path}`;
+  return `http://${upstream.host.includes(':') ? `[${upstream.host}]` : upstream.host}:${upstream.port}`;
+}
+
+/** Upstreams, comma-separated (a repeated flag's values are joined with commas), each given once. */
+export const upstreamList: Parser<readonly Upstream[]> = (raw, { cwd, fail }) => {
+  const items = raw
+    .split(',')
+    .map((item) => item.trim())
+    .filter((item) => item !== '');
+  const upstreams = items.map((item) => parseUpstream(item, cwd) ?? fail(UPSTREAM_ALLOWED));
+  const names = upstreams.map(formatUpstream);
+  const repeated = names.find((name, i) => names.indexOf(name) !== i);
+  if (repeated !== undefined) fail(`${UPSTREAM_ALLOWED}, each given once (${repeated} is given twice)`);
+  return upstreams;
+};
+
+/** A comma-separated list of addresses and CIDR subnets: `127.0.0.0/8,::1,10.1.0.0/16`. */
+export const allowList: Parser<readonly AllowedClient[]> = (raw, { fail }) =>
+  raw
+    .split(',')
+    .map((item) => item.trim())
+    .filter((item) => item !== '')
+    .map((item): AllowedClient => {
+      const [ip, prefix, extra] = item.split('/');
+      const family = isIP(ip) === 4 ? 'ipv4' : isIP(ip) === 6 ? 'ipv6' : undefined;
+      const bits = family === 'ipv4' ? 32 : 128;
+      if (!family || extra !== undefined || (prefix !== undefined && !(/^\d{1,3}$/.test(prefix) && Number(prefix) <= bits))) {
+        return fail(
+          'a comma-separated list of IP addresses or CIDR subnets (e.g. 127.0.0.0/8,::1,10.1.0.0/16); ' +
+            `${JSON.stringify(item)} is not one`,
+        );
+      }
+      return { address: ip, prefix: prefix === undefined ? bits : Number(prefix), family };
+    });
+
+export function formatAllowList(list: readonly AllowedClient[]): string {
+  return list.map(({ address: ip, prefix }) => `${ip}/${prefix}`).join(',');
+}

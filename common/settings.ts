@@ -1,0 +1,403 @@
+// Every setting of extqs, declared once: its flag, environment name, default, parser, the processes
+// that use it, whether a SIGHUP applies it live, and its help. The Config types, the validation, each
+// command's options and --help, the SIGHUP report and the README's tables all come from this table.
+import { availableParallelism } from 'node:os';
+import { LOG_FORMATS, LOG_LEVELS } from './logFormat.ts';
+import {
+  address,
+  allowList,
+  formatAllowList,
+  formatUpstream,
+  integer,
+  logDirectory,
+  oneOf,
+  optionalPath,
+  port,
+  size,
+  upstreamList,
+  wwwDirectory,
+  type Parser,
+} from './settingParsers.ts';
+
+/** The two server processes; a setting is used by one or both. */
+export type Role = 'proxy' | 'host';
+
+/** How the README groups the settings. */
+export type SettingGroup = 'service' | 'host' | 'upstreams' | 'logs' | 'limits';
+
+export interface SettingSpec<T, R extends readonly Role[], L extends boolean = boolean> {
+  flag: string;
+  env: string;
+  /** The default as text, parsed like a given value; a function when it follows another setting. */
+  default: string | ((value: (key: string) => unknown) => string);
+  /** The default as --help and the README show it, when it is not the text itself. */
+  defaultText?: string;
+  parse: Parser<T>;
+  /** The processes that use it: `extqs proxy` and `extqs host` take exactly their own. */
+  roles: R;
+  /** `extqs start` does not take it: the launcher sets it for its children, for this reason. */
+  setByLauncher?: string;
+  /** A SIGHUP applies it without a restart. */
+  live?: L;
+  /** The flag may be given more than once; the environment then lists the values with commas. */
+  repeatable?: true;
+  /** Checks it against settings it depends on (read before it); calls `fail` to refuse it. */
+  relation?: (value: T, other: (key: string) => unknown, fail: (allowed: string) => never) => void;
+  /** The value as an operator would write it, for the SIGHUP report (JSON text by default). */
+  format?: (value: T) => string;
+  /** The placeholder in --help: `N`, `ADDR`, … */
+  placeholder: string;
+  help: string;
+  group: SettingGroup;
+}
+
+function setting<T, const R extends readonly Role[], const L extends boolean = false>(spec: SettingSpec<T, R, L>): SettingSpec<T, R, L> {
+  return spec;
+}
+
+const MAX_WORKERS = 256;
+/** The host keeps idle sockets 75 s (host/app.ts); the proxy's own clients must be let go sooner. */
+const MAX_KEEP_ALIVE_TIMEOUT = 60;
+const seconds = (max: number) => integer(0, max);
+
+export const FORWARDERS = ['undici', 'http-proxy'] as const;
+export type Forwarder = (typeof FORWARDERS)[number];
+
+export const SETTINGS = {
+  port: setting({
+    flag: 'port',
+    env: 'PORT',
+    default: '8080',
+    parse: port,
+    roles: ['proxy'],
+    placeholder: 'PORT',
+    help: 'public port of the proxy; 0 picks a free one (see the ready line)',
+    group: 'service',
+  }),
+  listen: setting({
+    flag: 'listen',
+    env: 'LISTEN',
+    default: '0.0.0.0',
+    parse: address,
+    roles: ['proxy'],
+    placeholder: 'ADDR',
+    help: 'address the proxy binds',
+    group: 'service',
+  }),
+  www: setting({
+    flag: 'www',
+    env: 'WWW_ROOT',
+    default: './www',
+    parse: wwwDirectory,
+    roles: ['proxy', 'host'],
+    placeholder: 'DIR',
+    help: 'directory holding public/ (served files) and controllers/',
+    group: 'service',
+  }),
+  logs: setting({
+    flag: 'logs',
+    env: 'LOG_DIR',
+    default: './logs',
+    parse: logDirectory,
+    roles: ['proxy', 'host'],
+    placeholder: 'DIR',
+    help: 'directory of access.log, error.log and host.log; created if missing',
+    group: 'service',
+  }),
+  configFile: setting({
+    flag: 'config',
+    env: 'EXTQS_CONFIG',
+    default: '',
+    defaultText: 'none',
+    parse: optionalPath,
+    roles: ['proxy', 'host'],
+    placeholder: 'FILE',
+    help: 'a file of NAME=value lines (the environment names), below flags and environment; read again on SIGHUP',
+    group: 'service',
+  }),
+  workers: setting({
+    flag: 'workers',
+    env: 'WORKERS',
+    default: () => String(Math.min(availableParallelism(), MAX_WORKERS)),
+    defaultText: 'available CPUs',
+    parse: integer(1, MAX_WORKERS),
+    roles: ['host'],
+    placeholder: 'N',
+    help: 'host worker processes (php-fpm pm.max_children)',
+    group: 'host',
+  }),
+  maxRequests: setting({
+    flag: 'max-requests',
+    env: 'MAX_REQUESTS',
+    default: '0',
+    defaultText: '0 (never)',
+    parse: integer(0, 1_000_000_000),
+    roles: ['host'],
+    placeholder: 'N',
+    help: 'recycle a host worker after this many requests (php-fpm pm.max_requests)',
+    group: 'host',
+  }),
+  maxExecutionTime: setting({
+    flag: 'max-execution-time',
+    env: 'MAX_EXECUTION_TIME',
+    default: '30',
+    parse: seconds(86_400),
+    roles: ['host'],
+    placeholder: 'SECONDS',
+    help: 'seconds a controller may run (PHP max_execution_time); 0 = no limit',
+    group: 'host',
+  }),
+  upstreamTimeout: setting({
+    flag: 'upstream-timeout',
+    env: 'UPSTREAM_TIMEOUT',
+    // The proxy waits exactly as long as a controller may run.
+    default: (value) => String(value('maxExecutionTime')),
+    defaultText: 'max-execution-time',
+    parse: seconds(86_400),
+    roles: ['proxy'],
+    placeholder: 'SECONDS',
+    help: "seconds the proxy waits for the host's response headers, then 504; 0 = no limit",
+    group: 'host',
+  }),
+  shutdownTimeout: setting({
+    flag: 'shutdown-timeout',
+    env: 'SHUTDOWN_TIMEOUT',
+    // A stop lets every controller run out its limit, and 5 s to answer.
+    default: (value) => String((Number(value('maxExecutionTime')) || 30) + 5),
+    defaultText: 'max-execution-time + 5',
+    parse: seconds(86_400),
+    roles: ['proxy', 'host'],
+    placeholder: 'SECONDS',
+    help: 'seconds a stop waits for requests in flight, then cuts them',
+    group: 'host',
+  }),
+  forwarder: setting({
+    flag: 'forwarder',
+    env: 'FORWARDER',
+    // undici measured twice as fast as http-proxy on controller JSON (README, Performance).
+    default: 'undici',
+    parse: oneOf(FORWARDERS),
+    roles: ['proxy'],
+    placeholder: 'ENGINE',
+    help: "the proxy's forwarding engine: undici or http-proxy",
+    group: 'host',
+  }),
+  statusAllow: setting({
+    flag: 'status-allow',
+    env: 'STATUS_ALLOW',
+    // Loopback only, as Apache's `Require local`.
+    default: '127.0.0.0/8,::1',
+    parse: allowList,
+    format: (list) => JSON.stringify(formatAllowList(list)),
+    roles: ['proxy'],
+    placeholder: 'LIST',
+    help: 'addresses and CIDR subnets allowed /server-status',
+    group: 'service',
+  }),
+  upstreams: setting({
+    flag: 'upstream',
+    env: 'EXTQS_UPSTREAM',
+    default: '',
+    defaultText: 'none',
+    parse: upstreamList,
+    format: (list) => JSON.stringify(list.map(formatUpstream).join(',')),
+    roles: ['proxy'],
+    setByLauncher: 'the launcher connects the proxy to the host it starts',
+    repeatable: true,
+    placeholder: 'URL',
+    help: 'a host to forward /External to: unix:/path or http://host:port; repeat for several, tried in turn',
+    group: 'upstreams',
+  }),
+  upstreamMaxFails: setting({
+    flag: 'upstream-max-fails',
+    env: 'UPSTREAM_MAX_FAILS',
+    default: '1',
+    parse: integer(1, 1000),
+    roles: ['proxy'],
+    placeholder: 'N',
+    help: 'failed connects in a row that take a host out of the rotation (nginx max_fails)',
+    group: 'upstreams',
+  }),
+  upstreamFailTimeout: setting({
+    flag: 'upstream-fail-timeout',
+    env: 'UPSTREAM_FAIL_TIMEOUT',
+    default: '10',
+    parse: seconds(86_400),
+    roles: ['proxy'],
+    placeholder: 'SECONDS',
+    help: 'seconds a host stays out of the rotation (nginx fail_timeout)',
+    group: 'upstreams',
+  }),
+  socket: setting({
+    flag: 'socket',
+    env: 'EXTQS_SOCKET',
+    default: '',
+    defaultText: 'none',
+    parse: optionalPath,
+    roles: ['host'],
+    setByLauncher: 'the launcher gives its host a private unix socket',
+    placeholder: 'PATH',
+    help: 'unix socket the host listens on (made 0600); without it the host listens on --host-listen:--host-port',
+    group: 'upstreams',
+  }),
+  hostListen: setting({
+    flag: 'host-listen',
+    env: 'EXTQS_HOST_LISTEN',
+    default: '127.0.0.1',
+    parse: address,
+    roles: ['host'],
+    setByLauncher: 'the launcher gives its host a private unix socket',
+    placeholder: 'ADDR',
+    help: 'address the host listens on without --socket; loopback unless proxies on other machines use it',
+    group: 'upstreams',
+  }),
+  hostPort: setting({
+    flag: 'host-port',
+    env: 'EXTQS_HOST_PORT',
+    default: '0',
+    parse: port,
+    roles: ['host'],
+    setByLauncher: 'the launcher gives its host a private unix socket',
+    placeholder: 'PORT',
+    help: 'port the host listens on without --socket; 0 picks a free one',
+    group: 'upstreams',
+  }),
+  logLevel: setting({
+    flag: 'log-level',
+    env: 'LOG_LEVEL',
+    // The favicon miss is a [core:info] line and must show by default.
+    default: 'info',
+    parse: oneOf(LOG_LEVELS),
+    roles: ['proxy', 'host'],
+    live: true,
+    placeholder: 'LEVEL',
+    help: "Apache's level for error.log and host.log: emerg … debug, trace1-8; notice lines always show",
+    group: 'logs',
+  }),
+  logFormat: setting({
+    flag: 'log-format',
+    env: 'LOG_FORMAT',
+    default: 'combined',
+    parse: oneOf(LOG_FORMATS),
+    roles: ['proxy', 'host'],
+    live: true,
+    placeholder: 'FORMAT',
+    help: "combined (Apache's text layouts) or json (one object a line)",
+    group: 'logs',
+  }),
+  logMaxSize: setting({
+    flag: 'log-max-size',
+    env: 'LOG_MAX_SIZE',
+    default: '0',
+    defaultText: '0 (never)',
+    parse: size,
+    roles: ['proxy', 'host'],
+    live: true,
+    placeholder: 'SIZE',
+    help: 'rotate a log file past this size: bytes, or 512k, 100m, 1g',
+    group: 'logs',
+  }),
+  logMaxFiles: setting({
+    flag: 'log-max-files',
+    env: 'LOG_MAX_FILES',
+    default: '5',
+    parse: integer(1, 1000),
+    roles: ['proxy', 'host'],
+    live: true,
+    placeholder: 'N',
+    help: 'rotated files kept per log: access.log.1 (newest) … access.log.N',
+    group: 'logs',
+  }),
+  headerTimeout: setting({
+    flag: 'header-timeout',
+    env: 'HEADER_TIMEOUT',
+    default: '20',
+    parse: integer(1, 3_600),
+    roles: ['proxy'],
+    placeholder: 'SECONDS',
+    help: 'seconds a client has to send the request head, then 408 (Apache RequestReadTimeout header=20)',
+    group: 'limits',
+  }),
+  requestTimeout: setting({
+    flag: 'request-timeout',
+    env: 'REQUEST_TIMEOUT',
+    default: '60',
+    parse: integer(1, 86_400),
+    // Node refuses a head deadline later than the whole request's, and it would mean nothing.
+    relation: (value, other, fail) => {
+      if (value < Number(other('headerTimeout'))) fail(`at least --header-timeout (${String(other('headerTimeout'))})`);
+    },
+    roles: ['proxy'],
+    placeholder: 'SECONDS',
+    help: 'seconds a client has to send the whole request, body included, then 408 (Apache Timeout 60)',
+    group: 'limits',
+  }),
+  keepAliveTimeout: setting({
+    flag: 'keep-alive-timeout',
+    env: 'KEEP_ALIVE_TIMEOUT',
+    default: '5',
+    parse: integer(0, MAX_KEEP_ALIVE_TIMEOUT),
+    roles: ['proxy'],
+    placeholder: 'SECONDS',
+    help: 'seconds an idle client connection is kept, at most 60; 0 = no keep-alive (Apache KeepAliveTimeout 5)',
+    group: 'limits',
+  }),
+  maxHeaderSize: setting({
+    flag: 'max-header-size',
+    env: 'MAX_HEADER_SIZE',
+    default: '16384',
+    parse: integer(1_024, 1_048_576),
+    roles: ['proxy'],
+    placeholder: 'BYTES',
+    help: 'bytes of request line and header fields together, then 431 (Apache LimitRequestFieldSize, per field)',
+    group: 'limits',
+  }),
+  maxHeaderFields: setting({
+    flag: 'max-header-fields',
+    env: 'MAX_HEADER_FIELDS',
+    default: '100',
+    parse: integer(1, 10_000),
+    roles: ['proxy'],
+    placeholder: 'N',
+    help: 'header fields in one request, then 400 (Apache LimitRequestFields 100)',
+    group: 'limits',
+  }),
+  maxConnections: setting({
+    flag: 'max-connections',
+    env: 'MAX_CONNECTIONS',
+    default: '0',
+    defaultText: '0 (no cap)',
+    parse: integer(0, 1_000_000),
+    roles: ['proxy'],
+    placeholder: 'N',
+    help: 'client connections open at once; new ones past it are closed at once',
+    group: 'limits',
+  }),
+};
+
+type Settings = typeof SETTINGS;
+export type SettingKey = keyof Settings;
+type LiveKeys = { [K in SettingKey]: NonNullable<Settings[K]['live']> extends true ? K : never }[SettingKey];
+
+/** Every setting, validated. */
+export type Config = { readonly [K in SettingKey]: ReturnType<Settings[K]['parse']> };
+type KeysOf<R extends Role> = { [K in SettingKey]: R extends Settings[K]['roles'][number] ? K : never }[SettingKey];
+export type ProxyConfig = Pick<Config, KeysOf<'proxy'>>;
+export type HostConfig = Pick<Config, KeysOf<'host'>>;
+/** The settings a SIGHUP applies without a restart. */
+export type LogSettings = Pick<Config, LiveKeys>;
+
+export const SETTING_KEYS = Object.keys(SETTINGS) as SettingKey[];
+
+/** The declaration of a setting, without its value type (for code that walks the table). */
+export type AnySetting = SettingSpec<unknown, readonly Role[], boolean>;
+export function specOf(key: SettingKey): AnySetting {
+  return SETTINGS[key] as AnySetting;
+}
+
+/** `--port (PORT)`: how every message names a setting. */
+export function labelOf(key: SettingKey): string {
+  return `--${specOf(key).flag} (${specOf(key).env})`;
+}
+
+export const LIVE_KEYS = SETTING_KEYS.filter((key) => specOf(key).live) as LiveKeys[];

@@ -1,0 +1,59 @@
+// `extqs check`: what `nginx -t` and `apachectl configtest` give an operator. The settings were read
+// already (a bad one stops before this, exit 2); this prints what would run, then loads every controller
+// as the host would, and lists every problem. Exit status 1 when there is any.
+import { readdir, readFile } from 'node:fs/promises';
+import { extname, join } from 'node:path';
+import type { Config } from '../common/config.ts';
+import { formatAllowList, formatUpstream } from '../common/settingParsers.ts';
+import { compileController } from '../host/compile.ts';
+import { CONTROLLER_NAME } from '../host/route.ts';
+
+interface ControllerReport {
+  file: string;
+  problem?: string;
+}
+
+/** Every file in controllers/: loaded when it is a controller the host would serve, else why it is not. */
+async function checkControllers(dir: string): Promise<ControllerReport[]> {
+  const names = (await readdir(dir, { withFileTypes: true })).filter((entry) => entry.isFile()).map((entry) => entry.name);
+  const reports: ControllerReport[] = [];
+  for (const name of names.sort()) {
+    const file = join(dir, name);
+    const ext = extname(name);
+    const base = name.slice(0, -ext.length);
+    if (ext !== '.ts' && ext !== '.js') continue;
+    if (!CONTROLLER_NAME.test(base)) {
+      reports.push({ file, problem: `never served: ${JSON.stringify(base)} is not a controller name (${String(CONTROLLER_NAME)})` });
+      continue;
+    }
+    if (ext === '.js' && names.includes(`${base}.ts`)) {
+      reports.push({ file, problem: `never served: ${base}.ts beside it is served instead` });
+      continue;
+    }
+    try {
+      const compiled = await compileController(file, await readFile(file, 'utf8'));
+      await compiled.dispose?.();
+      reports.push({ file });
+    } catch (err) {
+      reports.push({ file, problem: (err as Error).message });
+    }
+  }
+  return reports;
+}
+
+export async function check(config: Config, out: (line: string) => void): Promise<number> {
+  const upstreams = config.upstreams.length > 0 ? config.upstreams.map(formatUpstream).join(', ') : "the host's private socket (extqs start)";
+  const hostAddress = config.socket ? `unix:${config.socket}` : `http://${config.hostListen}:${config.hostPort}`;
+  out(`settings: flags, environment${config.configFile ? `, ${config.configFile}` : ''}, defaults`);
+  out(`proxy: http://${config.listen}:${config.port}, forwarding /External to ${upstreams} (${config.forwarder}), /server-status for ${formatAllowList(config.statusAllow)}`);
+  out(`host: ${config.workers} workers, max execution time ${config.maxExecutionTime} s, max requests ${config.maxRequests || 'unlimited'}; extqs host listens on ${hostAddress}`);
+  out(`www: ${config.www}`);
+  out(`logs: ${config.logs} (${config.logFormat}, level ${config.logLevel}${config.logMaxSize > 0 ? `, rotated past ${config.logMaxSize} bytes` : ''})`);
+
+  const reports = await checkControllers(join(config.www, 'controllers'));
+  if (reports.length === 0) out('controllers: none (every /External request fails as a missing controller)');
+  for (const report of reports) out(`controller ${report.file}: ${report.problem ?? 'ok'}`);
+  const problems = reports.filter((report) => report.problem !== undefined).length;
+  out(problems === 0 ? 'check: no problem found' : `check: ${problems} problem${problems === 1 ? '' : 's'} found`);
+  return problems === 0 ? 0 : 1;
+}

@@ -1,0 +1,80 @@
+// The text of `extqs --help` and `extqs <command> --help`, made from the commands' descriptions and
+// the settings table, so no option is ever listed for a command that refuses it, or missing.
+import { COMMANDS, takes, type Command } from '../common/config.ts';
+import { SETTING_KEYS, specOf, type AnySetting, type SettingKey } from '../common/settings.ts';
+
+export const COMMAND_SUMMARIES: Readonly<Record<Command, string>> = {
+  start: 'run the service: the host, then the proxy in front of it (what npm start runs)',
+  proxy: 'run the proxy alone (web-server role), in front of the hosts given by --upstream',
+  host: 'run the host alone (application role), for proxies on other machines or sockets',
+  check: 'read the settings and www/, load every controller, print what would run and every problem',
+};
+
+const COMMAND_NOTES: Readonly<Record<Command, string>> = {
+  start:
+    'Prints "listening on http://ADDR:PORT" when the proxy is ready. SIGTERM or SIGINT stops the proxy, then the host;\n' +
+    'SIGHUP reopens every log and applies the log settings read again. The host listens on a private unix socket.',
+  proxy: 'Prints "listening on http://ADDR:PORT" when ready. SIGTERM or SIGINT stops; SIGHUP reopens the logs and reads the settings again.',
+  host:
+    'Prints "listening on unix:PATH" or "listening on http://ADDR:PORT" when ready. Serves /External/<Name> from\n' +
+    'www/controllers, and /status and /ping to whoever reaches its socket: let only the proxies reach it.',
+  check:
+    'Takes every option of the other commands. Loads each controller as the host would (its module body runs once).\n' +
+    'Exit status: 0 when nothing is wrong, 1 when a controller or directory has a problem, 2 for a bad setting.',
+};
+
+/**
+ * The default as help shows it. One that follows another setting names it where the command takes
+ * that setting, and shows the value it comes to where the command does not (there it is fixed).
+ */
+function defaultOf(command: Command, spec: AnySetting): string {
+  if (typeof spec.default === 'string') return spec.defaultText ?? spec.default;
+  const read: SettingKey[] = [];
+  const computed = spec.default((key) => {
+    read.push(key as SettingKey);
+    const other = specOf(key as SettingKey).default;
+    return typeof other === 'string' ? other : '';
+  });
+  return read.every((key) => takes(command, key)) ? (spec.defaultText ?? computed) : computed;
+}
+
+function optionLines(command: Command): string[] {
+  const rows = SETTING_KEYS.filter((key) => takes(command, key)).map((key) => {
+    const spec = specOf(key);
+    const repeat = spec.repeatable ? ' (repeatable; the variable lists the values with commas)' : '';
+    return { flag: `--${spec.flag} ${spec.placeholder}`, where: `${spec.env}, default ${defaultOf(command, spec)}`, help: `${spec.help}${repeat}` };
+  });
+  const width = Math.max(...rows.map((row) => row.flag.length));
+  return rows.flatMap(({ flag, where, help }) => [`  ${flag.padEnd(width)}  ${where}`, `      ${help}`]);
+}
+
+const capitalized = (text: string) => `${text[0].toUpperCase()}${text.slice(1)}`;
+
+export function commandHelp(command: Command): string {
+  return [
+    `usage: extqs ${command} [options]`,
+    '',
+    `${capitalized(COMMAND_SUMMARIES[command])}.`,
+    COMMAND_NOTES[command],
+    '',
+    'Options, with the environment variable that sets each when the flag is absent (then the --config file):',
+    ...optionLines(command),
+    '  --help, -h  this text',
+    '',
+  ].join('\n');
+}
+
+export function mainHelp(): string {
+  const width = Math.max(...COMMANDS.map((command) => command.length));
+  return [
+    'usage: extqs <command> [options]',
+    '',
+    'The External Query Service: an Apache-like front proxy and a hot-reloading controller host.',
+    '',
+    'Commands:',
+    ...COMMANDS.map((command) => `  ${command.padEnd(width)}  ${COMMAND_SUMMARIES[command]}`),
+    '',
+    '`extqs <command> --help` lists the options of a command; `extqs --version` prints the version.',
+    '',
+  ].join('\n');
+}

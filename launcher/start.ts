@@ -1,0 +1,75 @@
+// `extqs start` (what `npm start` runs): starts the host on a private unix socket, then the proxy in
+// front of it, hands each its settings, and prints the proxy's ready line. On SIGINT/SIGTERM it stops
+// the proxy first (requests in flight finish against the host), then the host. On SIGHUP it reads the
+// configuration again and sends both children the live settings (common/reload.ts).
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { sliceFor, type Config } from '../common/config.ts';
+import { readyLine } from '../common/ready.ts';
+import { rereadConfig } from '../common/reload.ts';
+import type { HostConfig, ProxyConfig } from '../common/settings.ts';
+import { STOP_MARGIN_S } from '../common/shutdown.ts';
+import { Supervisor } from './supervisor.ts';
+
+export async function start(argv: readonly string[], initial: Config): Promise<void> {
+  let config = initial;
+  // The host listens on a socket in a directory only this user can enter (0700); the socket itself is 0600.
+  const runDir = mkdtempSync(join(tmpdir(), 'extqs-'));
+  const socket = join(runDir, 'host.sock');
+  const removeRunDir = () => rmSync(runDir, { recursive: true, force: true });
+  const say = (message: string) => process.stderr.write(`extqs: ${message}\n`);
+  // With --port 0 the first proxy picks a free port; a restarted one must come back on that same port,
+  // or every client would lose the service.
+  let port = config.port;
+  const hostConfig = (): HostConfig => ({ ...sliceFor('host', config), socket });
+  const proxyConfig = (): ProxyConfig => ({ ...sliceFor('proxy', config), port, upstreams: [{ kind: 'unix', path: socket }] });
+
+  const host = new Supervisor({
+    role: 'host',
+    config: hostConfig,
+    onReady: () => {},
+    onEvent: say,
+    stopTimeoutMs: (config.shutdownTimeout + STOP_MARGIN_S.host) * 1000,
+  });
+  const proxy = new Supervisor({
+    role: 'proxy',
+    config: proxyConfig,
+    onReady: (url) => {
+      port = Number(new URL(url).port);
+      process.stdout.write(`${readyLine(url)}\n`);
+    },
+    onEvent: say,
+    stopTimeoutMs: (config.shutdownTimeout + STOP_MARGIN_S.proxy) * 1000,
+  });
+
+  let stopping: Promise<void> | undefined;
+  const stop = (reason: string) => {
+    stopping ??= (async () => {
+      say(`${reason}: stopping the proxy, then the host`);
+      await proxy.stop();
+      await host.stop();
+      removeRunDir();
+    })();
+    return stopping;
+  };
+  process.on('SIGINT', () => void stop('SIGINT').then(() => process.exit(0)));
+  process.on('SIGTERM', () => void stop('SIGTERM').then(() => process.exit(0)));
+  // The children run in their own process groups: a SIGHUP reaches them only through here. The live
+  // settings read again also go to children started later (restarts); other settings need a restart.
+  process.on('SIGHUP', () => {
+    const { config: fresh, note, kept } = rereadConfig('start', argv, config);
+    config = fresh;
+    say(`SIGHUP: the children reopen their logs; ${note}`);
+    host.reload({ config: hostConfig(), note, kept });
+    proxy.reload({ config: proxyConfig(), note, kept });
+  });
+
+  try {
+    await host.start();
+    await proxy.start();
+  } catch (err) {
+    await stop('start-up failed');
+    throw err;
+  }
+}
