@@ -192,3 +192,10 @@ export function parseSetting<K extends SettingKey>(key: K, raw: string, cwd = pr
   };
   return specOf(key).parse(raw, { cwd, fail }) as Config[K];
 }
+
+/** The settings a process runs with, as flags an operator could type: its start-up line in the log. */
+export function describeSettings(config: Partial<Config>): string {
+  return SETTING_KEYS.filter((key) => key in config)
+    .map((key) => `--${specOf(key).flag} ${shown(key, config[key])}`)
+    .join(' ');
+}

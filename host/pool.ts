@@ -6,7 +6,7 @@ import { once } from 'node:events';
 import { chmod, rm } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import { createInterface } from 'node:readline';
-import { logSettingsOf } from '../common/config.ts';
+import { describeSettings, logSettingsOf } from '../common/config.ts';
 import { siblingFile } from '../common/entryFile.ts';
 import { childEndpoint, IpcChannel } from '../common/ipc.ts';
 import { readyLine } from '../common/ready.ts';
@@ -142,6 +142,7 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
   if (config.socket) await chmod(config.socket, 0o600);
   const url = config.socket ? `unix:${config.socket}` : formatUpstream({ kind: 'tcp', host: config.hostListen, port: first[0].port });
   log.notice(`Host pool ${process.pid} serving ${config.www}/controllers on ${url} with ${config.workers} workers`);
+  log.info(`Settings: ${describeSettings(config)}`);
   process.stdout.write(`${readyLine(url)}\n`);
 
   onShutdownSignal(async (reason) => {

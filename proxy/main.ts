@@ -4,7 +4,7 @@
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { ConfigError } from '../common/configError.ts';
-import { logSettingsOf } from '../common/config.ts';
+import { describeSettings, logSettingsOf } from '../common/config.ts';
 import { readyLine } from '../common/ready.ts';
 import type { Reloads } from '../common/reload.ts';
 import { labelOf, type ProxyConfig } from '../common/settings.ts';
@@ -61,6 +61,7 @@ export async function runProxy(config: ProxyConfig, reloads: Reloads<ProxyConfig
   const { address, port } = server.address() as AddressInfo;
   const host = address.includes(':') ? `[${address}]` : address;
   errorLog.write({ module: 'mpm_event', level: 'notice', message: `extqs proxy ${process.pid} configured -- resuming normal operations (http://${host}:${port})` });
+  errorLog.write({ module: 'mpm_event', level: 'info', message: `settings: ${describeSettings(config)}` });
   process.stdout.write(`${readyLine(`http://${host}:${port}`)}\n`);
 
   onShutdownSignal(async (reason) => {

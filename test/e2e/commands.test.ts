@@ -1,0 +1,233 @@
+// The `extqs` command as an operator meets it: every flag of every command accepted by exactly the
+// commands that take it and refused by the others (table-driven from common/settings.ts), each setting
+// reaching the process that uses it, --help, --version, `check`, and the built JavaScript running.
+import { spawnSync } from 'node:child_process';
+import { readFileSync, readlinkSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { expect } from 'chai';
+import { COMMANDS, takes, type Command } from '../../common/config.ts';
+import { SETTING_KEYS, specOf, type SettingKey } from '../../common/settings.ts';
+import { eventually, makeSandbox, readLog, ROOT, spawnReady, startProcess, type Running, type Sandbox } from '../helpers/stack.ts';
+
+function extqs(args: string[], env: NodeJS.ProcessEnv = {}) {
+  return spawnSync(process.execPath, ['bin/extqs.js', ...args], { cwd: ROOT, env: { ...process.env, ...env }, encoding: 'utf8', timeout: 30_000 });
+}
+
+/**
+ * A valid value for every setting, none of them the default, and how each process shows it in its
+ * settings line. Typed by the table: a new setting without a sample here does not compile.
+ */
+function samples(sandbox: Sandbox): Record<SettingKey, { value: string; shown: string }> {
+  const configFile = join(sandbox.dir, 'extqs.conf');
+  writeFileSync(configFile, '# nothing but a comment\n');
+  const socket = join(sandbox.dir, 'own.sock');
+  return {
+    port: { value: '0', shown: '--port 0' },
+    listen: { value: '127.0.0.1', shown: '--listen "127.0.0.1"' },
+    www: { value: sandbox.www, shown: `--www ${JSON.stringify(sandbox.www)}` },
+    logs: { value: sandbox.logs, shown: `--logs ${JSON.stringify(sandbox.logs)}` },
+    configFile: { value: configFile, shown: `--config ${JSON.stringify(configFile)}` },
+    workers: { value: '1', shown: '--workers 1' },
+    maxRequests: { value: '1000', shown: '--max-requests 1000' },
+    maxExecutionTime: { value: '11', shown: '--max-execution-time 11' },
+    upstreamTimeout: { value: '12', shown: '--upstream-timeout 12' },
+    shutdownTimeout: { value: '13', shown: '--shutdown-timeout 13' },
+    forwarder: { value: 'http-proxy', shown: '--forwarder "http-proxy"' },
+    statusAllow: { value: '127.0.0.1', shown: '--status-allow "127.0.0.1/32"' },
+    upstreams: { value: `unix:${socket}`, shown: `--upstream ${JSON.stringify(`unix:${socket}`)}` },
+    upstreamMaxFails: { value: '3', shown: '--upstream-max-fails 3' },
+    upstreamFailTimeout: { value: '4', shown: '--upstream-fail-timeout 4' },
+    socket: { value: socket, shown: `--socket ${JSON.stringify(socket)}` },
+    hostListen: { value: '127.0.0.1', shown: '--host-listen "127.0.0.1"' },
+    hostPort: { value: '0', shown: '--host-port 0' },
+    logLevel: { value: 'debug', shown: '--log-level "debug"' },
+    logFormat: { value: 'combined', shown: '--log-format "combined"' },
+    logMaxSize: { value: '64m', shown: `--log-max-size ${64 * 1024 * 1024}` },
+    logMaxFiles: { value: '7', shown: '--log-max-files 7' },
+    headerTimeout: { value: '21', shown: '--header-timeout 21' },
+    requestTimeout: { value: '61', shown: '--request-timeout 61' },
+    keepAliveTimeout: { value: '6', shown: '--keep-alive-timeout 6' },
+    maxHeaderSize: { value: '20000', shown: '--max-header-size 20000' },
+    maxHeaderFields: { value: '101', shown: '--max-header-fields 101' },
+    maxConnections: { value: '1000', shown: '--max-connections 1000' },
+  };
+}
+
+/** Every flag `command` takes, with its sample value. */
+function allFlagsOf(command: Command, sample: ReturnType<typeof samples>): string[] {
+  return SETTING_KEYS.filter((key) => takes(command, key)).flatMap((key) => [`--${specOf(key).flag}`, sample[key].value]);
+}
+
+/** The settings line a process wrote at start-up (a line reaches the file in the turn after it is logged). */
+function settingsLine(sandbox: Sandbox, file: 'error.log' | 'host.log'): Promise<string> {
+  return eventually(() => readLog(sandbox, file).find((l) => /\] [Ss]ettings: /.test(l)), 3000, `the settings line in ${file}`);
+}
+
+describe('the extqs command', function () {
+  let sandbox: Sandbox;
+  beforeEach(() => (sandbox = makeSandbox()));
+  afterEach(() => sandbox.remove());
+
+  describe('a flag the command does not take', function () {
+    for (const command of COMMANDS) {
+      for (const key of SETTING_KEYS.filter((k) => !takes(command, k))) {
+        const flag = `--${specOf(key).flag}`;
+        it(`extqs ${command} refuses ${flag} with exit 2, naming the commands that take it`, function () {
+          const result = extqs([command, flag, samples(sandbox)[key].value, '--www', sandbox.www, '--logs', sandbox.logs]);
+          expect(result.status, result.stderr).to.equal(2);
+          const takers = COMMANDS.filter((c) => takes(c, key)).map((c) => `extqs ${c}`);
+          expect(result.stderr).to.contain(`extqs ${command}: ${flag} is not an option of extqs ${command}`);
+          expect(result.stderr).to.contain(`it is taken by ${takers.join(', ')}`);
+          expect(result.stdout).to.equal('');
+        });
+      }
+    }
+  });
+
+  describe('every flag the command takes', function () {
+    const running: Running[] = [];
+    afterEach(async () => {
+      for (const child of running.splice(0)) await child.stop();
+    });
+
+    it('extqs start hands each setting to the process that uses it (its settings line shows the value)', async function () {
+      const sample = samples(sandbox);
+      running.push(await spawnReady(['bin/extqs.js', 'start', ...allFlagsOf('start', sample)]));
+      const proxyLine = await settingsLine(sandbox, 'error.log');
+      const hostLine = await settingsLine(sandbox, 'host.log');
+      for (const key of SETTING_KEYS.filter((k) => takes('start', k))) {
+        if (key === 'port') continue; // 0: the proxy is handed the port it bound on its first start
+        if (specOf(key).roles.includes('proxy')) expect(proxyLine, key).to.contain(sample[key].shown);
+        if (specOf(key).roles.includes('host')) expect(hostLine, key).to.contain(sample[key].shown);
+      }
+    });
+
+    it('extqs host and extqs proxy run with every one of their flags set', async function () {
+      const sample = samples(sandbox);
+      const host = await startProcess('host', allFlagsOf('host', sample));
+      running.push(host);
+      const proxy = await startProcess('proxy', allFlagsOf('proxy', sample));
+      running.push(proxy);
+      const hostLine = await settingsLine(sandbox, 'host.log');
+      const proxyLine = await settingsLine(sandbox, 'error.log');
+      for (const key of SETTING_KEYS) {
+        if (takes('host', key)) expect(hostLine, key).to.contain(sample[key].shown);
+        if (takes('proxy', key)) expect(proxyLine, key).to.contain(sample[key].shown);
+      }
+    });
+  });
+
+  describe('--help and --version', function () {
+    it('extqs --help lists every command, on stdout, exit 0', function () {
+      for (const args of [['--help'], ['-h'], []]) {
+        const result = extqs(args);
+        expect(result.status).to.equal(0);
+        for (const command of COMMANDS) expect(result.stdout).to.match(new RegExp(`^  ${command} `, 'm'));
+      }
+    });
+
+    for (const command of COMMANDS) {
+      it(`extqs ${command} --help lists exactly the flags it takes, with their variables`, function () {
+        const result = extqs([command, '--help']);
+        expect(result.status).to.equal(0);
+        const listed = [...result.stdout.matchAll(/^ {2}--([a-z-]+) [A-Z]+ +([A-Z_]+),/gm)].map((m) => [m[1], m[2]]);
+        const expected = SETTING_KEYS.filter((key) => takes(command, key)).map((key) => [specOf(key).flag, specOf(key).env]);
+        expect(listed).to.deep.equal(expected);
+      });
+    }
+
+    it('extqs --version prints the package version', function () {
+      const { version } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
+      const result = extqs(['--version']);
+      expect(result.status).to.equal(0);
+      expect(result.stdout).to.equal(`extqs ${version} (Node.js ${process.version})\n`);
+    });
+
+    it('refuses an unknown command with exit 2 and the list of commands', function () {
+      const result = extqs(['serve']);
+      expect(result.status).to.equal(2);
+      expect(result.stderr).to.contain('extqs: unknown command "serve"; the commands are start, proxy, host, check');
+    });
+  });
+
+  describe('extqs check', function () {
+    const check = (args: string[] = []) => extqs(['check', '--www', sandbox.www, '--logs', sandbox.logs, ...args]);
+
+    it('prints what would run and exits 0 on the default install (no controllers)', function () {
+      const result = check(['--workers', '3', '--port', '8081']);
+      expect(result.status, result.stdout).to.equal(0);
+      expect(result.stdout).to.contain('proxy: http://0.0.0.0:8081');
+      expect(result.stdout).to.contain('host: 3 workers');
+      expect(result.stdout).to.contain('controllers: none');
+      expect(result.stdout.trim().split('\n').at(-1)).to.equal('check: no problem found');
+    });
+
+    it('loads every controller and names each problem, exit 1', function () {
+      writeFileSync(join(sandbox.controllers, 'Good.ts'), 'export default () => ({ ok: true });\n');
+      writeFileSync(join(sandbox.controllers, 'Broken.ts'), 'export default () => {\n  return {;\n};\n');
+      writeFileSync(join(sandbox.controllers, 'NoDefault.js'), 'exports.x = 1;\n');
+      writeFileSync(join(sandbox.controllers, 'bad-name.ts'), 'export default () => 1;\n');
+      const result = check();
+      expect(result.status).to.equal(1);
+      expect(result.stdout).to.contain(`controller ${join(sandbox.controllers, 'Good.ts')}: ok`);
+      expect(result.stdout).to.match(new RegExp(`controller ${join(sandbox.controllers, 'Broken.ts')}: Parse error in controller script .*Broken\\.ts:2:\\d+`));
+      expect(result.stdout).to.contain(`controller ${join(sandbox.controllers, 'NoDefault.js')}: Controller script ${join(sandbox.controllers, 'NoDefault.js')} has no default export function`);
+      expect(result.stdout).to.contain('bad-name.ts: never served: "bad-name" is not a controller name');
+      expect(result.stdout.trim().split('\n').at(-1)).to.equal('check: 3 problems found');
+    });
+
+    it('reports every bad setting at once, exit 2', function () {
+      const result = check(['--port', '80a', '--workers', '0']);
+      expect(result.status).to.equal(2);
+      expect(result.stderr).to.contain('--port (PORT) must be an integer from 0 to 65535, got "80a"');
+      expect(result.stderr).to.contain('--workers (WORKERS) must be an integer from 1 to 256, got "0"');
+    });
+  });
+
+  describe('SIGHUP', function () {
+    let running: Running | undefined;
+    afterEach(async () => running?.stop());
+
+    it('makes extqs proxy on its own read its settings again: the log level applied, the rest named', async function () {
+      const file = join(sandbox.dir, 'proxy.conf');
+      writeFileSync(file, 'LOG_LEVEL=warn\nWORKERS=3\n');
+      running = await startProcess('proxy', ['--port', '0', '--listen', '127.0.0.1', '--www', sandbox.www, '--logs', sandbox.logs, '--upstream', `unix:${join(sandbox.dir, 'none.sock')}`, '--config', file]);
+      writeFileSync(file, 'LOG_LEVEL=info\nWORKERS=4\nKEEP_ALIVE_TIMEOUT=2\n');
+      running.child.kill('SIGHUP');
+      const line = await eventually(() => readLog(sandbox, 'error.log').find((l) => l.includes('SIGHUP received')), 5000, 'the reload line');
+      expect(line).to.contain('[mpm_event:notice]');
+      expect(line).to.contain('SIGHUP received: reopened access.log, error.log; applied --log-level "warn" -> "info"; need a restart to apply: --keep-alive-timeout 5 -> 2');
+    });
+
+    it("makes a launcher's child sent SIGHUP directly reopen its logs and keep the launcher's settings", async function () {
+      running = await spawnReady(['bin/extqs.js', 'start', '--port', '0', '--listen', '127.0.0.1', '--www', sandbox.www, '--logs', sandbox.logs, '--workers', '1']);
+      const children = readFileSync(`/proc/${running.child.pid}/task/${running.child.pid}/children`, 'utf8').trim().split(/\s+/).map(Number);
+      const proxyPid = children.find((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').includes('proxy'))!;
+      process.kill(proxyPid, 'SIGHUP');
+      const line = await eventually(() => readLog(sandbox, 'error.log').find((l) => l.includes('SIGHUP received')), 5000, 'the reload line');
+      expect(line).to.contain(`[pid ${proxyPid}] SIGHUP received: reopened access.log, error.log; settings unchanged: they come from the launcher`);
+    });
+  });
+
+  describe('in production', function () {
+    let stack: Running | undefined;
+    afterEach(async () => stack?.stop());
+
+    it('runs the compiled JavaScript in build/, with no TypeScript loader, in every process', async function () {
+      stack = await spawnReady(['bin/extqs.js', 'start', '--port', '0', '--listen', '127.0.0.1', '--www', sandbox.www, '--logs', sandbox.logs, '--workers', '2']);
+      const descendants = (pid: number): number[] => {
+        const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+        return children.flatMap((child) => [child, ...descendants(child)]);
+      };
+      const processes = [stack.child.pid!, ...descendants(stack.child.pid!)];
+      expect(processes).to.have.length(5); // launcher, proxy, host primary, two workers
+      for (const pid of processes) {
+        const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
+        expect(cmdline.join(' '), `pid ${pid}`).not.to.match(/tsx/);
+        const script = resolve(ROOT, cmdline.find((word) => word.endsWith('.js'))!);
+        expect(script === join(ROOT, 'bin/extqs.js') || script.startsWith(join(ROOT, 'build/')), cmdline.join(' ')).to.equal(true);
+        expect(readlinkSync(`/proc/${pid}/exe`)).to.equal(process.execPath);
+      }
+    });
+  });
+});

@@ -1,0 +1,50 @@
+// The README's configuration tables, made from the settings table (common/settings.ts). Run it
+// (`npm run readme:settings`) to rewrite them in README.md; test/unit/readmeSettings.test.ts fails while
+// the README and the table disagree.
+import { readFileSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { COMMANDS, takes } from '../common/config.ts';
+import { SETTING_KEYS, specOf, type SettingGroup } from '../common/settings.ts';
+
+export const README = fileURLToPath(new URL('../README.md', import.meta.url));
+export const BEGIN = '<!-- settings:begin: made from common/settings.ts by `npm run readme:settings` -->';
+export const END = '<!-- settings:end -->';
+
+const GROUP_TITLES: Readonly<Record<SettingGroup, string>> = {
+  service: 'The service',
+  host: 'The host and its controllers',
+  upstreams: 'Proxy and host on different machines',
+  logs: 'Logs',
+  limits: "The proxy's limits against slow or hostile clients (Apache's defaults)",
+};
+
+const code = (text: string) => `\`${text}\``;
+const sentence = (text: string) => `${text[0].toUpperCase()}${text.slice(1)}.`;
+
+export function settingsMarkdown(): string {
+  const sections = (Object.keys(GROUP_TITLES) as SettingGroup[]).map((group) => {
+    const rows = SETTING_KEYS.filter((key) => specOf(key).group === group).map((key) => {
+      const spec = specOf(key);
+      const fallback = spec.defaultText ?? (typeof spec.default === 'string' ? spec.default : '');
+      const commands = COMMANDS.filter((command) => command !== 'check' && takes(command, key)).join(', ');
+      const repeat = spec.repeatable ? ' Repeatable; the variable lists the values with commas.' : '';
+      return `| ${code(`--${spec.flag}`)} | ${code(spec.env)} | ${code(fallback)} | ${commands} | ${spec.live ? 'applied' : 'restart'} | ${sentence(spec.help)}${repeat} |`;
+    });
+    return [`**${GROUP_TITLES[group]}**`, '', '| Flag | Env | Default | Commands | SIGHUP | |', '|---|---|---|---|---|---|', ...rows].join('\n');
+  });
+  return [BEGIN, '', sections.join('\n\n'), '', END].join('\n');
+}
+
+/** The README's generated block as it stands, or undefined when its markers are missing. */
+export function readmeSettingsBlock(readme: string): string | undefined {
+  const begin = readme.indexOf(BEGIN);
+  const end = readme.indexOf(END);
+  return begin === -1 || end === -1 ? undefined : readme.slice(begin, end + END.length);
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const readme = readFileSync(README, 'utf8');
+  const current = readmeSettingsBlock(readme);
+  if (current === undefined) throw new Error(`README.md has no ${BEGIN} … ${END} block to rewrite`);
+  writeFileSync(README, readme.replace(current, settingsMarkdown()));
+}
