@@ -2,32 +2,12 @@
 // line. (The test suites have richer helpers; the bench does not depend on them.)
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parseReadyLine } from '../common/ready.ts';
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
-
-export interface BenchTree {
-  dir: string;
-  www: string;
-  logs: string;
-  controllers: string;
-  publicDir: string;
-  remove(): void;
-}
-
-/** A temp directory with an empty www/public, www/controllers and logs/. */
-export function makeBenchTree(): BenchTree {
-  const dir = mkdtempSync(join(tmpdir(), 'extqs-bench-'));
-  const www = join(dir, 'www');
-  const tree = { dir, www, logs: join(dir, 'logs'), controllers: join(www, 'controllers'), publicDir: join(www, 'public') };
-  for (const d of [tree.controllers, tree.publicDir, tree.logs]) mkdirSync(d, { recursive: true });
-  return { ...tree, remove: () => rmSync(dir, { recursive: true, force: true }) };
-}
 
 export interface Running {
   child: ChildProcess;

@@ -9,7 +9,8 @@ import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { makeBenchTree, ROOT, startCommand, type Running } from './processes.ts';
+import { makeSandbox } from '../tools/sandbox.ts';
+import { ROOT, startCommand, type Running } from './processes.ts';
 import { runLoad, type LoadResult } from './load.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
@@ -194,7 +195,7 @@ async function reloadLatency(url: string, controllers: string, socket: string): 
 }
 
 async function main(): Promise<void> {
-  const sandbox = makeBenchTree();
+  const sandbox = makeSandbox();
   writeFileSync(join(sandbox.controllers, 'Echo.ts'), `export default ({ query }: any) => ({ sn: query.sn, no: query.no, ok: true });\n`);
   // A 1.4 KB page, like a small static file of the legacy site.
   writeFileSync(join(sandbox.publicDir, 'index.html'), `<!DOCTYPE html>\n<html><head><title>extqs</title></head><body>\n${'<p>External Query Service static page.</p>\n'.repeat(32)}</body></html>\n`);

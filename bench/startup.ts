@@ -6,7 +6,8 @@ import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { makeBenchTree, ROOT } from './processes.ts';
+import { makeSandbox } from '../tools/sandbox.ts';
+import { ROOT } from './processes.ts';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 5);
 const IDLE_MS = 5_000;
@@ -32,7 +33,7 @@ function roleOf(pid: number): string {
 }
 
 async function startOnce(): Promise<{ readyMs: number; rss: Record<string, number[]> }> {
-  const tree = makeBenchTree();
+  const tree = makeSandbox();
   const started = performance.now();
   const child = spawn(process.execPath, [join(root, 'bin/extqs.js'), 'start', '--port', '0', '--listen', '127.0.0.1', '--workers', '2', '--www', tree.www, '--logs', tree.logs], {
     cwd: root,

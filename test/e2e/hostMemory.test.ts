@@ -1,4 +1,4 @@
-// Reloading must not grow memory (issue: 1,000 reloads of a controller holding ~200 KB < 10 MB RSS).
+// Reloading must not grow memory: 1,000 reloads of a controller holding ~200 KB add less than 10 MB RSS.
 // The fixture drives the host's own registry and loader in a process of its own with --expose-gc, so
 // the measurement sees only reloads, after full collections.
 import { execFileSync } from 'node:child_process';

@@ -2,35 +2,17 @@
 // read from the process's own ready line, and every child killed and awaited in teardown.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parseReadyLine } from '../../common/ready.ts';
+import type { Sandbox } from '../../tools/sandbox.ts';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const READY_TIMEOUT_MS = 30_000;
 
-export interface Sandbox {
-  dir: string;
-  www: string;
-  logs: string;
-  controllers: string;
-  publicDir: string;
-  remove(): void;
-}
-
-/** A temp directory holding an empty www/public, www/controllers and logs/: the default install. */
-export function makeSandbox(): Sandbox {
-  const dir = mkdtempSync(join(tmpdir(), 'extqs-test-'));
-  const www = join(dir, 'www');
-  const controllers = join(www, 'controllers');
-  const publicDir = join(www, 'public');
-  const logs = join(dir, 'logs');
-  for (const d of [controllers, publicDir, logs]) mkdirSync(d, { recursive: true });
-  return { dir, www, logs, controllers, publicDir, remove: () => rmSync(dir, { recursive: true, force: true }) };
-}
+export { makeSandbox, type Sandbox } from '../../tools/sandbox.ts';
 
 export interface Running {
   child: ChildProcess;

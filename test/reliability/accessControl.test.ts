@@ -1,4 +1,4 @@
-// Access control (issue 6.5): the host is reachable by the proxy only (a 0600 socket in a 0700 directory,
+// Access control: the host is reachable by the proxy only (a 0600 socket in a 0700 directory,
 // or a loopback-only port), its /status and /ping never answer through the proxy, and no answer tells a
 // client where anything lives on disk.
 import { readFileSync, statSync, writeFileSync } from 'node:fs';

@@ -1,4 +1,4 @@
-// Processes killed under load (issue 6.2): the host pool, one host worker, the proxy. Requests in flight
+// Processes killed under load: the host pool, one host worker, the proxy. Requests in flight
 // get an answer (500/503) or a refused connection, never a hang; the launcher (or the pool) brings the
 // process back; within 2 s of its new ready line every request succeeds again.
 import { writeFileSync } from 'node:fs';
