@@ -9,7 +9,14 @@ describe('reloading a controller 1,000 times', function () {
   this.timeout(120_000);
 
   it('grows RSS by less than 10 MB, every version installed', function () {
-    const out = execFileSync(process.execPath, ['--expose-gc', '--import', 'tsx', 'test/fixtures/reloadMemory.ts', '1000'], { cwd: ROOT, encoding: 'utf8' });
+    const out = execFileSync(
+      process.execPath,
+      ['--expose-gc', '--min-semi-space-size=16', '--max-semi-space-size=16', '--import', 'tsx', 'test/fixtures/reloadMemory.ts', '1000'],
+      {
+        cwd: ROOT,
+        encoding: 'utf8',
+      },
+    );
     const result = JSON.parse(out.trim().split('\n').at(-1)!);
     expect(result.reloads).to.equal(1000);
     expect(result.failures).to.equal(0);
