@@ -25,7 +25,7 @@ export function runLoad(url: string, expectedStatus: number, seconds: number, co
       [AUTOCANNON, '-c', String(connections), '-d', String(seconds), '-j', '-n', url],
       { maxBuffer: 64 * 1024 * 1024 },
       (err, stdout) => {
-        if (err) return reject(err);
+        if (err) return reject(new Error(`autocannon failed: ${err.message}`, { cause: err }));
         const r = JSON.parse(stdout);
         const byStatus: Record<string, { count: number }> = r.statusCodeStats ?? {};
         const total = Object.values(byStatus).reduce((sum, s) => sum + s.count, 0);

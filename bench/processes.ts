@@ -17,10 +17,13 @@ export interface Running {
 
 /** `extqs <command> <args>` from build/, resolved at its ready line. */
 export function startCommand(command: 'proxy' | 'host', args: string[]): Promise<Running> {
-  const child = spawn(process.execPath, [join(ROOT, 'bin/extqs.js'), command, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [join(ROOT, 'bin/extqs.js'), command, ...args], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const exited = once(child, 'exit');
   return new Promise((resolve, reject) => {
-    createInterface({ input: child.stdout! }).on('line', (line) => {
+    createInterface({ input: child.stdout }).on('line', (line) => {
       const url = parseReadyLine(line);
       if (url === undefined) return;
       resolve({

@@ -19,7 +19,7 @@ const WORKERS = process.env.BENCH_WORKERS ?? '1';
 const RELOADS_FOR_LATENCY = 50;
 const RELOADS_FOR_MEMORY = 1000;
 /** Reloads before the memory baseline, as test/fixtures/reloadMemory.ts does. */
-const RELOADS_WARM_UP = 50;
+const RELOADS_WARM_UP = 500;
 
 interface Scenario {
   name: string;
@@ -79,7 +79,7 @@ function cpuMicros(pid: number): number {
       return 0;
     }
   };
-  let children: number[] = [];
+  let children: number[];
   try {
     children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
   } catch {
@@ -100,12 +100,15 @@ function hasNginx(): boolean {
 function getBody(url: string, socketPath?: string): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const target = new URL(url);
-    const req = request({ host: target.hostname, port: target.port, path: target.pathname + target.search, socketPath, agent: false }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (c) => (body += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    });
+    const req = request(
+      { host: target.hostname, port: target.port, path: target.pathname + target.search, socketPath, agent: false },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (c) => (body += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      },
+    );
     req.on('error', reject);
     req.end();
   });
@@ -145,7 +148,10 @@ async function hostRss(socket: string): Promise<number> {
   let lowest = Infinity;
   for (let i = 0; i < REST_SECONDS; i++) {
     const status = JSON.parse((await getBody('http://host/status?full', socket)).body);
-    lowest = Math.min(lowest, status.processes.reduce((sum: number, w: { rss: number }) => sum + w.rss, 0));
+    lowest = Math.min(
+      lowest,
+      status.processes.reduce((sum: number, w: { rss: number }) => sum + w.rss, 0),
+    );
     await new Promise((r) => setTimeout(r, 1000));
   }
   return lowest;
@@ -174,7 +180,10 @@ async function reloadLatency(url: string, controllers: string, socket: string): 
   }
   const underLoad = await load;
   const reload = async (v: number) => {
-    writeFileSync(`${file}.tmp`, `const state = Array.from({ length: 2000 }, (_, i) => 'v${v}-' + i + 'x'.repeat(90));\nexport default () => ({ v: ${v}, n: state.length });\n`);
+    writeFileSync(
+      `${file}.tmp`,
+      `const state = Array.from({ length: 2000 }, (_, i) => 'v${v}-' + i + 'x'.repeat(90));\nexport default () => ({ v: ${v}, n: state.length });\n`,
+    );
     renameSync(`${file}.tmp`, file);
     await getBody(`${url}/External/Swap`);
   };
@@ -198,7 +207,10 @@ async function main(): Promise<void> {
   const sandbox = makeSandbox();
   writeFileSync(join(sandbox.controllers, 'Echo.ts'), `export default ({ query }: any) => ({ sn: query.sn, no: query.no, ok: true });\n`);
   // A 1.4 KB page, like a small static file of the legacy site.
-  writeFileSync(join(sandbox.publicDir, 'index.html'), `<!DOCTYPE html>\n<html><head><title>extqs</title></head><body>\n${'<p>External Query Service static page.</p>\n'.repeat(32)}</body></html>\n`);
+  writeFileSync(
+    join(sandbox.publicDir, 'index.html'),
+    `<!DOCTYPE html>\n<html><head><title>extqs</title></head><body>\n${'<p>External Query Service static page.</p>\n'.repeat(32)}</body></html>\n`,
+  );
   const socket = join(sandbox.dir, 'host.sock');
   const processes: Running[] = [];
   let nginx: ChildProcess | undefined;
@@ -207,7 +219,20 @@ async function main(): Promise<void> {
     processes.push(host);
     const proxyArgs = (forwarder: string, logs: string) => {
       mkdirSync(logs, { recursive: true });
-      return ['--port', '0', '--listen', '127.0.0.1', '--www', sandbox.www, '--logs', logs, '--upstream', `unix:${socket}`, '--forwarder', forwarder];
+      return [
+        '--port',
+        '0',
+        '--listen',
+        '127.0.0.1',
+        '--www',
+        sandbox.www,
+        '--logs',
+        logs,
+        '--upstream',
+        `unix:${socket}`,
+        '--forwarder',
+        forwarder,
+      ];
     };
     const proxy = await startCommand('proxy', proxyArgs('undici', sandbox.logs));
     processes.push(proxy);
@@ -262,7 +287,16 @@ async function main(): Promise<void> {
       const nginxSummary = summary('nginx');
       const ratio = nginxSummary ? extqs.requestsPerSecond / nginxSummary.requestsPerSecond : undefined;
       const httpProxyRatio = nginxSummary ? viaHttpProxy.requestsPerSecond / nginxSummary.requestsPerSecond : undefined;
-      return { scenario: scenario.name, target: scenario.target, extqs, httpProxy: viaHttpProxy, nginx: nginxSummary, ratio, httpProxyRatio, met: ratio === undefined ? undefined : ratio >= scenario.target };
+      return {
+        scenario: scenario.name,
+        target: scenario.target,
+        extqs,
+        httpProxy: viaHttpProxy,
+        nginx: nginxSummary,
+        ratio,
+        httpProxyRatio,
+        met: ratio === undefined ? undefined : ratio >= scenario.target,
+      };
     });
 
     const pad = (text: string, width: number) => text.padEnd(width);
@@ -281,7 +315,14 @@ async function main(): Promise<void> {
     ];
     process.stdout.write(`\n${lines.join('\n')}\n`);
     const out = join(ROOT, 'bench', 'results', `${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
-    writeFileSync(out, JSON.stringify({ date: new Date().toISOString(), seconds: SECONDS, rounds: ROUNDS, workers: WORKERS, rows, reload, raw: results }, null, 2));
+    writeFileSync(
+      out,
+      JSON.stringify(
+        { date: new Date().toISOString(), seconds: SECONDS, rounds: ROUNDS, workers: WORKERS, rows, reload, raw: results },
+        null,
+        2,
+      ),
+    );
     process.stdout.write(`\nwritten to ${out}\n`);
   } finally {
     if (nginx) {

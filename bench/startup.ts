@@ -35,12 +35,18 @@ function roleOf(pid: number): string {
 async function startOnce(): Promise<{ readyMs: number; rss: Record<string, number[]> }> {
   const tree = makeSandbox();
   const started = performance.now();
-  const child = spawn(process.execPath, [join(root, 'bin/extqs.js'), 'start', '--port', '0', '--listen', '127.0.0.1', '--workers', '2', '--www', tree.www, '--logs', tree.logs], {
-    cwd: root,
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const child = spawn(
+    process.execPath,
+    [join(root, 'bin/extqs.js'), 'start', '--port', '0', '--listen', '127.0.0.1', '--workers', '2', '--www', tree.www, '--logs', tree.logs],
+    {
+      cwd: root,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
   try {
-    await new Promise<void>((resolve) => createInterface({ input: child.stdout }).on('line', (line) => line.startsWith('listening on ') && resolve()));
+    await new Promise<void>((resolve) =>
+      createInterface({ input: child.stdout }).on('line', (line) => line.startsWith('listening on ') && resolve()),
+    );
     const readyMs = performance.now() - started;
     await new Promise((resolve) => setTimeout(resolve, IDLE_MS));
     const rss: Record<string, number[]> = {};
@@ -58,5 +64,24 @@ const runs: Awaited<ReturnType<typeof startOnce>>[] = [];
 for (let run = 0; run < RUNS; run++) runs.push(await startOnce());
 const roles = ['launcher', 'proxy', 'host', 'host worker'];
 const perRole = Object.fromEntries(roles.map((role) => [role, median(runs.map((r) => (r.rss[role] ?? []).reduce((a, b) => a + b, 0)))]));
-const total = median(runs.map((r) => Object.values(r.rss).flat().reduce((a, b) => a + b, 0)));
-console.log(JSON.stringify({ root, node: process.version, runs: RUNS, readyMs: Math.round(median(runs.map((r) => r.readyMs))), rssMb: perRole, totalRssMb: Math.round(total) }, null, 1));
+const total = median(
+  runs.map((r) =>
+    Object.values(r.rss)
+      .flat()
+      .reduce((a, b) => a + b, 0),
+  ),
+);
+console.log(
+  JSON.stringify(
+    {
+      root,
+      node: process.version,
+      runs: RUNS,
+      readyMs: Math.round(median(runs.map((r) => r.readyMs))),
+      rssMb: perRole,
+      totalRssMb: Math.round(total),
+    },
+    null,
+    1,
+  ),
+);

@@ -99,7 +99,12 @@ class DependencyRefused extends Error {}
  * Reads the configuration of `command`. Throws UsageError for a flag the command does not take, and
  * ConfigError (one bad value) or ConfigErrors (several) for bad values.
  */
-export function readConfig<C extends Command>(command: C, argv: readonly string[], env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): ConfigOf<C> {
+export function readConfig<C extends Command>(
+  command: C,
+  argv: readonly string[],
+  env: NodeJS.ProcessEnv = process.env,
+  cwd = process.cwd(),
+): ConfigOf<C> {
   const flags = flagsOf(command, argv);
   const problems: ConfigError[] = [];
   const values = new Map<SettingKey, unknown>();
@@ -112,7 +117,11 @@ export function readConfig<C extends Command>(command: C, argv: readonly string[
     try {
       return { path, values: parseConfigFile(readFileSync(path, 'utf8'), path) };
     } catch (err) {
-      problems.push(err instanceof ConfigError ? err : new ConfigError(labelOf('configFile'), raw, `a readable file of NAME=value lines (${(err as Error).message})`));
+      problems.push(
+        err instanceof ConfigError
+          ? err
+          : new ConfigError(labelOf('configFile'), raw, `a readable file of NAME=value lines (${(err as Error).message})`),
+      );
       return undefined;
     }
   })();

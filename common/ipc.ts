@@ -36,7 +36,7 @@ export function childEndpoint(child: {
 
 /** This process's channel to its parent (the launcher, or the host's primary for a worker). */
 export function parentEndpoint(): Endpoint {
-  return childEndpoint(process as unknown as Parameters<typeof childEndpoint>[0]);
+  return childEndpoint(process);
 }
 
 const MAX_WAITING = 1_000;
@@ -51,13 +51,17 @@ export class IpcChannel<Mine extends Conversation, Theirs extends Conversation> 
   constructor(private readonly endpoint: Endpoint) {
     endpoint.on('message', (message) => this.receive(message));
     endpoint.on('disconnect', () => {
-      for (const { reject } of this.pending.values()) reject(new Error('the IPC channel closed before the answer'));
+      for (const waiter of this.pending.values()) waiter.reject(new Error('the IPC channel closed before the answer'));
       this.pending.clear();
     });
   }
 
   /** Asks the other side; rejects when it answers with an error, after `timeoutMs`, or when the channel is closed. */
-  request<K extends keyof Mine['requests'] & string>(kind: K, body: Mine['requests'][K]['body'], timeoutMs: number): Promise<Mine['requests'][K]['reply']> {
+  request<K extends keyof Mine['requests'] & string>(
+    kind: K,
+    body: Mine['requests'][K]['body'],
+    timeoutMs: number,
+  ): Promise<Mine['requests'][K]['reply']> {
     return new Promise((resolve, reject) => {
       if (!this.endpoint.connected()) {
         reject(new Error(`cannot ask ${kind}: the IPC channel is closed`));
@@ -71,7 +75,7 @@ export class IpcChannel<Mine extends Conversation, Theirs extends Conversation> 
       this.pending.set(id, {
         resolve: (reply) => {
           clearTimeout(timer);
-          resolve(reply as Mine['requests'][K]['reply']);
+          resolve(reply);
         },
         reject: (err) => {
           clearTimeout(timer);

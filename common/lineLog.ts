@@ -9,8 +9,8 @@
 // the one before, and so on. Not winston's maxsize/maxFiles: in a burst of 500 lines a turn, winston
 // 3.19 lost 24% of 20,000 lines across 15 rotations (its rotatedWhileOpening path ends a stream that still
 // holds lines), tailable or not. Here a rotation renames the files and then opens a fresh file by name,
-// exactly what reopen() does for an external logrotate (SIGHUP). A file deleted under the process (its directory removed) is noticed within a
-// second and created again when the directory can be.
+// exactly what reopen() does for an external logrotate (SIGHUP). A file deleted under the process (its
+// directory removed) is noticed within a second and created again when the directory can be.
 import { once } from 'node:events';
 import { createWriteStream, fstat, fstatSync, mkdirSync, openSync, renameSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -69,7 +69,9 @@ function openSink(path: string, report: (message: string) => void): Sink {
   const size = stats.size;
   // A failed write (disk full, EIO) is said, not thrown: a log must never end the process. A regular file
   // is appended to in place (common/syncAppend.ts); anything else (a pipe) through the thread pool.
-  const file = stats.isFile() ? syncAppendStream(fd, (err) => report(err.message)) : createWriteStream(path, { fd, flags: 'a' }).on('error', (err) => report(err.message));
+  const file = stats.isFile()
+    ? syncAppendStream(fd, (err) => report(err.message))
+    : createWriteStream(path, { fd, flags: 'a' }).on('error', (err) => report(err.message));
   const transport = new winston.transports.Stream({ stream: file });
   // The format belongs on the logger: without one, winston's default json() stringifies every message
   // before the transport formats it again.
@@ -164,7 +166,10 @@ export function openLineLog(dir: string, file: string, rotation: Rotation = NO_R
     try {
       next = openSink(path, report);
     } catch (err) {
-      if (lost !== 'unwritable') say(`cannot open ${path} (${(err as Error).message}); its lines are dropped until it can be opened (retried every ${DELETED_CHECK_MS / 1000} s and on SIGHUP)`);
+      if (lost !== 'unwritable')
+        say(
+          `cannot open ${path} (${(err as Error).message}); its lines are dropped until it can be opened (retried every ${DELETED_CHECK_MS / 1000} s and on SIGHUP)`,
+        );
       lost = 'unwritable';
       return false;
     }

@@ -3,11 +3,30 @@
 // for shipping to a collector. Pure functions: the writers live elsewhere.
 
 /** Apache's LogLevel names, most severe first: a line is written when its level is at or above the setting. */
-export const LOG_LEVELS = ['emerg', 'alert', 'crit', 'error', 'warn', 'notice', 'info', 'debug', 'trace1', 'trace2', 'trace3', 'trace4', 'trace5', 'trace6', 'trace7', 'trace8'] as const;
+export const LOG_LEVELS = [
+  'emerg',
+  'alert',
+  'crit',
+  'error',
+  'warn',
+  'notice',
+  'info',
+  'debug',
+  'trace1',
+  'trace2',
+  'trace3',
+  'trace4',
+  'trace5',
+  'trace6',
+  'trace7',
+  'trace8',
+] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
 /** A level's severity as a number (emerg 0 … trace8 15), for a comparison per line instead of a search. */
-export const LEVEL_RANK: Readonly<Record<LogLevel, number>> = Object.freeze(Object.fromEntries(LOG_LEVELS.map((level, i) => [level, i])) as Record<LogLevel, number>);
+export const LEVEL_RANK: Readonly<Record<LogLevel, number>> = Object.freeze(
+  Object.fromEntries(LOG_LEVELS.map((level, i) => [level, i])) as Record<LogLevel, number>,
+);
 
 /**
  * Whether a line of `level` is written when the log is set to `threshold`. `notice` lines (start, stop,
@@ -89,6 +108,7 @@ export function escapeLogValue(value: string, quotes = true): string {
   // Fast path: printable ASCII without quote or backslash needs nothing.
   if (/^[\x20-\x21\x23-\x5b\x5d-\x7e]*$/.test(value)) return value;
   // Values read from the wire are latin1 strings, one char a byte; text made here may hold more.
+  // eslint-disable-next-line no-control-regex -- the whole latin1 range, control bytes included, is one byte a char
   const bytes = Buffer.from(value, /[^\x00-\xff]/.test(value) ? 'utf8' : 'latin1');
   let out = '';
   for (const byte of bytes) {

@@ -1,4 +1,4 @@
-// The one line each process prints on stdout when it accepts requests (DESIGN.md §6).
+// The one line each process prints on stdout when it accepts requests (docs/design.md §6).
 const PREFIX = 'listening on ';
 
 export function readyLine(url: string): string {

@@ -22,7 +22,11 @@ export function describeReload<C extends object>(running: C, fresh: C): string {
 }
 
 /** Reads the configuration again; the running one with the live settings read, or the running one and why. */
-export function rereadConfig<C extends Command>(command: C, argv: readonly string[], running: ConfigOf<C>): { config: ConfigOf<C>; note: string; kept: boolean } {
+export function rereadConfig<C extends Command>(
+  command: C,
+  argv: readonly string[],
+  running: ConfigOf<C>,
+): { config: ConfigOf<C>; note: string; kept: boolean } {
   try {
     const fresh = readConfig(command, argv);
     const config = Object.freeze({ ...running, ...logSettingsOf(fresh as LogSettings) }) as ConfigOf<C>;
@@ -52,6 +56,8 @@ export function reloadFromLauncher<C>(channel: IpcChannel<ChildSays, LauncherSay
       config = fresh as C;
       apply(config, note, kept);
     });
-    process.on('SIGHUP', () => apply(config, 'settings unchanged: they come from the launcher, which reads them again on its SIGHUP', false));
+    process.on('SIGHUP', () =>
+      apply(config, 'settings unchanged: they come from the launcher, which reads them again on its SIGHUP', false),
+    );
   };
 }

@@ -7,7 +7,7 @@ import { join, resolve } from 'node:path';
 /** What a parser is given besides the text: where relative paths start, and how to refuse the value. */
 export interface ParseContext {
   readonly cwd: string;
-  fail(allowed: string): never;
+  fail: (allowed: string) => never;
 }
 
 export type Parser<T> = (raw: string, context: ParseContext) => T;
@@ -62,7 +62,7 @@ export const wwwDirectory: Parser<string> = (raw, { cwd, fail }) => {
   const www = resolve(cwd, raw);
   for (const sub of ['public', 'controllers']) {
     const dir = join(www, sub);
-    let isDirectory = false;
+    let isDirectory: boolean;
     try {
       isDirectory = statSync(dir).isDirectory();
     } catch {

@@ -12,7 +12,7 @@ function writeAll(fd: number, chunks: Buffer[]): void {
   const total = chunks.reduce((sum, chunk) => sum + chunk.length, 0);
   if (written === total) return;
   const data = Buffer.concat(chunks);
-  for (let offset = written; offset < total; ) offset += writeSync(fd, data, offset);
+  for (let offset = written; offset < total;) offset += writeSync(fd, data, offset);
 }
 
 /**
@@ -35,7 +35,11 @@ export function syncAppendStream(fd: number, report: (err: Error) => void): Writ
   };
   return new Writable({
     write: (chunk: Buffer, _encoding, done) => write([chunk], done),
-    writev: (chunks, done) => write(chunks.map(({ chunk }) => chunk as Buffer), done),
+    writev: (chunks, done) =>
+      write(
+        chunks.map(({ chunk }) => chunk as Buffer),
+        done,
+      ),
     destroy(err, done) {
       try {
         closeSync(fd);

@@ -1,7 +1,7 @@
 // The application server: fastify with one route, /External/*, dispatched to the controller registry,
 // plus php-fpm's /status and /ping, which exist only here: the proxy forwards /External/ alone.
 // A controller that cannot be loaded ends the request without a single header byte, as the observed
-// PHP process did; the proxy turns that into Apache's 500 (DESIGN.md §3).
+// PHP process did; the proxy turns that into Apache's 500 (docs/design.md §3).
 import { randomUUID } from 'node:crypto';
 import fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { ControllerContext } from '../common/controller.ts';
@@ -14,7 +14,6 @@ import type { ControllerRegistry, LoadedController } from './registry.ts';
 import { sendResult } from './respond.ts';
 import { routeController } from './route.ts';
 import type { PoolStatus, WorkerStats } from './stats.ts';
-
 
 export interface HostAppOptions {
   registry: ControllerRegistry;

@@ -2,7 +2,7 @@
 // vm.Script runs it with its own require/module. Nothing is registered in a module cache, so when
 // the registry drops a version, the garbage collector frees it; import(url + '?v=n') and
 // require.cache tricks keep every version alive for the life of the process.
-import { createRequire, SourceMap } from 'node:module';
+import { createRequire, SourceMap, type SourceMapPayload } from 'node:module';
 import { dirname } from 'node:path';
 import vm from 'node:vm';
 import { transform } from 'esbuild';
@@ -33,7 +33,7 @@ function stackMapper(file: string, map: string): (stack: string) => string {
   const frame = new RegExp(`${escapeRegExp(file)}:(\\d+):(\\d+)`, 'g');
   return (stack) =>
     stack.replace(frame, (whole, line: string, column: string) => {
-      sourceMap ??= new SourceMap(JSON.parse(map));
+      sourceMap ??= new SourceMap(JSON.parse(map) as SourceMapPayload);
       const lineIndex = Number(line) - 1;
       const columnIndex = Number(column) - 1 - (lineIndex === 0 ? WRAPPER_HEAD.length : 0);
       const entry = sourceMap.findEntry(lineIndex, Math.max(columnIndex, 0)) as { originalLine?: number; originalColumn?: number };

@@ -4,7 +4,10 @@
 /** Neither `<Name>.ts` nor `<Name>.js` exists (PHP: "Failed opening controller script"). */
 export class ControllerMissingError extends Error {
   readonly code = 'HOST_CONTROLLER_MISSING';
-  constructor(readonly file: string, readonly alsoTried: string) {
+  constructor(
+    readonly file: string,
+    readonly alsoTried: string,
+  ) {
     super(`Failed opening controller script ${file}: No such file or directory (nor ${alsoTried})`);
     this.name = 'ControllerMissingError';
   }
@@ -13,7 +16,11 @@ export class ControllerMissingError extends Error {
 /** The file exists but could not become a handler: a syntax error, a throw at load, no default export. */
 export class ControllerLoadError extends Error {
   readonly code = 'HOST_CONTROLLER_LOAD';
-  constructor(message: string, readonly file: string, options?: { cause?: unknown }) {
+  constructor(
+    message: string,
+    readonly file: string,
+    options?: { cause?: unknown },
+  ) {
     super(message, options);
     this.name = 'ControllerLoadError';
   }

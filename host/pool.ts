@@ -70,7 +70,9 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
       return null;
     });
     channel.on('final-stats', ({ snapshot }) => addDeparted(departed, snapshot));
-    channel.answer('status', async ({ full }) => summarize(process.pid, startedAt, await Promise.all([...live].map(snapshotOf)), departed, full));
+    channel.answer('status', async ({ full }) =>
+      summarize(process.pid, startedAt, await Promise.all([...live].map(snapshotOf)), departed, full),
+    );
     channel.on('retire-me', ({ reason }) => retire(worker, reason));
     // The watchdog thread's line, written while the worker's thread (and its IPC) was blocked.
     createInterface({ input: worker.process.stdio[WATCHDOG_LOG_FD] as Readable }).on('line', (line) => {
@@ -114,7 +116,9 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
       crashes.push(now);
       while (crashes.length > 0 && crashes[0] < now - CRASH_WINDOW_MS) crashes.shift();
       const delay = crashes.length > config.workers * 2 ? RESTART_DELAY_MS : 0;
-      log.error(`Worker ${worker.process.pid} exited with ${signal ? `signal ${signal}` : `code ${code}`}; starting a new one${delay ? ` in ${delay} ms` : ''}`);
+      log.error(
+        `Worker ${worker.process.pid} exited with ${signal ? `signal ${signal}` : `code ${code}`}; starting a new one${delay ? ` in ${delay} ms` : ''}`,
+      );
       setTimeout(() => {
         if (!stopping) fork().catch((err) => log.error(`Could not start a worker: ${String(err)}`));
       }, delay);
@@ -135,7 +139,11 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
   cluster.schedulingPolicy = cluster.SCHED_NONE;
   // Workers take their settings from this process over IPC (not argv); fd WATCHDOG_LOG_FD is the pipe
   // their watchdog thread writes to.
-  cluster.setupPrimary({ exec: siblingFile(import.meta.url, 'workerMain'), args: [], stdio: ['ignore', 'inherit', 'inherit', 'ipc', 'pipe'] });
+  cluster.setupPrimary({
+    exec: siblingFile(import.meta.url, 'workerMain'),
+    args: [],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc', 'pipe'],
+  });
   // A socket file left by a host that was killed would make listen() fail with EADDRINUSE.
   if (config.socket) await rm(config.socket, { force: true });
   const first = await Promise.all(Array.from({ length: config.workers }, fork));
@@ -153,9 +161,12 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
     // 'retire' (a stop during a recycle then waited for the hard stop). SIGTERM retires it the same way.
     for (const worker of live) worker.process.kill('SIGTERM');
     // Workers cut their connections at the shutdown timeout (worker.ts); this is for one that hangs.
-    const hardStop = setTimeout(() => {
-      for (const worker of live) worker.process.kill('SIGKILL');
-    }, config.shutdownTimeout * 1000 + 5_000);
+    const hardStop = setTimeout(
+      () => {
+        for (const worker of live) worker.process.kill('SIGKILL');
+      },
+      config.shutdownTimeout * 1000 + 5_000,
+    );
     await Promise.all(exits);
     clearTimeout(hardStop);
     if (config.socket) await rm(config.socket, { force: true });

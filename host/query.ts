@@ -79,7 +79,7 @@ class PhpArray {
 
   toObject(): Record<string, QueryValue> {
     // A null prototype: `__proto__` or `constructor` in a query are plain keys, never prototype writes.
-    const out: Record<string, QueryValue> = Object.create(null);
+    const out = Object.create(null) as Record<string, QueryValue>;
     for (const [key, value] of this.entries) out[key] = typeof value === 'string' ? value : value.toValue();
     return out;
   }
@@ -158,7 +158,9 @@ export function parsePhpQuery(raw: string, maxInputVars = MAX_INPUT_VARS): Parse
   for (const piece of raw.split('&')) {
     if (piece === '') continue;
     if (++count > maxInputVars) {
-      warnings.push(`PHP Warning:  Unknown: Input variables exceeded ${maxInputVars}. To increase the limit change max_input_vars in php.ini.`);
+      warnings.push(
+        `PHP Warning:  Unknown: Input variables exceeded ${maxInputVars}. To increase the limit change max_input_vars in php.ini.`,
+      );
       break;
     }
     const eq = piece.indexOf('=');

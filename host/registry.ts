@@ -41,7 +41,10 @@ export class ControllerRegistry {
   /** One load at a time per name, so a request and a reload never race each other. */
   private readonly queues = new Map<string, Promise<unknown>>();
 
-  constructor(readonly dir: string, private readonly events: RegistryEvents) {}
+  constructor(
+    readonly dir: string,
+    private readonly events: RegistryEvents,
+  ) {}
 
   /**
    * The controller for `name` (already validated as an identifier) for one request, which must hand it

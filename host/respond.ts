@@ -1,7 +1,6 @@
-// Sends what a controller returned (DESIGN.md §5): a Response as it is (its body streamed), a string as
+// Sends what a controller returned (docs/design.md §5): a Response as it is (its body streamed), a string as
 // text/html (PHP's echo), anything else as JSON.
 import { Readable } from 'node:stream';
-import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import type { FastifyReply } from 'fastify';
 
 export function sendResult(reply: FastifyReply, result: unknown): FastifyReply {
@@ -10,7 +9,7 @@ export function sendResult(reply: FastifyReply, result: unknown): FastifyReply {
     result.headers.forEach((value, key) => {
       reply.header(key, value);
     });
-    return reply.send(result.body ? Readable.fromWeb(result.body as WebReadableStream) : '');
+    return reply.send(result.body ? Readable.fromWeb(result.body) : '');
   }
   if (result === undefined || result === null) {
     return reply.type('text/html; charset=UTF-8').send('');

@@ -4,8 +4,7 @@ import { CONTROLLER_PREFIX } from '../common/protocol.ts';
 export const CONTROLLER_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 export type ControllerRoute =
-  | { kind: 'controller'; name: string; path: string; rawQuery: string }
-  | { kind: 'invalid'; name: string; path: string; rawQuery: string };
+  { kind: 'controller'; name: string; path: string; rawQuery: string } | { kind: 'invalid'; name: string; path: string; rawQuery: string };
 
 /** Splits `/External/<Name>?<query>`; a name that is not an identifier is `invalid` (never a path). */
 export function routeController(url: string): ControllerRoute {

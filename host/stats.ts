@@ -112,7 +112,8 @@ export function addDeparted(departed: Departed, gone: WorkerSnapshot): void {
 /** Sums the live workers' snapshots and the departed totals into the pool view (pure). */
 export function summarize(pid: number, startedAt: string, snapshots: WorkerSnapshot[], departed: Departed, full: boolean): PoolStatus {
   const controllers: PoolStatus['controllers'] = {};
-  const totalOf = (name: string) => (controllers[name] ??= { requests: 0, errors: 0, loadFailures: 0, lastReload: undefined, versions: [] });
+  const totalOf = (name: string) =>
+    (controllers[name] ??= { requests: 0, errors: 0, loadFailures: 0, lastReload: undefined, versions: [] });
   for (const [name, c] of Object.entries(departed.controllers)) {
     const total = totalOf(name);
     total.requests += c.requests;

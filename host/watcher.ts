@@ -24,10 +24,7 @@ export interface ControllerWatcher {
   close(): Promise<void>;
 }
 
-export async function watchControllers(
-  registry: ControllerRegistry,
-  onError: (err: unknown) => void,
-): Promise<ControllerWatcher> {
+export async function watchControllers(registry: ControllerRegistry, onError: (err: unknown) => void): Promise<ControllerWatcher> {
   const trailing = new Map<string, NodeJS.Timeout>();
   const watcher: FSWatcher = watch(registry.dir, { ignoreInitial: true, depth: 0 });
 

@@ -53,8 +53,12 @@ export async function runWorker(config: HostConfig, pool: IpcChannel<WorkerSays,
             );
             askToRetire('max_execution_time');
           },
-          watchdogFailed: (err) => log.error(`The execution-time watchdog failed; synchronous overruns go unchecked: ${err.stack ?? err.message}`),
-          tableFull: (slots) => log.warn(`More than ${slots} controller calls in flight in worker ${process.pid}: calls past that run without the execution limit`),
+          watchdogFailed: (err) =>
+            log.error(`The execution-time watchdog failed; synchronous overruns go unchecked: ${err.stack ?? err.message}`),
+          tableFull: (slots) =>
+            log.warn(
+              `More than ${slots} controller calls in flight in worker ${process.pid}: calls past that run without the execution limit`,
+            ),
         })
       : undefined;
 

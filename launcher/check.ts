@@ -42,13 +42,20 @@ async function checkControllers(dir: string): Promise<ControllerReport[]> {
 }
 
 export async function check(config: Config, out: (line: string) => void): Promise<number> {
-  const upstreams = config.upstreams.length > 0 ? config.upstreams.map(formatUpstream).join(', ') : "the host's private socket (extqs start)";
+  const upstreams =
+    config.upstreams.length > 0 ? config.upstreams.map(formatUpstream).join(', ') : "the host's private socket (extqs start)";
   const hostAddress = config.socket ? `unix:${config.socket}` : `http://${config.hostListen}:${config.hostPort}`;
   out(`settings: flags, environment${config.configFile ? `, ${config.configFile}` : ''}, defaults`);
-  out(`proxy: http://${config.listen}:${config.port}, forwarding /External to ${upstreams} (${config.forwarder}), /server-status for ${formatAllowList(config.statusAllow)}`);
-  out(`host: ${config.workers} workers, max execution time ${config.maxExecutionTime} s, max requests ${config.maxRequests || 'unlimited'}; extqs host listens on ${hostAddress}`);
+  out(
+    `proxy: http://${config.listen}:${config.port}, forwarding /External to ${upstreams} (${config.forwarder}), /server-status for ${formatAllowList(config.statusAllow)}`,
+  );
+  out(
+    `host: ${config.workers} workers, max execution time ${config.maxExecutionTime} s, max requests ${config.maxRequests || 'unlimited'}; extqs host listens on ${hostAddress}`,
+  );
   out(`www: ${config.www}`);
-  out(`logs: ${config.logs} (${config.logFormat}, level ${config.logLevel}${config.logMaxSize > 0 ? `, rotated past ${config.logMaxSize} bytes` : ''})`);
+  out(
+    `logs: ${config.logs} (${config.logFormat}, level ${config.logLevel}${config.logMaxSize > 0 ? `, rotated past ${config.logMaxSize} bytes` : ''})`,
+  );
 
   const reports = await checkControllers(join(config.www, 'controllers'));
   if (reports.length === 0) out('controllers: none (every /External request fails as a missing controller)');

@@ -14,7 +14,8 @@ const COMMAND_NOTES: Readonly<Record<Command, string>> = {
   start:
     'Prints "listening on http://ADDR:PORT" when the proxy is ready. SIGTERM or SIGINT stops the proxy, then the host;\n' +
     'SIGHUP reopens every log and applies the log settings read again. The host listens on a private unix socket.',
-  proxy: 'Prints "listening on http://ADDR:PORT" when ready. SIGTERM or SIGINT stops; SIGHUP reopens the logs and reads the settings again.',
+  proxy:
+    'Prints "listening on http://ADDR:PORT" when ready. SIGTERM or SIGINT stops; SIGHUP reopens the logs and reads the settings again.',
   host:
     'Prints "listening on unix:PATH" or "listening on http://ADDR:PORT" when ready. Serves /External/<Name> from\n' +
     'www/controllers, and /status and /ping to whoever reaches its socket: let only the proxies reach it.',
@@ -42,7 +43,11 @@ function optionLines(command: Command): string[] {
   const rows = SETTING_KEYS.filter((key) => takes(command, key)).map((key) => {
     const spec = specOf(key);
     const repeat = spec.repeatable ? ' (repeatable; the variable lists the values with commas)' : '';
-    return { flag: `--${spec.flag} ${spec.placeholder}`, where: `${spec.env}, default ${defaultOf(command, spec)}`, help: `${spec.help}${repeat}` };
+    return {
+      flag: `--${spec.flag} ${spec.placeholder}`,
+      where: `${spec.env}, default ${defaultOf(command, spec)}`,
+      help: `${spec.help}${repeat}`,
+    };
   });
   const width = Math.max(...rows.map((row) => row.flag.length));
   return rows.flatMap(({ flag, where, help }) => [`  ${flag.padEnd(width)}  ${where}`, `      ${help}`]);

@@ -14,8 +14,7 @@ const explanations: Record<number, string> = {
     '<p>Please contact the server administrator to inform them of the time this error occurred,\n' +
     ' and the actions you performed just before this error.</p>\n' +
     '<p>More information about this error may be available\nin the server error log.</p>',
-  503:
-    '<p>The server is temporarily unable to service your\nrequest due to maintenance downtime or capacity\nproblems. Please try again later.</p>',
+  503: '<p>The server is temporarily unable to service your\nrequest due to maintenance downtime or capacity\nproblems. Please try again later.</p>',
   504: '<p>The gateway did not receive a timely response\nfrom the upstream server or application.</p>',
 };
 

@@ -7,7 +7,16 @@ import { Agent, type ClientRequest, type IncomingMessage, type ServerResponse } 
 import httpProxy from 'http-proxy';
 import { countBodyBytes } from './accessLog.ts';
 import type { Upstream } from '../common/settingParsers.ts';
-import { failures, forwardedHeaders, IDLE_UPSTREAM_SOCKET_MS, isConnectError, mayRetry, responseHeaders, type Forward, type ForwarderOptions } from './forwarding.ts';
+import {
+  failures,
+  forwardedHeaders,
+  IDLE_UPSTREAM_SOCKET_MS,
+  isConnectError,
+  mayRetry,
+  responseHeaders,
+  type Forward,
+  type ForwarderOptions,
+} from './forwarding.ts';
 import type { UpstreamState } from './upstreams.ts';
 
 function targetOf(upstream: Upstream) {

@@ -6,7 +6,17 @@ import { PassThrough } from 'node:stream';
 import { Pool, type Dispatcher } from 'undici';
 import { formatUpstream, type Upstream } from '../common/settingParsers.ts';
 import { countBodyBytes } from './accessLog.ts';
-import { failures, forwardedHeaders, IDLE_UPSTREAM_SOCKET_MS, isConnectError, mayRetry, responseHeaders, type Failures, type Forward, type ForwarderOptions } from './forwarding.ts';
+import {
+  failures,
+  forwardedHeaders,
+  IDLE_UPSTREAM_SOCKET_MS,
+  isConnectError,
+  mayRetry,
+  responseHeaders,
+  type Failures,
+  type Forward,
+  type ForwarderOptions,
+} from './forwarding.ts';
 import type { Upstreams, UpstreamState } from './upstreams.ts';
 
 /** Fields undici frames or refuses itself (the other hop-by-hop ones are never forwarded). */
@@ -65,7 +75,11 @@ class ForwardHandler implements Dispatcher.DispatchHandler {
     if (this.settled) controller.abort(new Error('abandoned before it started'));
   }
 
-  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>): void {
+  onResponseStart(
+    controller: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: Record<string, string | string[] | undefined>,
+  ): void {
     if (this.settled) return controller.abort(new Error('answered already'));
     clearTimeout(this.deadline);
     this.engine.upstreams.reached(this.upstream);

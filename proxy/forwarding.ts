@@ -1,6 +1,6 @@
 // What every forwarding engine shares: the request passes that make a request fit to forward, the
 // header hygiene in both directions, and the answers and error-log lines for each way forwarding fails
-// (DESIGN.md §3). The engines (forwardHttpProxy.ts, forwardUndici.ts) only move bytes.
+// (docs/design.md §3). The engines (forwardHttpProxy.ts, forwardUndici.ts) only move bytes.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { CONTROLLER_PREFIX } from '../common/protocol.ts';
 import { sendErrorPage } from './errorPages.ts';
@@ -16,7 +16,10 @@ export interface ForwarderOptions {
   upstreamTimeoutMs: number;
 }
 
-/** The upstream's idle sockets are dropped after this long; the host keeps them longer (host/app.ts) and never closes one itself while retiring. */
+/**
+ * The upstream's idle sockets are dropped after this long; the host keeps them longer (host/app.ts) and
+ * never closes one itself while retiring.
+ */
 export const IDLE_UPSTREAM_SOCKET_MS = 10_000;
 
 /** RFC 9110 §7.6.1: connection-specific fields are never forwarded, in either direction. */
@@ -27,7 +30,16 @@ const HOP_BY_HOP_FIELDS = new Set<string>(HOP_BY_HOP);
 const NEVER_FORWARDED = new Set<string>([...HOP_BY_HOP, 'forwarded', 'x-request-id']);
 
 /** Errors that mean the host could not be reached at all (down or restarting): 503, not 500. */
-const CONNECT_ERRORS = new Set(['ECONNREFUSED', 'ENOENT', 'EACCES', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL', 'ETIMEDOUT', 'UND_ERR_CONNECT_TIMEOUT']);
+const CONNECT_ERRORS = new Set([
+  'ECONNREFUSED',
+  'ENOENT',
+  'EACCES',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EADDRNOTAVAIL',
+  'ETIMEDOUT',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
 
 /** Nothing reached the host: another upstream may be tried. */
 export function isConnectError(err: NodeJS.ErrnoException): boolean {
@@ -86,7 +98,11 @@ function controllerOf(path: string): string {
  * - the client's X-Request-Id: the id this proxy chose (kept if well-formed) goes instead;
  * - `engineFramed`: what the engine frames or refuses itself.
  */
-export function forwardedHeaders(req: IncomingMessage, requestId: string, engineFramed: readonly string[] = []): Record<string, string | string[]> {
+export function forwardedHeaders(
+  req: IncomingMessage,
+  requestId: string,
+  engineFramed: readonly string[] = [],
+): Record<string, string | string[]> {
   const incoming = req.headers;
   const nominated = nominatedBy(incoming.connection);
   const out: Record<string, string | string[]> = {};
@@ -111,9 +127,23 @@ export interface Failures {
   /** A connect to `upstream` failed and the request goes to another one: logged only. */
   connectFailed(err: NodeJS.ErrnoException, req: IncomingMessage, path: string, requestId: string, upstream: UpstreamState): void;
   /** The request could not be forwarded or the host ended it without headers: 503 or 500. */
-  failed(err: NodeJS.ErrnoException, req: IncomingMessage, res: ServerResponse, path: string, requestId: string, upstream: UpstreamState): void;
+  failed(
+    err: NodeJS.ErrnoException,
+    req: IncomingMessage,
+    res: ServerResponse,
+    path: string,
+    requestId: string,
+    upstream: UpstreamState,
+  ): void;
   /** The host's answer broke off after its headers: the client can only be cut; logged once. */
-  cutShort(err: NodeJS.ErrnoException, req: IncomingMessage, res: ServerResponse, path: string, requestId: string, upstream: UpstreamState): void;
+  cutShort(
+    err: NodeJS.ErrnoException,
+    req: IncomingMessage,
+    res: ServerResponse,
+    path: string,
+    requestId: string,
+    upstream: UpstreamState,
+  ): void;
 }
 
 export function failures({ errorLog, upstreamTimeoutMs }: ForwarderOptions): Failures {
@@ -151,7 +181,7 @@ export function failures({ errorLog, upstreamTimeoutMs }: ForwarderOptions): Fai
         logConnectFailure(err, socket, path, requestId, upstream);
         return sendErrorPage(res, 503);
       }
-      // The host ended the request without a response header (DESIGN.md §3).
+      // The host ended the request without a response header (docs/design.md §3).
       errorLog.write({
         module: 'proxy',
         level: 'error',

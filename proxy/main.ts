@@ -37,7 +37,11 @@ export async function runProxy(config: ProxyConfig, reloads: Reloads<ProxyConfig
   );
   const staticCache = new StaticCache(join(config.www, 'public'));
   await staticCache.watch((err) =>
-    errorLog.write({ module: 'core', level: 'error', message: `Watching ${config.www}/public failed; files are served from disk from now on: ${String(err)}` }),
+    errorLog.write({
+      module: 'core',
+      level: 'error',
+      message: `Watching ${config.www}/public failed; files are served from disk from now on: ${String(err)}`,
+    }),
   );
   const { server, stop } = createProxyServer({
     www: config.www,
@@ -60,7 +64,11 @@ export async function runProxy(config: ProxyConfig, reloads: Reloads<ProxyConfig
   });
   const { address, port } = server.address() as AddressInfo;
   const host = address.includes(':') ? `[${address}]` : address;
-  errorLog.write({ module: 'mpm_event', level: 'notice', message: `extqs proxy ${process.pid} configured -- resuming normal operations (http://${host}:${port})` });
+  errorLog.write({
+    module: 'mpm_event',
+    level: 'notice',
+    message: `extqs proxy ${process.pid} configured -- resuming normal operations (http://${host}:${port})`,
+  });
   errorLog.write({ module: 'mpm_event', level: 'info', message: `settings: ${describeSettings(config)}` });
   process.stdout.write(`${readyLine(`http://${host}:${port}`)}\n`);
 

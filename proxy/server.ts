@@ -17,7 +17,10 @@ import { staticFiles } from './staticFiles.ts';
 import type { Upstreams } from './upstreams.ts';
 
 /** The proxy's timeouts and limits against slow or hostile clients, as configured. */
-export type ClientLimits = Pick<ProxyConfig, 'headerTimeout' | 'requestTimeout' | 'keepAliveTimeout' | 'maxHeaderSize' | 'maxHeaderFields' | 'maxConnections'>;
+export type ClientLimits = Pick<
+  ProxyConfig,
+  'headerTimeout' | 'requestTimeout' | 'keepAliveTimeout' | 'maxHeaderSize' | 'maxHeaderFields' | 'maxConnections'
+>;
 
 export interface ProxyOptions {
   www: string;
@@ -42,7 +45,7 @@ export interface ProxyServer {
    * clients would otherwise go on sending), and resolves when every response has ended, or were cut
    * after `graceMs`, so the access log has a line for each before it is drained.
    */
-  stop(graceMs: number): Promise<void>;
+  stop: (graceMs: number) => Promise<void>;
 }
 
 /** What llhttp lets through but this server refuses, before anything reads the body. */
@@ -58,7 +61,10 @@ function framingProblem(req: IncomingMessage): { status: number; message: string
 
 const ENGINES = { undici: createUndiciForwarder, 'http-proxy': createHttpProxyForwarder } as const;
 
-/** How often Node looks for connections past --header-timeout or --request-timeout (its default, 30 s, would let a slowloris connection outlive a 20 s limit by half a minute). */
+/**
+ * How often Node looks for connections past --header-timeout or --request-timeout (its default, 30 s,
+ * would let a slowloris connection outlive a 20 s limit by half a minute).
+ */
 const DEADLINE_CHECK_MS = 1_000;
 /** Connections refused past --max-connections are logged as one line per this interval, not one each. */
 const DROP_REPORT_MS = 10_000;
@@ -94,7 +100,17 @@ function closeQueued(queued: Set<ServerResponse>): void {
   }
 }
 
-export function createProxyServer({ www, upstreams, upstreamTimeoutMs, forwarder, staticCache, accessLog, errorLog, statusAllow, limits }: ProxyOptions): ProxyServer {
+export function createProxyServer({
+  www,
+  upstreams,
+  upstreamTimeoutMs,
+  forwarder,
+  staticCache,
+  accessLog,
+  errorLog,
+  statusAllow,
+  limits,
+}: ProxyOptions): ProxyServer {
   const forward = ENGINES[forwarder]({ upstreams, errorLog, upstreamTimeoutMs });
   const serveStatic = staticFiles(join(www, 'public'), errorLog, staticCache);
 
@@ -132,13 +148,25 @@ export function createProxyServer({ www, upstreams, upstreamTimeoutMs, forwarder
       res.setHeader('X-Request-Id', requestId);
       const framing = framingProblem(req);
       if (framing) {
-        errorLog.write({ module: 'core', level: 'info', client: clientOf(req.socket), message: `${framing.message} in ${JSON.stringify(req.url)}`, requestId });
+        errorLog.write({
+          module: 'core',
+          level: 'info',
+          client: clientOf(req.socket),
+          message: `${framing.message} in ${JSON.stringify(req.url)}`,
+          requestId,
+        });
         res.shouldKeepAlive = false;
         return sendErrorPage(res, framing.status);
       }
       // Apache refuses a request over LimitRequestFields; Node has no such refusal (see maxHeadersCount below).
       if (req.rawHeaders.length / 2 > limits.maxHeaderFields) {
-        errorLog.write({ module: 'core', level: 'info', client: clientOf(req.socket), message: `request failed: the number of request header fields exceeds this server's limit (${limits.maxHeaderFields})`, requestId });
+        errorLog.write({
+          module: 'core',
+          level: 'info',
+          client: clientOf(req.socket),
+          message: `request failed: the number of request header fields exceeds this server's limit (${limits.maxHeaderFields})`,
+          requestId,
+        });
         res.shouldKeepAlive = false;
         return sendErrorPage(res, 400);
       }
@@ -150,12 +178,24 @@ export function createProxyServer({ www, upstreams, upstreamTimeoutMs, forwarder
           return serveStatic(req, res, route.path, requestId);
         case 'status':
           return void handleServerStatus(req, res, route.query, requestId).catch((err: Error) => {
-            errorLog.write({ module: 'status', level: 'error', client: clientOf(req.socket), message: `/server-status failed: ${err.message}`, requestId });
+            errorLog.write({
+              module: 'status',
+              level: 'error',
+              client: clientOf(req.socket),
+              message: `/server-status failed: ${err.message}`,
+              requestId,
+            });
             if (res.headersSent) res.destroy();
             else sendErrorPage(res, 500);
           });
         case 'bad-request':
-          errorLog.write({ module: 'core', level: 'info', client: clientOf(req.socket), message: `Invalid request target ${JSON.stringify(req.url)}`, requestId });
+          errorLog.write({
+            module: 'core',
+            level: 'info',
+            client: clientOf(req.socket),
+            message: `Invalid request target ${JSON.stringify(req.url)}`,
+            requestId,
+          });
           return sendErrorPage(res, route.status);
       }
     },
@@ -172,7 +212,11 @@ export function createProxyServer({ www, upstreams, upstreamTimeoutMs, forwarder
   server.on('drop', () => {
     if (dropped++ > 0) return;
     setTimeout(() => {
-      errorLog.write({ module: 'mpm_event', level: 'error', message: `server reached --max-connections (${limits.maxConnections}): ${dropped} connection(s) refused in the last ${DROP_REPORT_MS / 1000} s` });
+      errorLog.write({
+        module: 'mpm_event',
+        level: 'error',
+        message: `server reached --max-connections (${limits.maxConnections}): ${dropped} connection(s) refused in the last ${DROP_REPORT_MS / 1000} s`,
+      });
       dropped = 0;
     }, DROP_REPORT_MS).unref();
   });
@@ -197,7 +241,12 @@ export function createProxyServer({ www, upstreams, upstreamTimeoutMs, forwarder
   // CONNECT (RFC 9110 §9.3.6) asks for a tunnel; this is no forward proxy. Node would drop the connection
   // without a word: answer 405 as Apache without mod_proxy_connect does, and log it.
   server.on('connect', (req: IncomingMessage, socket: Socket) => {
-    errorLog.write({ module: 'core', level: 'info', client: clientOf(socket), message: `Method CONNECT not allowed for ${JSON.stringify(req.url)}` });
+    errorLog.write({
+      module: 'core',
+      level: 'info',
+      client: clientOf(socket),
+      message: `Method CONNECT not allowed for ${JSON.stringify(req.url)}`,
+    });
     socket.on('error', () => {}); // the client may be gone already
     answerAndClose(socket, 405, 'Allow: GET, HEAD\r\n');
   });

@@ -82,7 +82,13 @@ export function serverStatus({ counters, upstreams, server, inFlight, allow, err
   return async function handleServerStatus(req: IncomingMessage, res: ServerResponse, query: string, requestId: string): Promise<void> {
     const client = clientOf(req.socket);
     if (!allowed(allow, req.socket.remoteAddress)) {
-      errorLog.write({ module: 'authz_core', level: 'error', client, message: 'AH01630: client denied by server configuration: /server-status', requestId });
+      errorLog.write({
+        module: 'authz_core',
+        level: 'error',
+        client,
+        message: 'AH01630: client denied by server configuration: /server-status',
+        requestId,
+      });
       return sendErrorPage(res, 403);
     }
     if (req.method !== 'GET' && req.method !== 'HEAD') {
@@ -92,7 +98,13 @@ export function serverStatus({ counters, upstreams, server, inFlight, allow, err
     const params = new URLSearchParams(query);
     const refresh = params.get('refresh');
     if (refresh !== null && !(/^\d{1,4}$/.test(refresh) && Number(refresh) >= 1 && Number(refresh) <= MAX_REFRESH_SECONDS)) {
-      errorLog.write({ module: 'status', level: 'info', client, message: `Bad refresh ${JSON.stringify(refresh)} for /server-status: 1 to ${MAX_REFRESH_SECONDS} seconds`, requestId });
+      errorLog.write({
+        module: 'status',
+        level: 'info',
+        client,
+        message: `Bad refresh ${JSON.stringify(refresh)} for /server-status: 1 to ${MAX_REFRESH_SECONDS} seconds`,
+        requestId,
+      });
       return sendErrorPage(res, 400);
     }
 
@@ -118,7 +130,11 @@ export function serverStatus({ counters, upstreams, server, inFlight, allow, err
       : params.has('auto')
         ? ['text/plain; charset=utf-8', renderAuto(report)]
         : ['text/html; charset=utf-8', renderHtml(report, refresh === null ? undefined : Number(refresh))];
-    const headers: Record<string, string | number> = { 'Content-Type': type, 'Content-Length': Buffer.byteLength(body), 'Cache-Control': 'no-store' };
+    const headers: Record<string, string | number> = {
+      'Content-Type': type,
+      'Content-Length': Buffer.byteLength(body),
+      'Cache-Control': 'no-store',
+    };
     if (refresh !== null) headers.Refresh = refresh;
     res.writeHead(200, headers);
     res.end(req.method === 'HEAD' ? undefined : body);

@@ -54,7 +54,14 @@ export function staticFiles(root: string, errorLog: ErrorLog, cache: StaticCache
   function fail(req: IncomingMessage, res: ServerResponse, urlPath: string, requestId: string, err: SendError, version: number): void {
     // A read error after the headers went out: the response can only be cut (STYLE habit 5).
     if (res.headersSent) {
-      errorLog.write({ module: 'core', level: 'error', status: `(${err.code ?? 'EIO'})${err.message}`, client: clientOf(req.socket), message: `Cut short while sending ${urlPath}`, requestId });
+      errorLog.write({
+        module: 'core',
+        level: 'error',
+        status: `(${err.code ?? 'EIO'})${err.message}`,
+        client: clientOf(req.socket),
+        message: `Cut short while sending ${urlPath}`,
+        requestId,
+      });
       res.destroy();
       return;
     }
@@ -65,9 +72,22 @@ export function staticFiles(root: string, errorLog: ErrorLog, cache: StaticCache
       if (err.code === 'ENOENT' && err.path) cache.rememberMissing(urlPath, file, version);
       return notFound(req, res, file, requestId, err.headers);
     } else if (status >= 500) {
-      errorLog.write({ module: 'core', level: 'error', status: `(${err.code ?? 'EIO'})${err.message}`, client, message: `Cannot serve ${urlPath}`, requestId });
+      errorLog.write({
+        module: 'core',
+        level: 'error',
+        status: `(${err.code ?? 'EIO'})${err.message}`,
+        client,
+        message: `Cannot serve ${urlPath}`,
+        requestId,
+      });
     } else {
-      errorLog.write({ module: 'core', level: 'info', client, message: `Refused static request ${urlPath}: ${status} ${err.message}`, requestId });
+      errorLog.write({
+        module: 'core',
+        level: 'info',
+        client,
+        message: `Refused static request ${urlPath}: ${status} ${err.message}`,
+        requestId,
+      });
     }
     // send may have set ETag, Content-Range and the like for the file it meant to send.
     for (const name of res.getHeaderNames()) if (name !== 'x-request-id') res.removeHeader(name);
@@ -89,7 +109,7 @@ export function staticFiles(root: string, errorLog: ErrorLog, cache: StaticCache
 
   function serveCached(req: IncomingMessage, res: ServerResponse, entry: Extract<CacheEntry, { kind: 'file' }>): void {
     const { headers } = entry;
-    if (fresh(req.headers, { etag: headers.etag as string, 'last-modified': headers['last-modified'] as string })) {
+    if (fresh(req.headers, { etag: headers.etag, 'last-modified': headers['last-modified'] })) {
       const notModified: OutgoingHttpHeaders = {};
       for (const name of NOT_MODIFIED_HEADERS) notModified[name] = headers[name];
       res.writeHead(304, notModified);
@@ -102,7 +122,9 @@ export function staticFiles(root: string, errorLog: ErrorLog, cache: StaticCache
 
   function redirectToDirectory(res: ServerResponse, urlPath: string): void {
     const location = directoryLocation(urlPath);
-    const page = Buffer.from(`<!DOCTYPE html>\n<html><head><title>Redirecting</title></head><body><p>Redirecting to <a href="${location.replace(/&/g, '&amp;')}">here</a>.</p></body></html>\n`);
+    const page = Buffer.from(
+      `<!DOCTYPE html>\n<html><head><title>Redirecting</title></head><body><p>Redirecting to <a href="${location.replace(/&/g, '&amp;')}">here</a>.</p></body></html>\n`,
+    );
     res.writeHead(301, {
       Location: location,
       'Content-Type': 'text/html; charset=UTF-8',
@@ -115,7 +137,13 @@ export function staticFiles(root: string, errorLog: ErrorLog, cache: StaticCache
 
   return function serveStatic(req: IncomingMessage, res: ServerResponse, urlPath: string, requestId: string): void {
     if (req.method !== 'GET' && req.method !== 'HEAD') {
-      errorLog.write({ module: 'core', level: 'info', client: clientOf(req.socket), message: `Method ${req.method} not allowed for ${urlPath}`, requestId });
+      errorLog.write({
+        module: 'core',
+        level: 'info',
+        client: clientOf(req.socket),
+        message: `Method ${req.method} not allowed for ${urlPath}`,
+        requestId,
+      });
       sendErrorPage(res, 405, { Allow: ALLOWED_METHODS });
       return;
     }

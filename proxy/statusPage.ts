@@ -35,7 +35,11 @@ function uptimeSeconds(report: StatusReport): number {
 /** Apache's "1 day 2 hours 3 minutes 4 seconds". */
 export function formatUptime(seconds: number): string {
   const parts: string[] = [];
-  for (const [unit, size] of [['day', 86_400], ['hour', 3_600], ['minute', 60]] as const) {
+  for (const [unit, size] of [
+    ['day', 86_400],
+    ['hour', 3_600],
+    ['minute', 60],
+  ] as const) {
     const n = Math.floor(seconds / size);
     seconds -= n * size;
     if (n > 0) parts.push(`${n} ${unit}${n === 1 ? '' : 's'}`);
@@ -95,7 +99,11 @@ export function renderAuto(report: StatusReport): string {
     `ConnsTotal: ${report.connections}`,
     ...Object.entries(report.statuses).map(([code, n]) => `Status${code}: ${n}`),
     ...report.upstreams.map((u) => `Upstream: ${u.name} ${u.state} requests=${u.requests} fails=${u.fails}`),
-    ...report.hosts.map((h) => (h.summary ? `HostWorkers: ${h.upstream} ${h.summary.workers} accepted=${h.summary.acceptedRequests}` : `HostWorkers: ${h.upstream} unknown`)),
+    ...report.hosts.map((h) =>
+      h.summary
+        ? `HostWorkers: ${h.upstream} ${h.summary.workers} accepted=${h.summary.acceptedRequests}`
+        : `HostWorkers: ${h.upstream} unknown`,
+    ),
   ];
   return lines.join('\n') + '\n';
 }
@@ -105,7 +113,10 @@ const esc = (value: unknown) => String(value).replace(/[&<>"']/g, (c) => HTML_ES
 
 function table(caption: string, head: string[], rows: unknown[][]): string {
   const th = head.map((h) => `<th>${esc(h)}</th>`).join('');
-  const body = rows.length > 0 ? rows.map((row) => `<tr>${row.map((cell) => `<td>${esc(cell)}</td>`).join('')}</tr>`).join('\n') : `<tr><td colspan="${head.length}">none</td></tr>`;
+  const body =
+    rows.length > 0
+      ? rows.map((row) => `<tr>${row.map((cell) => `<td>${esc(cell)}</td>`).join('')}</tr>`).join('\n')
+      : `<tr><td colspan="${head.length}">none</td></tr>`;
   return `<table>\n<caption>${esc(caption)}</caption>\n<tr>${th}</tr>\n${body}\n</table>`;
 }
 
@@ -114,7 +125,9 @@ export function renderHtml(report: StatusReport, refreshSeconds: number | undefi
   const hostSections = report.hosts.map((host) => {
     if (!host.summary) return `<h2>Host ${esc(host.upstream)}</h2>\n<p class="down">Not answering: ${esc(host.error ?? 'unknown')}</p>`;
     const s = host.summary;
-    const states = Object.entries(s.states).map(([state, n]) => `${n} ${state}`).join(', ');
+    const states = Object.entries(s.states)
+      .map(([state, n]) => `${n} ${state}`)
+      .join(', ');
     const controllers = Object.entries(s.controllers).map(([name, c]) => [name, c.requests, c.errors, c.loadFailures]);
     return (
       `<h2>Host ${esc(host.upstream)}</h2>\n<dl><dt>Pool pid ${esc(s.pid)}, ${esc(s.workers)} workers</dt><dt>${esc(states)}</dt>` +

@@ -1,6 +1,6 @@
 // The hosts the proxy forwards to: round robin with passive health checks, as nginx's upstream block
 // (max_fails, fail_timeout). Only a failed connect counts against a host: a reset before the response
-// headers is how a host says a controller failed (DESIGN.md §3), not a sign that the host is gone.
+// headers is how a host says a controller failed (docs/design.md §3), not a sign that the host is gone.
 import { formatUpstream, type Upstream } from '../common/settingParsers.ts';
 
 export interface HealthOptions {
@@ -80,7 +80,10 @@ export class Upstreams {
     if (state.fails >= this.health.maxFails && this.all.length > 1) {
       const wasUp = state.downUntil <= this.now();
       state.downUntil = this.now() + this.health.failTimeoutMs;
-      if (wasUp) this.onChange(`upstream ${state.name} out of the rotation for ${this.health.failTimeoutMs / 1000} s after ${state.fails} failed connect(s)`);
+      if (wasUp)
+        this.onChange(
+          `upstream ${state.name} out of the rotation for ${this.health.failTimeoutMs / 1000} s after ${state.fails} failed connect(s)`,
+        );
     }
   }
 

@@ -30,7 +30,9 @@ export function settingsMarkdown(): string {
       const repeat = spec.repeatable ? ' Repeatable; the variable lists the values with commas.' : '';
       return `| ${code(`--${spec.flag}`)} | ${code(spec.env)} | ${code(fallback)} | ${commands} | ${spec.live ? 'applied' : 'restart'} | ${sentence(spec.help)}${repeat} |`;
     });
-    return [`**${GROUP_TITLES[group]}**`, '', '| Flag | Env | Default | Commands | SIGHUP | |', '|---|---|---|---|---|---|', ...rows].join('\n');
+    return [`**${GROUP_TITLES[group]}**`, '', '| Flag | Env | Default | Commands | SIGHUP | |', '|---|---|---|---|---|---|', ...rows].join(
+      '\n',
+    );
   });
   return [BEGIN, '', sections.join('\n\n'), '', END].join('\n');
 }

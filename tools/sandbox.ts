@@ -23,4 +23,3 @@ export function makeSandbox(): Sandbox {
   for (const d of [controllers, publicDir, logs]) mkdirSync(d, { recursive: true });
   return { dir, www, logs, controllers, publicDir, remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
-

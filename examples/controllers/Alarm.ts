@@ -10,9 +10,9 @@ interface Alarm {
   active: boolean;
 }
 
-const devices: Record<string, { alarms: Alarm[] }> = JSON.parse(
-  readFileSync(join(__dirname, 'sample-readings.json'), 'utf8'),
-).devices;
+const { devices } = JSON.parse(readFileSync(join(__dirname, 'sample-readings.json'), 'utf8')) as {
+  devices: Record<string, { alarms: Alarm[] }>;
+};
 
 const Alarm: Controller = ({ query }) => {
   // `all_alarm` includes cleared alarms; `all` includes every device (otherwise only those with alarms).

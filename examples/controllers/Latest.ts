@@ -12,11 +12,11 @@ interface Reading {
 }
 
 // Runs once per load of this file, not per request. __dirname is the controller's own directory.
-const devices: Record<string, { readings: Reading[] }> = JSON.parse(
-  readFileSync(join(__dirname, 'sample-readings.json'), 'utf8'),
-).devices;
+const { devices } = JSON.parse(readFileSync(join(__dirname, 'sample-readings.json'), 'utf8')) as {
+  devices: Record<string, { readings: Reading[] }>;
+};
 
-const Latest: Controller = async ({ query }) => {
+const Latest: Controller = ({ query }) => {
   const sn = typeof query.sn === 'string' ? query.sn : '';
   const no = typeof query.no === 'string' ? query.no : '';
   if (!/^\d+$/.test(sn) || !/^\d*$/.test(no)) {

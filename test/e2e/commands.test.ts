@@ -10,7 +10,12 @@ import { SETTING_KEYS, specOf, type SettingKey } from '../../common/settings.ts'
 import { eventually, makeSandbox, readLog, ROOT, spawnReady, startProcess, type Running, type Sandbox } from '../helpers/stack.ts';
 
 function extqs(args: string[], env: NodeJS.ProcessEnv = {}) {
-  return spawnSync(process.execPath, ['bin/extqs.js', ...args], { cwd: ROOT, env: { ...process.env, ...env }, encoding: 'utf8', timeout: 30_000 });
+  return spawnSync(process.execPath, ['bin/extqs.js', ...args], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
 }
 
 /**
@@ -170,8 +175,12 @@ describe('the extqs command', function () {
       const result = check();
       expect(result.status).to.equal(1);
       expect(result.stdout).to.contain(`controller ${join(sandbox.controllers, 'Good.ts')}: ok`);
-      expect(result.stdout).to.match(new RegExp(`controller ${join(sandbox.controllers, 'Broken.ts')}: Parse error in controller script .*Broken\\.ts:2:\\d+`));
-      expect(result.stdout).to.contain(`controller ${join(sandbox.controllers, 'NoDefault.js')}: Controller script ${join(sandbox.controllers, 'NoDefault.js')} has no default export function`);
+      expect(result.stdout).to.match(
+        new RegExp(`controller ${join(sandbox.controllers, 'Broken.ts')}: Parse error in controller script .*Broken\\.ts:2:\\d+`),
+      );
+      expect(result.stdout).to.contain(
+        `controller ${join(sandbox.controllers, 'NoDefault.js')}: Controller script ${join(sandbox.controllers, 'NoDefault.js')} has no default export function`,
+      );
       expect(result.stdout).to.contain('bad-name.ts: never served: "bad-name" is not a controller name');
       expect(result.stdout.trim().split('\n').at(-1)).to.equal('check: 3 problems found');
     });
@@ -191,21 +200,62 @@ describe('the extqs command', function () {
     it('makes extqs proxy on its own read its settings again: the log level applied, the rest named', async function () {
       const file = join(sandbox.dir, 'proxy.conf');
       writeFileSync(file, 'LOG_LEVEL=warn\nWORKERS=3\n');
-      running = await startProcess('proxy', ['--port', '0', '--listen', '127.0.0.1', '--www', sandbox.www, '--logs', sandbox.logs, '--upstream', `unix:${join(sandbox.dir, 'none.sock')}`, '--config', file]);
+      running = await startProcess('proxy', [
+        '--port',
+        '0',
+        '--listen',
+        '127.0.0.1',
+        '--www',
+        sandbox.www,
+        '--logs',
+        sandbox.logs,
+        '--upstream',
+        `unix:${join(sandbox.dir, 'none.sock')}`,
+        '--config',
+        file,
+      ]);
       writeFileSync(file, 'LOG_LEVEL=info\nWORKERS=4\nKEEP_ALIVE_TIMEOUT=2\n');
       running.child.kill('SIGHUP');
-      const line = await eventually(() => readLog(sandbox, 'error.log').find((l) => l.includes('SIGHUP received')), 5000, 'the reload line');
+      const line = await eventually(
+        () => readLog(sandbox, 'error.log').find((l) => l.includes('SIGHUP received')),
+        5000,
+        'the reload line',
+      );
       expect(line).to.contain('[mpm_event:notice]');
-      expect(line).to.contain('SIGHUP received: reopened access.log, error.log; applied --log-level "warn" -> "info"; need a restart to apply: --keep-alive-timeout 5 -> 2');
+      expect(line).to.contain(
+        'SIGHUP received: reopened access.log, error.log; applied --log-level "warn" -> "info"; need a restart to apply: --keep-alive-timeout 5 -> 2',
+      );
     });
 
     it("makes a launcher's child sent SIGHUP directly reopen its logs and keep the launcher's settings", async function () {
-      running = await spawnReady(['bin/extqs.js', 'start', '--port', '0', '--listen', '127.0.0.1', '--www', sandbox.www, '--logs', sandbox.logs, '--workers', '1']);
-      const children = readFileSync(`/proc/${running.child.pid}/task/${running.child.pid}/children`, 'utf8').trim().split(/\s+/).map(Number);
+      running = await spawnReady([
+        'bin/extqs.js',
+        'start',
+        '--port',
+        '0',
+        '--listen',
+        '127.0.0.1',
+        '--www',
+        sandbox.www,
+        '--logs',
+        sandbox.logs,
+        '--workers',
+        '1',
+      ]);
+      const children = readFileSync(`/proc/${running.child.pid}/task/${running.child.pid}/children`, 'utf8')
+        .trim()
+        .split(/\s+/)
+        .map(Number);
       const proxyPid = children.find((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').includes('proxy'))!;
       process.kill(proxyPid, 'SIGHUP');
-      const line = await eventually(() => readLog(sandbox, 'error.log').find((l) => l.includes('SIGHUP received')), 5000, 'the reload line');
-      expect(line).to.contain(`[pid ${proxyPid}] SIGHUP received: reopened access.log, error.log; settings unchanged: they come from the launcher`);
+      const line = await eventually(
+        () => readLog(sandbox, 'error.log').find((l) => l.includes('SIGHUP received')),
+        5000,
+        'the reload line',
+      );
+      expect(line).to.contain(
+        `[pid ${proxyPid}] SIGHUP received: reopened access.log, error.log; settings unchanged: they come from the launcher`,
+      );
     });
   });
 
@@ -214,7 +264,20 @@ describe('the extqs command', function () {
     afterEach(async () => stack?.stop());
 
     it('runs the compiled JavaScript in build/, with no TypeScript loader, in every process', async function () {
-      stack = await spawnReady(['bin/extqs.js', 'start', '--port', '0', '--listen', '127.0.0.1', '--www', sandbox.www, '--logs', sandbox.logs, '--workers', '2']);
+      stack = await spawnReady([
+        'bin/extqs.js',
+        'start',
+        '--port',
+        '0',
+        '--listen',
+        '127.0.0.1',
+        '--www',
+        sandbox.www,
+        '--logs',
+        sandbox.logs,
+        '--workers',
+        '2',
+      ]);
       const descendants = (pid: number): number[] => {
         const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
         return children.flatMap((child) => [child, ...descendants(child)]);
@@ -224,7 +287,10 @@ describe('the extqs command', function () {
       for (const pid of processes) {
         const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
         expect(cmdline.join(' '), `pid ${pid}`).not.to.match(/tsx/);
-        const script = resolve(ROOT, cmdline.find((word) => word.endsWith('.js'))!);
+        const script = resolve(
+          ROOT,
+          cmdline.find((word) => word.endsWith('.js'))!,
+        );
         expect(script === join(ROOT, 'bin/extqs.js') || script.startsWith(join(ROOT, 'build/')), cmdline.join(' ')).to.equal(true);
         expect(readlinkSync(`/proc/${pid}/exe`)).to.equal(process.execPath);
       }

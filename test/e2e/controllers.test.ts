@@ -1,5 +1,5 @@
 // Controllers dropped into www/controllers of a running stack: results, failures, PHP query semantics,
-// hostile names, and reload without restart (DESIGN.md §3, §5).
+// hostile names, and reload without restart (docs/design.md §3, §5).
 import { existsSync, rmSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
@@ -29,7 +29,12 @@ describe('controllers in a running stack', function () {
       const reply = await get(stack.url, '/External/Echo?sn=123&no=');
       expect(reply.status).to.equal(200);
       expect(reply.headers['content-type']).to.equal('application/json; charset=utf-8');
-      expect(JSON.parse(reply.body)).to.deep.equal({ query: { sn: '123', no: '' }, rawQuery: 'sn=123&no=', method: 'GET', path: '/External/Echo' });
+      expect(JSON.parse(reply.body)).to.deep.equal({
+        query: { sn: '123', no: '' },
+        rawQuery: 'sn=123&no=',
+        method: 'GET',
+        path: '/External/Echo',
+      });
     });
 
     it('sends a string as text/html, as PHP echoes', async function () {
@@ -41,7 +46,10 @@ describe('controllers in a running stack', function () {
     });
 
     it('sends a Response with its own status, headers and body', async function () {
-      write('Created.ts', `export default () => new Response('made', { status: 201, headers: { 'x-thing': 'yes', 'content-type': 'text/plain' } });\n`);
+      write(
+        'Created.ts',
+        `export default () => new Response('made', { status: 201, headers: { 'x-thing': 'yes', 'content-type': 'text/plain' } });\n`,
+      );
       const reply = await get(stack.url, '/External/Created');
       expect(reply.status).to.equal(201);
       expect(reply.headers['x-thing']).to.equal('yes');
@@ -81,7 +89,10 @@ describe('controllers in a running stack', function () {
   describe('when a controller throws', function () {
     it('answers 500 without the stack and logs the stack with the request id', async function () {
       // Types and blank lines shift the transpiled lines: the log must name the TypeScript line (5).
-      write('Boom.ts', `interface Unused {\n  a: number;\n}\ntype Alias = string;\nexport default (): never => { throw new Error('kaboom-marker'); };\n`);
+      write(
+        'Boom.ts',
+        `interface Unused {\n  a: number;\n}\ntype Alias = string;\nexport default (): never => { throw new Error('kaboom-marker'); };\n`,
+      );
       const reply = await get(stack.url, '/External/Boom?sn=1');
       expect(reply.status).to.equal(500);
       expect(reply.body).not.to.contain('kaboom-marker');
@@ -96,7 +107,10 @@ describe('controllers in a running stack', function () {
 
   describe('when a controller cannot be loaded', function () {
     it('treats a module that throws while loading as a load failure, with its TypeScript line', async function () {
-      write('ThrowsAtLoad.ts', `type T = number;\n\nconst limit: T = 1;\nif (limit) throw new Error('load-marker');\nexport default () => 'never';\n`);
+      write(
+        'ThrowsAtLoad.ts',
+        `type T = number;\n\nconst limit: T = 1;\nif (limit) throw new Error('load-marker');\nexport default () => 'never';\n`,
+      );
       const reply = await get(stack.url, '/External/ThrowsAtLoad');
       expect(reply.status).to.equal(500);
       const id = reply.headers['x-request-id'] as string;
@@ -125,7 +139,14 @@ describe('controllers in a running stack', function () {
   });
 
   describe('when the controller name is not an identifier', function () {
-    for (const path of ['/External/..%2f..%2fpackage.json', '/External/.hidden', '/External/a.b', '/External/%00', '/External/9lives', '/External/x%2fy']) {
+    for (const path of [
+      '/External/..%2f..%2fpackage.json',
+      '/External/.hidden',
+      '/External/a.b',
+      '/External/%00',
+      '/External/9lives',
+      '/External/x%2fy',
+    ]) {
       it(`answers ${path} as a missing controller and logs it, touching no file`, async function () {
         write('Latest.ts', `export default () => 'should never be reached';\n`);
         const reply = await get(stack.url, path);
@@ -182,7 +203,10 @@ describe('controllers in a running stack', function () {
     it('lets a request in flight finish on the old version, and disposes that version only after it', async function () {
       const marker = join(sandbox.dir, 'slow-disposed.txt');
       const called = callMarker(sandbox, 'SlowSwap');
-      write('SlowSwap.ts', `import { writeFileSync } from 'node:fs';\nexport default () => { ${called.statement} return new Promise((r) => setTimeout(() => r('v1 done'), 800)); };\nexport function dispose() { writeFileSync(${JSON.stringify(marker)}, 'v1'); }\n`);
+      write(
+        'SlowSwap.ts',
+        `import { writeFileSync } from 'node:fs';\nexport default () => { ${called.statement} return new Promise((r) => setTimeout(() => r('v1 done'), 800)); };\nexport function dispose() { writeFileSync(${JSON.stringify(marker)}, 'v1'); }\n`,
+      );
       const inFlight = get(stack.url, '/External/SlowSwap');
       await called.reached();
       write('SlowSwap.ts', `export default () => 'v2';\n`);
@@ -200,7 +224,11 @@ describe('controllers in a running stack', function () {
       expect(await body('/External/Sturdy')).to.equal('{"v":"good"}');
       write('Sturdy.ts', `export default () => ({ v: 'bad' \n\n`);
       const file = join(sandbox.controllers, 'Sturdy.ts');
-      await eventually(() => readLog(sandbox, 'host.log').find((l) => l.includes(`Reload of controller Sturdy failed`) && l.includes(`${file}:3:`)), 3000, 'the compile error');
+      await eventually(
+        () => readLog(sandbox, 'host.log').find((l) => l.includes(`Reload of controller Sturdy failed`) && l.includes(`${file}:3:`)),
+        3000,
+        'the compile error',
+      );
       expect(await body('/External/Sturdy')).to.equal('{"v":"good"}');
       write('Sturdy.ts', `export default () => ({ v: 'fixed' });\n`);
       await eventually(async () => ((await body('/External/Sturdy')) === '{"v":"fixed"}' ? true : undefined), 2000, 'the fixed version');

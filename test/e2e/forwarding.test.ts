@@ -15,7 +15,7 @@ function rawExchange(url: string, raw: string): Promise<string> {
     const socket = connect(Number(port), hostname, () => socket.write(raw));
     let received = '';
     socket.setEncoding('latin1');
-    socket.on('data', (chunk) => (received += chunk));
+    socket.on('data', (chunk: string) => (received += chunk));
     socket.on('close', () => resolve(received));
     socket.on('error', reject);
   });
@@ -38,7 +38,10 @@ for (const forwarder of FORWARDERS) {
     });
 
     it('survives a Trailer header on a GET (node-http-proxy #1647) and keeps serving', async function () {
-      const response = await rawExchange(stack.url, 'GET /External/Headers HTTP/1.1\r\nHost: x\r\nTrailer: cookie\r\nConnection: close\r\n\r\n');
+      const response = await rawExchange(
+        stack.url,
+        'GET /External/Headers HTTP/1.1\r\nHost: x\r\nTrailer: cookie\r\nConnection: close\r\n\r\n',
+      );
       expect(response).to.match(/^HTTP\/1\.1 200 OK\r\n/);
       expect(response).not.to.match(/"trailer"/);
       expect((await get(stack.url, '/External/Headers')).status).to.equal(200);
@@ -46,7 +49,12 @@ for (const forwarder of FORWARDERS) {
 
     it('replaces client-sent X-Forwarded-* with its own', async function () {
       const reply = await get(stack.url, '/External/Headers', {
-        headers: { 'X-Forwarded-For': '6.6.6.6', 'X-Forwarded-Host': 'evil.example', 'X-Forwarded-Proto': 'https', Host: 'service.example' },
+        headers: {
+          'X-Forwarded-For': '6.6.6.6',
+          'X-Forwarded-Host': 'evil.example',
+          'X-Forwarded-Proto': 'https',
+          Host: 'service.example',
+        },
       });
       const { headers } = JSON.parse(reply.body);
       expect(headers['x-forwarded-for']).to.equal('127.0.0.1');
@@ -55,7 +63,9 @@ for (const forwarder of FORWARDERS) {
     });
 
     it('does not forward hop-by-hop headers, nor those the Connection header names', async function () {
-      const reply = await get(stack.url, '/External/Headers', { headers: { Connection: 'keep-alive, X-Secret-Hop', 'X-Secret-Hop': '1', 'Keep-Alive': 'timeout=1', TE: 'trailers' } });
+      const reply = await get(stack.url, '/External/Headers', {
+        headers: { Connection: 'keep-alive, X-Secret-Hop', 'X-Secret-Hop': '1', 'Keep-Alive': 'timeout=1', TE: 'trailers' },
+      });
       const { headers } = JSON.parse(reply.body);
       expect(headers).not.to.have.property('x-secret-hop');
       expect(headers).not.to.have.property('keep-alive');
@@ -85,8 +95,14 @@ for (const forwarder of FORWARDERS) {
     });
 
     it('never answers a pipelined request with the 400 meant for a malformed one after it', async function () {
-      writeFileSync(join(sandbox.controllers, 'Slowish.ts'), `export default () => new Promise((r) => setTimeout(() => r('slowish'), 300));\n`);
-      const response = await rawExchange(stack.url, 'GET /External/Slowish HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/1.1\r\nBad Header\r\n\r\n');
+      writeFileSync(
+        join(sandbox.controllers, 'Slowish.ts'),
+        `export default () => new Promise((r) => setTimeout(() => r('slowish'), 300));\n`,
+      );
+      const response = await rawExchange(
+        stack.url,
+        'GET /External/Slowish HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/1.1\r\nBad Header\r\n\r\n',
+      );
       expect(response).not.to.match(/^HTTP\/1\.1 400/);
     });
 
@@ -94,9 +110,14 @@ for (const forwarder of FORWARDERS) {
       // Node gives a queued pipelined response no socket until the one before it ends: a failure must
       // still be answered then (it once returned early and left the client and a stop waiting for ever).
       // A slow one first, so the failures behind it are certainly queued.
-      writeFileSync(join(sandbox.controllers, 'Dawdle.ts'), `export default () => new Promise((resolve) => setTimeout(() => resolve('dawdled'), 300));\n`);
+      writeFileSync(
+        join(sandbox.controllers, 'Dawdle.ts'),
+        `export default () => new Promise((resolve) => setTimeout(() => resolve('dawdled'), 300));\n`,
+      );
       const paths = ['/External/Dawdle', '/External/Missing', '/External/Headers', '/External/Missing', '/External/Missing'];
-      const raw = paths.map((path, i) => `GET ${path} HTTP/1.1\r\nHost: x\r\n${i === paths.length - 1 ? 'Connection: close\r\n' : ''}\r\n`).join('');
+      const raw = paths
+        .map((path, i) => `GET ${path} HTTP/1.1\r\nHost: x\r\n${i === paths.length - 1 ? 'Connection: close\r\n' : ''}\r\n`)
+        .join('');
       const response = await rawExchange(stack.url, raw);
       const statuses = [...response.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1]));
       expect(statuses).to.deep.equal([200, 500, 200, 500, 500]);
@@ -141,37 +162,62 @@ for (const forwarder of FORWARDERS) {
       const socket = connect(Number(port), hostname, () => socket.write('GET /External/Patient HTTP/1.1\r\nHost: x\r\n\r\n'));
       await called.reached();
       socket.destroy();
-      expect(await eventually(() => (existsSync(marker) ? readFileSync(marker, 'utf8') : undefined), 3000, 'the abort')).to.equal('aborted');
+      expect(await eventually(() => (existsSync(marker) ? readFileSync(marker, 'utf8') : undefined), 3000, 'the abort')).to.equal(
+        'aborted',
+      );
     });
 
     it('closes the pipelined requests queued behind it: logged, and none left in flight', async function () {
       const called = callMarker(sandbox, 'Queued');
-      writeFileSync(join(sandbox.controllers, 'Queued.ts'), `export default () => { ${called.statement} return new Promise((resolve) => setTimeout(() => resolve('late'), 2000)); };\n`);
+      writeFileSync(
+        join(sandbox.controllers, 'Queued.ts'),
+        `export default () => { ${called.statement} return new Promise((resolve) => setTimeout(() => resolve('late'), 2000)); };\n`,
+      );
       const { hostname, port } = new URL(stack.url);
       const socket = connect(Number(port), hostname, () => socket.write('GET /External/Queued HTTP/1.1\r\nHost: x\r\n\r\n'.repeat(5)));
       await called.reached();
       socket.destroy();
-      const lines = await eventually(() => {
-        const queued = readLog(sandbox, 'access.log').filter((l) => l.includes('/External/Queued'));
-        return queued.length === 5 ? queued : undefined;
-      }, 1500, 'an access-log line for each of the 5 requests before the controller answers');
+      const lines = await eventually(
+        () => {
+          const queued = readLog(sandbox, 'access.log').filter((l) => l.includes('/External/Queued'));
+          return queued.length === 5 ? queued : undefined;
+        },
+        1500,
+        'an access-log line for each of the 5 requests before the controller answers',
+      );
       expect(lines).to.have.length(5);
       expect((await get(stack.url, '/server-status?auto')).body).to.match(/^BusyWorkers: 1$/m);
     });
     it('closes a queued response the host broke off mid-body, once the client leaves', async function () {
       const lagging = callMarker(sandbox, 'Lagging');
-      writeFileSync(join(sandbox.controllers, 'Lagging.ts'), `export default () => { ${lagging.statement} return new Promise((resolve) => setTimeout(() => resolve('late'), 2000)); };\n`);
+      writeFileSync(
+        join(sandbox.controllers, 'Lagging.ts'),
+        `export default () => { ${lagging.statement} return new Promise((resolve) => setTimeout(() => resolve('late'), 2000)); };\n`,
+      );
       writeFileSync(
         join(sandbox.controllers, 'Broken.ts'),
         `export default () => new Response(new ReadableStream({ start(c) { c.enqueue(new TextEncoder().encode('partial')); setTimeout(() => c.error(new Error('boom')), 50); } }));\n`,
       );
       const { hostname, port } = new URL(stack.url);
-      const socket = connect(Number(port), hostname, () => socket.write('GET /External/Lagging HTTP/1.1\r\nHost: x\r\n\r\nGET /External/Broken HTTP/1.1\r\nHost: x\r\n\r\n'));
+      const socket = connect(Number(port), hostname, () =>
+        socket.write('GET /External/Lagging HTTP/1.1\r\nHost: x\r\n\r\nGET /External/Broken HTTP/1.1\r\nHost: x\r\n\r\n'),
+      );
       await lagging.reached();
       // The proxy cut Broken's response, still queued behind Lagging's, and said so.
-      await eventually(() => readLog(sandbox, 'error.log').find((l) => l.includes('error reading response from upstream') && l.includes('for /External/Broken')), 3000, 'the mid-body line');
+      await eventually(
+        () =>
+          readLog(sandbox, 'error.log').find(
+            (l) => l.includes('error reading response from upstream') && l.includes('for /External/Broken'),
+          ),
+        3000,
+        'the mid-body line',
+      );
       socket.destroy();
-      await eventually(() => (readLog(sandbox, 'access.log').some((l) => l.includes('"GET /External/Broken HTTP/1.1"')) ? true : undefined), 1500, "Broken's access-log line before Lagging's controller answers");
+      await eventually(
+        () => (readLog(sandbox, 'access.log').some((l) => l.includes('"GET /External/Broken HTTP/1.1"')) ? true : undefined),
+        1500,
+        "Broken's access-log line before Lagging's controller answers",
+      );
       expect((await get(stack.url, '/server-status?auto')).body).to.match(/^BusyWorkers: 1$/m);
     });
   });
@@ -190,7 +236,8 @@ for (const forwarder of FORWARDERS) {
       sandbox?.remove();
     });
 
-    const errorLine = (id: string) => eventually(() => readLog(sandbox, 'error.log').find((l) => l.includes(id)), 3000, 'the error.log line');
+    const errorLine = (id: string) =>
+      eventually(() => readLog(sandbox, 'error.log').find((l) => l.includes(id)), 3000, 'the error.log line');
 
     it('answers 500 with "End of script output before headers" when the host ends a request without headers', async function () {
       const reply = await get(stack.url, '/External/Latest?sn=1&no=');
@@ -222,7 +269,11 @@ for (const forwarder of FORWARDERS) {
       expect(outcome).to.match(/^cut /);
       // The pool replaces the worker; requests are answered again.
       writeFileSync(join(sandbox.controllers, 'Alive.ts'), `export default () => 'alive';\n`);
-      await eventually(async () => ((await get(stack.url, '/External/Alive')).body === 'alive' ? true : undefined), 10_000, 'service again');
+      await eventually(
+        async () => ((await get(stack.url, '/External/Alive')).body === 'alive' ? true : undefined),
+        10_000,
+        'service again',
+      );
     });
 
     it('passes a large streamed body intact to a client that reads slowly (a pause must be resumed)', async function () {
@@ -256,15 +307,21 @@ for (const forwarder of FORWARDERS) {
     });
 
     it('forwards a request body and answers it', async function () {
-      writeFileSync(join(sandbox.controllers, 'Method.ts'), `export default ({ method, headers }: any) => ({ method, length: headers['content-length'] ?? null });\n`);
+      writeFileSync(
+        join(sandbox.controllers, 'Method.ts'),
+        `export default ({ method, headers }: any) => ({ method, length: headers['content-length'] ?? null });\n`,
+      );
       const { request } = await import('node:http');
       const { hostname, port } = new URL(stack.url);
       const reply = await new Promise<{ status: number; body: string }>((resolve, reject) => {
-        const req = request({ host: hostname, port, path: '/External/Method', method: 'POST', agent: false, headers: { 'content-type': 'application/json' } }, (res) => {
-          let body = '';
-          res.on('data', (c) => (body += c));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-        });
+        const req = request(
+          { host: hostname, port, path: '/External/Method', method: 'POST', agent: false, headers: { 'content-type': 'application/json' } },
+          (res) => {
+            let body = '';
+            res.on('data', (c) => (body += c));
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+          },
+        );
         req.on('error', reject);
         req.write('{"a":');
         req.end('1}'); // chunked: no Content-Length from the client
@@ -281,7 +338,20 @@ for (const forwarder of FORWARDERS) {
 
     before(async function () {
       sandbox = makeSandbox();
-      proxy = await startProcess('proxy', ['--port', '0', '--listen', '127.0.0.1', '--www', sandbox.www, '--logs', sandbox.logs, '--upstream', `unix:${socket()}`, '--forwarder', forwarder]);
+      proxy = await startProcess('proxy', [
+        '--port',
+        '0',
+        '--listen',
+        '127.0.0.1',
+        '--www',
+        sandbox.www,
+        '--logs',
+        sandbox.logs,
+        '--upstream',
+        `unix:${socket()}`,
+        '--forwarder',
+        forwarder,
+      ]);
     });
 
     after(async function () {

@@ -7,8 +7,14 @@ import { expect } from 'chai';
 import { get } from '../helpers/http.ts';
 import { eventually, makeSandbox, readLog, startProcess, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
 
-const workerPids = (sandbox: Sandbox) => readLog(sandbox, 'host.log').flatMap((l) => /Worker (\d+) ready/.exec(l)?.[1] ?? []).map(Number);
-const exitedPids = (sandbox: Sandbox) => readLog(sandbox, 'host.log').flatMap((l) => /Worker (\d+) exited/.exec(l)?.[1] ?? []).map(Number);
+const workerPids = (sandbox: Sandbox) =>
+  readLog(sandbox, 'host.log')
+    .flatMap((l) => /Worker (\d+) ready/.exec(l)?.[1] ?? [])
+    .map(Number);
+const exitedPids = (sandbox: Sandbox) =>
+  readLog(sandbox, 'host.log')
+    .flatMap((l) => /Worker (\d+) exited/.exec(l)?.[1] ?? [])
+    .map(Number);
 
 describe('the host worker pool', function () {
   let sandbox: Sandbox;
@@ -23,11 +29,19 @@ describe('the host worker pool', function () {
     sandbox = makeSandbox();
     writeFileSync(join(sandbox.controllers, 'Pid.ts'), `export default () => ({ pid: process.pid });\n`);
     stack = await startStack(sandbox, ['--workers', '2']);
-    const [victim, survivor] = await eventually(() => (workerPids(sandbox).length === 2 ? workerPids(sandbox) : undefined), 5000, 'two workers');
+    const [victim, survivor] = await eventually(
+      () => (workerPids(sandbox).length === 2 ? workerPids(sandbox) : undefined),
+      5000,
+      'two workers',
+    );
     process.kill(victim, 'SIGKILL');
     // Requests keep succeeding (a fresh connection each) while the victim is replaced.
     for (let i = 0; i < 20; i++) expect((await get(stack.url, '/External/Pid')).status).to.equal(200);
-    const replacement = await eventually(() => workerPids(sandbox).find((p) => p !== victim && p !== survivor), 10_000, 'a replacement worker');
+    const replacement = await eventually(
+      () => workerPids(sandbox).find((p) => p !== victim && p !== survivor),
+      10_000,
+      'a replacement worker',
+    );
     const exitLine = `Worker ${victim} exited with signal SIGKILL; starting a new one`;
     await eventually(() => (readLog(sandbox, 'host.log').some((l) => l.includes(exitLine)) ? true : undefined), 2000, 'the exit line');
     // The replacement is a live process, and the pool keeps answering.
@@ -53,14 +67,26 @@ describe('the host worker pool', function () {
       );
       return pids;
     };
-    const firstGeneration = await eventually(() => (workerPids(sandbox).length === 2 ? workerPids(sandbox) : undefined), 5000, 'two workers');
+    const firstGeneration = await eventually(
+      () => (workerPids(sandbox).length === 2 ? workerPids(sandbox) : undefined),
+      5000,
+      'two workers',
+    );
     await burst(); // 100 requests: at least one worker passes 25 and asks to be recycled
-    await eventually(() => (readLog(sandbox, 'host.log').some((l) => /Worker \d+ retiring/.test(l)) ? true : undefined), 10_000, 'a retirement');
+    await eventually(
+      () => (readLog(sandbox, 'host.log').some((l) => /Worker \d+ retiring/.test(l)) ? true : undefined),
+      10_000,
+      'a retirement',
+    );
     const later = await burst(); // served by the replacements
     expect(statuses).to.have.length(200);
     expect(statuses.filter((s) => s !== 200)).to.deep.equal([]);
-    expect([...later].filter((pid) => !firstGeneration.includes(pid))).to.not.be.empty;
-    await eventually(() => (readLog(sandbox, 'host.log').some((l) => l.includes('max_requests 25 reached')) ? true : undefined), 2000, 'the recycling reason');
+    expect([...later].filter((pid) => !firstGeneration.includes(pid))).to.have.length.greaterThan(0);
+    await eventually(
+      () => (readLog(sandbox, 'host.log').some((l) => l.includes('max_requests 25 reached')) ? true : undefined),
+      2000,
+      'the recycling reason',
+    );
     expect(exitedPids(sandbox)).to.deep.equal([]); // recycled workers retire; none crashed
   });
 });
@@ -88,23 +114,40 @@ describe('the execution limit (--max-execution-time 1)', function () {
     const errorLine = await eventually(() => readLog(sandbox, 'error.log').find((l) => l.includes(id)), 3000, 'the error.log line');
     expect(errorLine).to.contain(`Timeout waiting for output from controller ${name}`);
     expect(errorLine).to.contain('max_execution_time 1 s');
-    const hostLine = await eventually(() => readLog(sandbox, 'host.log').find((l) => l.includes(`[req ${id}]`) && l.includes('Maximum execution time')), 5000, 'the host.log line');
+    const hostLine = await eventually(
+      () => readLog(sandbox, 'host.log').find((l) => l.includes(`[req ${id}]`) && l.includes('Maximum execution time')),
+      5000,
+      'the host.log line',
+    );
     expect(hostLine).to.contain(`Maximum execution time of 1 seconds exceeded in controller ${name}`);
     expect(hostLine).to.contain(hostPhrase);
     // The pool goes on serving.
-    await eventually(async () => ((await get(stack.url, '/External/Quick')).body === 'quick' ? true : undefined), 10_000, 'service after the overrun');
+    await eventually(
+      async () => ((await get(stack.url, '/External/Quick')).body === 'quick' ? true : undefined),
+      10_000,
+      'service after the overrun',
+    );
   }
 
   it('answers 504 to a controller that awaits too long, logs both sides, and recycles the worker', async function () {
     writeFileSync(join(sandbox.controllers, 'Sleepy.ts'), `export default () => new Promise((r) => setTimeout(() => r('late'), 5000));\n`);
     await expectOverrun('Sleepy', 'request dropped');
-    await eventually(() => (readLog(sandbox, 'host.log').some((l) => l.includes('Recycling worker') && l.includes('max_execution_time')) ? true : undefined), 5000, 'the recycle');
+    await eventually(
+      () =>
+        readLog(sandbox, 'host.log').some((l) => l.includes('Recycling worker') && l.includes('max_execution_time')) ? true : undefined,
+      5000,
+      'the recycle',
+    );
   });
 
   it('answers 504 to a controller stuck in a synchronous loop, and the watchdog kills and replaces the worker', async function () {
     writeFileSync(join(sandbox.controllers, 'Spin.ts'), `export default () => { for (;;) {} };\n`);
     await expectOverrun('Spin', 'the worker was blocked for');
-    await eventually(() => (readLog(sandbox, 'host.log').some((l) => /Worker \d+ exited with signal SIGKILL/.test(l)) ? true : undefined), 5000, 'the kill');
+    await eventually(
+      () => (readLog(sandbox, 'host.log').some((l) => /Worker \d+ exited with signal SIGKILL/.test(l)) ? true : undefined),
+      5000,
+      'the kill',
+    );
   });
 });
 
@@ -125,10 +168,18 @@ describe('the watchdog after SIGHUP changed the log format', function () {
     stack = await startStack(sandbox, ['--config', conf]);
     writeFileSync(conf, 'WORKERS=1\nMAX_EXECUTION_TIME=1\nLOG_FORMAT=json\n');
     stack.child.kill('SIGHUP');
-    await eventually(() => readLog(sandbox, 'host.log').find((l) => l.startsWith('{') && l.includes('SIGHUP received')), 5000, 'the reload line, as JSON');
+    await eventually(
+      () => readLog(sandbox, 'host.log').find((l) => l.startsWith('{') && l.includes('SIGHUP received')),
+      5000,
+      'the reload line, as JSON',
+    );
     const reply = await get(stack.url, '/External/Spin');
     expect(reply.status).to.equal(504);
-    const line = await eventually(() => readLog(sandbox, 'host.log').find((l) => l.includes('the worker was blocked for')), 5000, 'the watchdog line');
+    const line = await eventually(
+      () => readLog(sandbox, 'host.log').find((l) => l.includes('the worker was blocked for')),
+      5000,
+      'the watchdog line',
+    );
     expect(JSON.parse(line)).to.deep.include({ level: 'error', request_id: reply.headers['x-request-id'] });
   });
 });
@@ -155,7 +206,9 @@ describe('a controller dispose() hook', function () {
     expect((await get(stack.url, '/External/Timed')).body).to.equal('{"v":1}');
     expect(existsSync(marker)).to.equal(false);
     writeFileSync(join(sandbox.controllers, 'Timed.ts'), source(2));
-    expect(await eventually(() => (existsSync(marker) ? readFileSync(marker, 'utf8') : undefined), 3000, 'dispose')).to.equal('disposed v1');
+    expect(await eventually(() => (existsSync(marker) ? readFileSync(marker, 'utf8') : undefined), 3000, 'dispose')).to.equal(
+      'disposed v1',
+    );
     expect((await get(stack.url, '/External/Timed')).body).to.equal('{"v":2}');
   });
 });

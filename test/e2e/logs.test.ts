@@ -14,7 +14,7 @@ const run = promisify(execFile);
 function linesAcross(logs: string, name: string): { files: string[]; lines: string[] } {
   const number = (f: string) => (f === name ? 0 : Number(f.slice(name.length + 1)));
   const files = readdirSync(logs)
-    .filter((f) => f === name || /^\d+$/.test(f.slice(name.length + 1)) && f.startsWith(`${name}.`))
+    .filter((f) => f === name || (/^\d+$/.test(f.slice(name.length + 1)) && f.startsWith(`${name}.`)))
     .sort((a, b) => number(b) - number(a));
   return { files, lines: files.flatMap((f) => readFileSync(join(logs, f), 'utf8').split('\n').filter(Boolean)) };
 }
@@ -47,8 +47,16 @@ describe('logs', function () {
       stack = await startStack(sandbox, ['--config', conf]);
       expect((await get(stack.url, '/favicon.ico')).status).to.equal(404);
       expect((await get(stack.url, '/External/Latest?sn=1&no=')).status).to.equal(500);
-      await eventually(() => (count(readLog(sandbox, 'host.log'), 'Failed opening controller script') === 1 ? true : undefined), 5000, 'the host error line');
-      await eventually(() => (count(readLog(sandbox, 'error.log'), '[proxy:error]') === 1 ? true : undefined), 5000, 'the proxy error line');
+      await eventually(
+        () => (count(readLog(sandbox, 'host.log'), 'Failed opening controller script') === 1 ? true : undefined),
+        5000,
+        'the host error line',
+      );
+      await eventually(
+        () => (count(readLog(sandbox, 'error.log'), '[proxy:error]') === 1 ? true : undefined),
+        5000,
+        'the proxy error line',
+      );
       // An access line is written when its response has closed, a moment after the client has it.
       await eventually(() => (readLog(sandbox, 'access.log').length === 2 ? true : undefined), 5000, 'both access lines');
       expect(count(readLog(sandbox, 'error.log'), '[core:info]')).to.equal(0);
@@ -57,25 +65,51 @@ describe('logs', function () {
       expect(count(readLog(sandbox, 'error.log'), 'resuming normal operations')).to.equal(1);
       expect(readLog(sandbox, 'host.log').filter((l) => l.includes('[notice]') && /Host pool \d+ serving/.test(l))).to.have.length(1);
 
-
       // The file changes; SIGHUP to the launcher applies the level and names what needs a restart.
       writeFileSync(conf, 'LOG_LEVEL=info\nWORKERS=2\n');
       stack.child.kill('SIGHUP');
-      const reloaded = await eventually(() => readLog(sandbox, 'error.log').find((l) => l.includes('SIGHUP received')), 5000, 'the reload line');
+      const reloaded = await eventually(
+        () => readLog(sandbox, 'error.log').find((l) => l.includes('SIGHUP received')),
+        5000,
+        'the reload line',
+      );
       expect(reloaded).to.contain('[mpm_event:notice]');
       expect(reloaded).to.contain('applied --log-level "warn" -> "info"; need a restart to apply: --workers 1 -> 2');
-      await eventually(() => readLog(sandbox, 'host.log').find((l) => l.includes('[notice]') && l.includes('SIGHUP received: reopened host.log; applied --log-level')), 5000, 'the host reload line');
-      await eventually(() => (stack!.stderr().includes('SIGHUP: the children reopen their logs; applied --log-level "warn" -> "info"') ? true : undefined), 5000, `the launcher's SIGHUP line; stderr: ${stack.stderr()}`);
+      await eventually(
+        () =>
+          readLog(sandbox, 'host.log').find(
+            (l) => l.includes('[notice]') && l.includes('SIGHUP received: reopened host.log; applied --log-level'),
+          ),
+        5000,
+        'the host reload line',
+      );
+      await eventually(
+        () => (stack!.stderr().includes('SIGHUP: the children reopen their logs; applied --log-level "warn" -> "info"') ? true : undefined),
+        5000,
+        `the launcher's SIGHUP line; stderr: ${stack.stderr()}`,
+      );
       expect((await get(stack.url, '/favicon.ico')).status).to.equal(404);
-      await eventually(() => (count(readLog(sandbox, 'error.log'), '[core:info]') === 1 ? true : undefined), 5000, 'the favicon line after the reload');
+      await eventually(
+        () => (count(readLog(sandbox, 'error.log'), '[core:info]') === 1 ? true : undefined),
+        5000,
+        'the favicon line after the reload',
+      );
     });
 
     it('writes the SIGHUP lines even at --log-level error (notice lines always show, as in Apache)', async function () {
       stack = await startStack(sandbox, ['--workers', '1', '--log-level', 'error']);
       stack.child.kill('SIGHUP');
-      const proxyLine = await eventually(() => readLog(sandbox, 'error.log').find((l) => l.includes('SIGHUP received')), 5000, 'the proxy reload line');
+      const proxyLine = await eventually(
+        () => readLog(sandbox, 'error.log').find((l) => l.includes('SIGHUP received')),
+        5000,
+        'the proxy reload line',
+      );
       expect(proxyLine).to.contain('[mpm_event:notice]');
-      await eventually(() => readLog(sandbox, 'host.log').find((l) => l.includes('[notice]') && l.includes('SIGHUP received: reopened host.log')), 5000, 'the host reload line');
+      await eventually(
+        () => readLog(sandbox, 'host.log').find((l) => l.includes('[notice]') && l.includes('SIGHUP received: reopened host.log')),
+        5000,
+        'the host reload line',
+      );
     });
 
     it('keeps the running settings when the file read again on SIGHUP is bad, and says why', async function () {
@@ -84,7 +118,11 @@ describe('logs', function () {
       stack = await startStack(sandbox, ['--config', conf]);
       writeFileSync(conf, 'LOG_LEVEL=loud\n');
       stack.child.kill('SIGHUP');
-      const line = await eventually(() => readLog(sandbox, 'error.log').find((l) => l.includes('SIGHUP received')), 5000, 'the reload line');
+      const line = await eventually(
+        () => readLog(sandbox, 'error.log').find((l) => l.includes('SIGHUP received')),
+        5000,
+        'the reload line',
+      );
       expect(line).to.contain('[mpm_event:error]');
       expect(line).to.contain('configuration not read again, the running one is kept: --log-level (LOG_LEVEL) must be one of');
       expect((await get(stack.url, '/favicon.ico')).status).to.equal(404);
@@ -99,13 +137,35 @@ describe('logs', function () {
       const latest = await get(stack.url, '/External/Latest?sn=1&no=');
       expect(await stack.stop()).to.equal(0);
 
-      const parse = (file: 'access.log' | 'error.log' | 'host.log') => readLog(sandbox, file).map((l) => JSON.parse(l) as Record<string, unknown>);
+      const parse = (file: 'access.log' | 'error.log' | 'host.log') =>
+        readLog(sandbox, file).map((l) => JSON.parse(l) as Record<string, unknown>);
       const access = parse('access.log');
       expect(access).to.have.length(2);
-      expect(access[0]).to.deep.include({ client: '127.0.0.1', method: 'GET', url: '/favicon.ico', protocol: 'HTTP/1.1', status: 404, referer: 'http://r.example/', user_agent: 'ua "quoted"\\', request_id: favicon.headers['x-request-id'] });
+      expect(access[0]).to.deep.include({
+        client: '127.0.0.1',
+        method: 'GET',
+        url: '/favicon.ico',
+        protocol: 'HTTP/1.1',
+        status: 404,
+        referer: 'http://r.example/',
+        user_agent: 'ua "quoted"\\',
+        request_id: favicon.headers['x-request-id'],
+      });
       expect(access[0].time).to.match(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
       expect(access[1]).to.deep.include({ url: '/External/Latest?sn=1&no=', status: 500, request_id: latest.headers['x-request-id'] });
-      for (const entry of access) expect(Object.keys(entry)).to.deep.equal(['time', 'client', 'method', 'url', 'protocol', 'status', 'bytes', 'referer', 'user_agent', 'request_id']);
+      for (const entry of access)
+        expect(Object.keys(entry)).to.deep.equal([
+          'time',
+          'client',
+          'method',
+          'url',
+          'protocol',
+          'status',
+          'bytes',
+          'referer',
+          'user_agent',
+          'request_id',
+        ]);
 
       const errors = parse('error.log');
       const miss = errors.find((e) => e.request_id === favicon.headers['x-request-id'])!;
@@ -113,7 +173,11 @@ describe('logs', function () {
       expect(miss.status).to.match(/^\(OS 2\)The system cannot find the file specified\./);
       expect(miss.message).to.contain('File does not exist:');
       expect(miss.time).to.match(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/);
-      expect(errors.every((e) => typeof e.pid === 'number' && Object.keys(e).join() === 'time,level,module,pid,client,status,message,request_id')).to.equal(true);
+      expect(
+        errors.every(
+          (e) => typeof e.pid === 'number' && Object.keys(e).join() === 'time,level,module,pid,client,status,message,request_id',
+        ),
+      ).to.equal(true);
 
       const host = parse('host.log');
       const failed = host.find((e) => e.request_id === latest.headers['x-request-id'])!;
@@ -128,7 +192,9 @@ describe('logs', function () {
       stack = await startStack(sandbox, ['--workers', '1', '--log-max-size', '2k', '--log-max-files', '100']);
       const total = 240;
       for (let i = 0; i < total; i += 8) {
-        const replies = await Promise.all(Array.from({ length: 8 }, (_, k) => get(stack!.url, k % 2 ? `/favicon.ico?n=${i + k}` : `/External/Latest?sn=${i + k}&no=`)));
+        const replies = await Promise.all(
+          Array.from({ length: 8 }, (_, k) => get(stack!.url, k % 2 ? `/favicon.ico?n=${i + k}` : `/External/Latest?sn=${i + k}&no=`)),
+        );
         expect(replies.map((r) => r.status).sort()).to.deep.equal([404, 404, 404, 404, 500, 500, 500, 500]);
       }
       expect(await stack.stop()).to.equal(0);
@@ -171,8 +237,16 @@ describe('logs', function () {
       await eventually(() => (sent >= 40 ? true : undefined), 10_000, 'traffic before the rotation');
       await run('logrotate', ['-f', '-s', join(sandbox.dir, 'logrotate.state'), conf]);
       // Both children say they reopened, each in its new file.
-      await eventually(() => (readLog(sandbox, 'error.log').some((l) => l.includes('SIGHUP received: reopened access.log, error.log')) ? true : undefined), 5000, 'the proxy reopening');
-      await eventually(() => (readLog(sandbox, 'host.log').some((l) => l.includes('SIGHUP received: reopened host.log')) ? true : undefined), 5000, 'the host reopening');
+      await eventually(
+        () => (readLog(sandbox, 'error.log').some((l) => l.includes('SIGHUP received: reopened access.log, error.log')) ? true : undefined),
+        5000,
+        'the proxy reopening',
+      );
+      await eventually(
+        () => (readLog(sandbox, 'host.log').some((l) => l.includes('SIGHUP received: reopened host.log')) ? true : undefined),
+        5000,
+        'the host reopening',
+      );
       rotating = false;
       await clients;
       // After the reopen: these land in the new files only.
@@ -182,7 +256,8 @@ describe('logs', function () {
       latest += 1;
       expect(await stack.stop()).to.equal(0);
 
-      for (const file of ['access.log', 'error.log', 'host.log']) expect(existsSync(join(sandbox.logs, `${file}.1`)), `${file}.1`).to.equal(true);
+      for (const file of ['access.log', 'error.log', 'host.log'])
+        expect(existsSync(join(sandbox.logs, `${file}.1`)), `${file}.1`).to.equal(true);
       const access = linesAcross(sandbox.logs, 'access.log');
       expect(access.lines).to.have.length(sent);
       expect(readFileSync(join(sandbox.logs, 'access.log.1'), 'utf8').split('\n').filter(Boolean).length).to.be.greaterThan(20);
@@ -211,14 +286,19 @@ describe('logs', function () {
           const replies = await Promise.all([get(stack!.url, '/favicon.ico?gone'), get(stack!.url, '/External/Latest?sn=gone&no=')]);
           expect(replies.map((r) => r.status)).to.deep.equal([404, 500]);
           answered += 2;
-          return count(readLog(sandbox, 'access.log'), '?gone') > 0 && count(readLog(sandbox, 'host.log'), 'sn=gone') > 0 ? true : undefined;
+          return count(readLog(sandbox, 'access.log'), '?gone') > 0 && count(readLog(sandbox, 'host.log'), 'sn=gone') > 0
+            ? true
+            : undefined;
         },
         10_000,
         'lines in the recreated log directory',
       );
       expect(answered).to.be.greaterThan(0);
       for (const file of ['access.log', 'error.log', 'host.log']) {
-        expect(stack.stderr().split(`${join(sandbox.logs, file)} was deleted (log directory removed?); creating it again`).length - 1, file).to.equal(1);
+        expect(
+          stack.stderr().split(`${join(sandbox.logs, file)} was deleted (log directory removed?); creating it again`).length - 1,
+          file,
+        ).to.equal(1);
       }
       expect((await get(stack.url, '/favicon.ico?back')).status).to.equal(404);
       expect(await stack.stop()).to.equal(0);

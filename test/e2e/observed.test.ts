@@ -1,11 +1,16 @@
-// The default install reproduces the observed deployment (DESIGN.md §1, §3): both controllers missing,
+// The default install reproduces the observed deployment (docs/design.md §1, §3): both controllers missing,
 // no favicon. Driven through the real launcher; logs are read after a stop, when they are drained.
 import { execFileSync } from 'node:child_process';
 import { expect } from 'chai';
 import { get, type Reply } from '../helpers/http.ts';
 import { makeSandbox, readLog, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
 
-const OBSERVED = ['/External/Latest?sn=123&no=1', '/External/Latest?sn=123&no=', '/External/Latest?sn=987654&no=42', '/External/Alarm?all_alarm&all'];
+const OBSERVED = [
+  '/External/Latest?sn=123&no=1',
+  '/External/Latest?sn=123&no=',
+  '/External/Latest?sn=987654&no=42',
+  '/External/Alarm?all_alarm&all',
+];
 const COMBINED = /^(\S+) - - \[\d{2}\/[A-Z][a-z]{2}\/\d{4}:\d{2}:\d{2}:\d{2} [+-]\d{4}\] "([^"]*)" (\d{3}) (\d+|-) "([^"]*)" "([^"]*)"$/;
 
 function hasGoAccess(): boolean {
@@ -60,7 +65,7 @@ describe('the default install (no controllers, no favicon)', function () {
       for (const path of OBSERVED) {
         const name = path.split('?')[0].split('/')[2];
         for (const reply of replies.get(path)!) {
-          const line = hostLines.find((l) => l.includes(`[req ${reply.headers['x-request-id']}]`));
+          const line = hostLines.find((l) => l.includes(`[req ${String(reply.headers['x-request-id'])}]`));
           expect(line, `host.log line for ${path}`).to.be.a('string');
           expect(line).to.match(/^\[\d{2}-[A-Z][a-z]{2}-\d{4} \d{2}:\d{2}:\d{2}\.\d{3} UTC\] \[error\] /);
           expect(line).to.contain(`Failed opening controller script ${sandbox.controllers}/${name}.ts: No such file or directory`);
@@ -73,7 +78,7 @@ describe('the default install (no controllers, no favicon)', function () {
       const errorLines = readLog(sandbox, 'error.log');
       for (const path of OBSERVED) {
         for (const reply of replies.get(path)!) {
-          const line = errorLines.find((l) => l.endsWith(`request_id: ${reply.headers['x-request-id']}`));
+          const line = errorLines.find((l) => l.endsWith(`request_id: ${String(reply.headers['x-request-id'])}`));
           expect(line, `error.log line for ${path}`).to.be.a('string');
           expect(line).to.match(/^\[[A-Z][a-z]{2} [A-Z][a-z]{2} \d{2} \d{2}:\d{2}:\d{2}\.\d{6} \d{4}\] \[proxy:error\] \[pid \d+\] /);
           expect(line).to.contain('[client 127.0.0.1:');
@@ -97,7 +102,9 @@ describe('the default install (no controllers, no favicon)', function () {
       const lines = readLog(sandbox, 'error.log').filter((l) => l.includes('File does not exist'));
       expect(lines).to.have.length(2);
       for (const line of lines) {
-        expect(line).to.match(/\[core:info\] \[pid \d+\] \(OS 2\)The system cannot find the file specified\. {2}: \[client 127\.0\.0\.1:\d+\] AH00128: File does not exist: /);
+        expect(line).to.match(
+          /\[core:info\] \[pid \d+\] \(OS 2\)The system cannot find the file specified\. {2}: \[client 127\.0\.0\.1:\d+\] AH00128: File does not exist: /,
+        );
         expect(line).to.contain(`File does not exist: ${sandbox.publicDir}/favicon.ico`);
       }
     });
@@ -109,7 +116,14 @@ describe('the default install (no controllers, no favicon)', function () {
       expect(lines).to.have.length((OBSERVED.length + 1) * 2);
       for (const line of lines) expect(line).to.match(COMBINED);
       const first = COMBINED.exec(lines[0])!;
-      expect(first.slice(1)).to.deep.equal(['127.0.0.1', `GET ${OBSERVED[0]} HTTP/1.1`, '500', first[4], 'http://client.example/page', 'extqs-test/1.0']);
+      expect(first.slice(1)).to.deep.equal([
+        '127.0.0.1',
+        `GET ${OBSERVED[0]} HTTP/1.1`,
+        '500',
+        first[4],
+        'http://client.example/page',
+        'extqs-test/1.0',
+      ]);
       expect(Number(first[4])).to.equal(Buffer.byteLength(replies.get(OBSERVED[0])![0].body));
       const favicon = lines.map((l) => COMBINED.exec(l)!).filter((m) => m[2] === 'GET /favicon.ico HTTP/1.1');
       expect(favicon.map((m) => m[3])).to.deep.equal(['404', '404']);
@@ -122,7 +136,10 @@ describe('the default install (no controllers, no favicon)', function () {
         this.skip();
       }
       const report = JSON.parse(
-        execFileSync('goaccess', [`${sandbox.logs}/access.log`, '--log-format=COMBINED', '--output=json', '--no-global-config'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }),
+        execFileSync('goaccess', [`${sandbox.logs}/access.log`, '--log-format=COMBINED', '--output=json', '--no-global-config'], {
+          encoding: 'utf8',
+          stdio: ['ignore', 'pipe', 'ignore'],
+        }),
       );
       expect(report.general.failed_requests).to.equal(0);
       expect(report.general.valid_requests).to.equal((OBSERVED.length + 1) * 2);

@@ -5,7 +5,17 @@ import { copyFileSync, existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { get } from '../helpers/http.ts';
-import { callMarker, eventually, makeSandbox, readLog, ROOT, startProcess, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
+import {
+  callMarker,
+  eventually,
+  makeSandbox,
+  readLog,
+  ROOT,
+  startProcess,
+  startStack,
+  type Running,
+  type Sandbox,
+} from '../helpers/stack.ts';
 
 describe('the host process on its own', function () {
   let sandbox: Sandbox;
@@ -45,7 +55,12 @@ describe('start-up validation', function () {
   after(() => sandbox.remove());
 
   const run = (args: string[], env: NodeJS.ProcessEnv = {}) =>
-    spawnSync(process.execPath, ['bin/extqs.js', 'start', ...args], { cwd: ROOT, env: { ...process.env, ...env }, encoding: 'utf8', timeout: 30_000 });
+    spawnSync(process.execPath, ['bin/extqs.js', 'start', ...args], {
+      cwd: ROOT,
+      env: { ...process.env, ...env },
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
 
   it('stops on a bad --port, naming the setting, the value and what is allowed', function () {
     const result = run(['--port', '80a', '--www', sandbox.www, '--logs', sandbox.logs]);
@@ -61,7 +76,10 @@ describe('start-up validation', function () {
 
   it('lets a flag win over a bad variable of the same setting, in every process', async function () {
     const { spawnReady } = await import('../helpers/stack.ts');
-    const stack = await spawnReady(['bin/extqs.js', 'start', '--port', '0', '--listen', '127.0.0.1', '--www', sandbox.www, '--logs', sandbox.logs], { PORT: 'abc', LISTEN: 'nope' });
+    const stack = await spawnReady(
+      ['bin/extqs.js', 'start', '--port', '0', '--listen', '127.0.0.1', '--www', sandbox.www, '--logs', sandbox.logs],
+      { PORT: 'abc', LISTEN: 'nope' },
+    );
     try {
       expect((await get(stack.url, '/favicon.ico')).status).to.equal(404);
     } finally {
@@ -103,7 +121,10 @@ describe('a running stack under faults and signals', function () {
     sandbox?.remove();
   });
 
-  const hostPids = () => readLog(sandbox, 'host.log').flatMap((l) => /Host pool (\d+) serving/.exec(l)?.[1] ?? []).map(Number);
+  const hostPids = () =>
+    readLog(sandbox, 'host.log')
+      .flatMap((l) => /Host pool (\d+) serving/.exec(l)?.[1] ?? [])
+      .map(Number);
 
   it('restarts a host killed with SIGKILL, and serves again', async function () {
     writeFileSync(join(sandbox.controllers, 'Ping.ts'), `export default () => 'pong';\n`);
@@ -117,18 +138,28 @@ describe('a running stack under faults and signals', function () {
   });
 
   it('restarts a proxy killed with SIGKILL on the same port, and serves again', async function () {
-    const proxyPid = () => readLog(sandbox, 'error.log').flatMap((l) => /extqs proxy (\d+) configured/.exec(l)?.[1] ?? []).map(Number);
+    const proxyPid = () =>
+      readLog(sandbox, 'error.log')
+        .flatMap((l) => /extqs proxy (\d+) configured/.exec(l)?.[1] ?? [])
+        .map(Number);
     const [pid] = await eventually(() => (proxyPid().length ? proxyPid() : undefined), 3000, 'proxy pid in error.log');
     process.kill(pid, 'SIGKILL');
     await eventually(() => proxyPid().find((p) => p !== pid), 10_000, 'a new proxy');
     // The same URL as the first ready line (the test asked for --port 0).
-    await eventually(async () => ((await get(stack.url, '/favicon.ico').catch(() => undefined))?.status === 404 ? true : undefined), 5000, 'service on the same port');
+    await eventually(
+      async () => ((await get(stack.url, '/favicon.ico').catch(() => undefined))?.status === 404 ? true : undefined),
+      5000,
+      'service on the same port',
+    );
     expect(stack.stderr()).to.match(/proxy \(pid \d+\) exited with signal SIGKILL; restarting in \d+ ms/);
     expect(stack.stdout().trim().split('\n')).to.deep.equal([`listening on ${stack.url}`, `listening on ${stack.url}`]);
   });
 
   it('on SIGTERM finishes the requests of keep-alive clients, closes their connections, and logs every one', async function () {
-    writeFileSync(join(sandbox.controllers, 'Half.ts'), `export default async () => { await new Promise((r) => setTimeout(r, 500)); return 'half'; };\n`);
+    writeFileSync(
+      join(sandbox.controllers, 'Half.ts'),
+      `export default async () => { await new Promise((r) => setTimeout(r, 500)); return 'half'; };\n`,
+    );
     const { Agent } = await import('node:http');
     const { request } = await import('node:http');
     const agent = new Agent({ keepAlive: true });
@@ -178,7 +209,10 @@ describe('a running stack under faults and signals', function () {
 
   it('on SIGTERM lets a request in flight finish, then exits 0 with every log line written', async function () {
     const called = callMarker(sandbox, 'Slow');
-    writeFileSync(join(sandbox.controllers, 'Slow.ts'), `export default async () => { ${called.statement} await new Promise((r) => setTimeout(r, 700)); return 'done slowly'; };\n`);
+    writeFileSync(
+      join(sandbox.controllers, 'Slow.ts'),
+      `export default async () => { ${called.statement} await new Promise((r) => setTimeout(r, 700)); return 'done slowly'; };\n`,
+    );
     const pending = get(stack.url, '/External/Slow');
     await called.reached();
     const code = stack.stop();
@@ -200,10 +234,14 @@ describe('a running stack under faults and signals', function () {
     expect((await get(stack.url, '/External/Latest?sn=123&no=')).status).to.equal(500);
     const examples = join(ROOT, 'examples', 'controllers');
     for (const file of readdirSync(examples)) copyFileSync(join(examples, file), join(sandbox.controllers, file));
-    const latest = await eventually(async () => {
-      const reply = await get(stack.url, '/External/Latest?sn=123&no=');
-      return reply.status === 200 ? reply : undefined;
-    }, 1000, 'Latest to answer 200');
+    const latest = await eventually(
+      async () => {
+        const reply = await get(stack.url, '/External/Latest?sn=123&no=');
+        return reply.status === 200 ? reply : undefined;
+      },
+      1000,
+      'Latest to answer 200',
+    );
     expect(JSON.parse(latest.body)).to.deep.equal({
       sn: '123',
       no: '',

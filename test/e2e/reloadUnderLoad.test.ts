@@ -50,7 +50,7 @@ describe('reloading under load', function () {
           res.setEncoding('utf8');
           res.on('data', (chunk) => (body += chunk));
           res.on('end', () => {
-            let version = -1;
+            let version: number;
             try {
               version = JSON.parse(body).v;
             } catch {

@@ -10,7 +10,16 @@ import { eventually, makeSandbox, readLog, startStack, type Running, type Sandbo
 /** Debian's package (.ci/run installs it); never a downloaded browser. */
 const CHROMIUM = '/usr/bin/chromium';
 // Without the background-networking flags Chromium keeps trying to reach Google, which this machine refuses.
-const CHROMIUM_FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const CHROMIUM_FLAGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 
 describe('/server-status', function () {
   let sandbox: Sandbox;
@@ -42,7 +51,10 @@ describe('/server-status', function () {
     expect(Number(/Total accesses: (\d+)/.exec(totals)![1])).to.be.at.least(2);
     const statuses = page.locator('table', { has: page.locator('caption', { hasText: 'Responses by status' }) });
     expect(await statuses.locator('tr', { hasText: '404' }).locator('td').allInnerTexts()).to.deep.equal(['404', '1']);
-    const upstream = page.locator('table', { has: page.locator('caption', { hasText: 'Upstreams' }) }).locator('tr').nth(1);
+    const upstream = page
+      .locator('table', { has: page.locator('caption', { hasText: 'Upstreams' }) })
+      .locator('tr')
+      .nth(1);
     expect((await upstream.locator('td').allInnerTexts()).slice(0, 2)).to.deep.equal([`unix:${await hostSocket()}`, 'up']);
     expect(await page.getByText(/workers$/).innerText()).to.match(/^Pool pid \d+, 1 workers$/);
     const hello = page.locator('table', { has: page.locator('caption', { hasText: 'Controllers' }) }).locator('tr', { hasText: 'Hello' });
@@ -77,13 +89,24 @@ describe('/server-status', function () {
     const denied = await get(stack.url, '/server-status', { localAddress: '127.0.0.2' });
     expect(denied.status).to.equal(403);
     expect(denied.body).not.to.contain('Total accesses');
-    await eventually(() => readLog(sandbox, 'error.log').find((l) => l.includes('[client 127.0.0.2:') && l.includes('AH01630: client denied by server configuration: /server-status')), 2000, 'the denial line');
+    await eventually(
+      () =>
+        readLog(sandbox, 'error.log').find(
+          (l) => l.includes('[client 127.0.0.2:') && l.includes('AH01630: client denied by server configuration: /server-status'),
+        ),
+      2000,
+      'the denial line',
+    );
     expect((await get(stack.url, '/server-status?refresh=0')).status).to.equal(400);
   });
 
   /** The host's socket as the host itself announced it in host.log (not as the page under test says). */
   async function hostSocket(): Promise<string> {
-    const line = await eventually(() => readLog(sandbox, 'host.log').find((l) => /Host pool \d+ serving .* on unix:/.test(l)), 3000, "the host's serving line");
+    const line = await eventually(
+      () => readLog(sandbox, 'host.log').find((l) => /Host pool \d+ serving .* on unix:/.test(l)),
+      3000,
+      "the host's serving line",
+    );
     return / on unix:(\S+) with /.exec(line)![1];
   }
 });

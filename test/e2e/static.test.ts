@@ -54,7 +54,11 @@ describe('static files from www/public', function () {
     expect(reply.status).to.equal(200);
     expect(reply.headers['content-type']).to.equal('image/vnd.microsoft.icon');
     expect(reply.headers.etag).to.be.a('string');
-    const line = await eventually(() => readLog(sandbox, 'access.log').find((l) => l.includes('"GET /favicon.ico HTTP/1.1"')), 3000, 'access line');
+    const line = await eventually(
+      () => readLog(sandbox, 'access.log').find((l) => l.includes('"GET /favicon.ico HTTP/1.1"')),
+      3000,
+      'access line',
+    );
     expect(line).to.contain('" 200 4 "');
   });
 
@@ -78,7 +82,14 @@ describe('static files from www/public', function () {
     expect(reply.body).not.to.contain('SECRET');
   });
 
-  for (const path of ['/../controllers/Secret.ts', '/%2e%2e/controllers/Secret.ts', '/..%2fcontrollers/Secret.ts', '/%2e%2e%2f%2e%2e%2fpackage.json', '/..%2f..%2fpackage.json', '/%2e%2e/%2e%2e/package.json']) {
+  for (const path of [
+    '/../controllers/Secret.ts',
+    '/%2e%2e/controllers/Secret.ts',
+    '/..%2fcontrollers/Secret.ts',
+    '/%2e%2e%2f%2e%2e%2fpackage.json',
+    '/..%2f..%2fpackage.json',
+    '/%2e%2e/%2e%2e/package.json',
+  ]) {
     it(`never serves anything outside www/public: ${path}`, async function () {
       const reply = await get(stack.url, path);
       expect(reply.status).to.be.oneOf([400, 403, 404]);
@@ -91,13 +102,18 @@ describe('static files from www/public', function () {
     it('serves a favicon added after it was found missing (the miss is not kept)', async function () {
       expect((await get(stack.url, '/late.ico')).status).to.equal(404);
       expect((await get(stack.url, '/late.ico')).status).to.equal(404); // answered from memory, and still logged
-      const logged = () => readLog(sandbox, 'error.log').filter((l) => l.includes(`File does not exist: ${join(sandbox.publicDir, 'late.ico')}`));
+      const logged = () =>
+        readLog(sandbox, 'error.log').filter((l) => l.includes(`File does not exist: ${join(sandbox.publicDir, 'late.ico')}`));
       await eventually(() => (logged().length === 2 ? true : undefined), 2000, 'a log line for each miss');
       writeFileSync(join(sandbox.publicDir, 'late.ico'), Buffer.from([0, 0, 1, 0, 9]));
-      const reply = await eventually(async () => {
-        const r = await get(stack.url, '/late.ico');
-        return r.status === 200 ? r : undefined;
-      }, 2000, 'the new file');
+      const reply = await eventually(
+        async () => {
+          const r = await get(stack.url, '/late.ico');
+          return r.status === 200 ? r : undefined;
+        },
+        2000,
+        'the new file',
+      );
       expect(reply.headers['content-length']).to.equal('5');
     });
 
@@ -106,7 +122,11 @@ describe('static files from www/public', function () {
       expect((await get(stack.url, '/page.html')).body).to.equal('first\n');
       expect((await get(stack.url, '/page.html')).body).to.equal('first\n'); // now from memory
       writeFileSync(join(sandbox.publicDir, 'page.html'), 'second version\n');
-      await eventually(async () => ((await get(stack.url, '/page.html')).body === 'second version\n' ? true : undefined), 2000, 'the change');
+      await eventually(
+        async () => ((await get(stack.url, '/page.html')).body === 'second version\n' ? true : undefined),
+        2000,
+        'the change',
+      );
     });
 
     it('answers HEAD with the headers only, and a matching If-None-Match with 304', async function () {

@@ -17,7 +17,9 @@ for (const forwarder of FORWARDERS) {
     /** A host of its own (socket and host.log), whose controller says which host answered. */
     async function startHost(name: 'a' | 'b'): Promise<void> {
       const logs = join(sandbox.dir, `logs-${name}`);
-      hosts[name] = await startProcess('host', ['--www', sandbox.www, '--logs', logs, '--socket', socket(name), '--workers', '1'], { WHICH_HOST: name });
+      hosts[name] = await startProcess('host', ['--www', sandbox.www, '--logs', logs, '--socket', socket(name), '--workers', '1'], {
+        WHICH_HOST: name,
+      });
     }
 
     async function stopHost(name: 'a' | 'b'): Promise<void> {
@@ -35,7 +37,21 @@ for (const forwarder of FORWARDERS) {
       writeFileSync(join(sandbox.controllers, 'Who.ts'), `export default () => ({ host: process.env.WHICH_HOST });\n`);
       await Promise.all([startHost('a'), startHost('b')]);
       const upstreams = ['--upstream', `unix:${socket('a')}`, '--upstream', `unix:${socket('b')}`];
-      proxy = await startProcess('proxy', ['--port', '0', '--listen', '127.0.0.1', '--www', sandbox.www, '--logs', sandbox.logs, ...upstreams, '--upstream-fail-timeout', '1', '--forwarder', forwarder]);
+      proxy = await startProcess('proxy', [
+        '--port',
+        '0',
+        '--listen',
+        '127.0.0.1',
+        '--www',
+        sandbox.www,
+        '--logs',
+        sandbox.logs,
+        ...upstreams,
+        '--upstream-fail-timeout',
+        '1',
+        '--forwarder',
+        forwarder,
+      ]);
     });
 
     afterEach(async function () {
@@ -56,10 +72,14 @@ for (const forwarder of FORWARDERS) {
       const answers: (string | number)[] = [];
       for (let i = 0; i < 10; i++) answers.push(await who());
       expect(answers).to.deep.equal(Array(10).fill('a'));
-      const errors = await eventually(() => {
-        const lines = readLog(sandbox, 'error.log');
-        return lines.some((l) => l.includes('out of the rotation')) ? lines : undefined;
-      }, 2000, 'the out-of-rotation line');
+      const errors = await eventually(
+        () => {
+          const lines = readLog(sandbox, 'error.log');
+          return lines.some((l) => l.includes('out of the rotation')) ? lines : undefined;
+        },
+        2000,
+        'the out-of-rotation line',
+      );
       // One failed connect took it out; the other nine requests did not try it (fail timeout 1 s).
       expect(errors.filter((l) => l.includes(`attempt to connect to upstream unix:${socket('b')} failed`))).to.have.length(1);
       expect(errors.filter((l) => l.includes(`upstream unix:${socket('b')} out of the rotation for 1 s`))).to.have.length(1);
@@ -91,10 +111,14 @@ for (const forwarder of FORWARDERS) {
       const reply = await get(proxy.url, '/External/Who');
       expect(reply.status).to.equal(503);
       const id = reply.headers['x-request-id'] as string;
-      const lines = await eventually(() => {
-        const mine = readLog(sandbox, 'error.log').filter((l) => l.includes(id));
-        return mine.length === 2 ? mine : undefined;
-      }, 2000, 'a connect failure line for each host');
+      const lines = await eventually(
+        () => {
+          const mine = readLog(sandbox, 'error.log').filter((l) => l.includes(id));
+          return mine.length === 2 ? mine : undefined;
+        },
+        2000,
+        'a connect failure line for each host',
+      );
       expect(lines.some((l) => l.includes(`upstream unix:${socket('a')} failed`))).to.equal(true);
       expect(lines.some((l) => l.includes(`upstream unix:${socket('b')} failed`))).to.equal(true);
     });
@@ -102,7 +126,10 @@ for (const forwarder of FORWARDERS) {
     it('sends a POST to one host only: a request with a body is not retried', async function () {
       await stopHost('b');
       const statuses: number[] = [];
-      for (let i = 0; i < 2; i++) statuses.push((await get(proxy.url, '/External/Who', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}' })).status);
+      for (let i = 0; i < 2; i++)
+        statuses.push(
+          (await get(proxy.url, '/External/Who', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}' })).status,
+        );
       // Round robin sends one of the two to b, which is gone: that one fails and is not sent again.
       expect(statuses.sort()).to.deep.equal([200, 503]);
     });

@@ -8,7 +8,11 @@ export interface Reply {
   body: string;
 }
 
-export function get(base: string, path: string, options: { method?: string; headers?: Record<string, string>; socketPath?: string; body?: string; localAddress?: string } = {}): Promise<Reply> {
+export function get(
+  base: string,
+  path: string,
+  options: { method?: string; headers?: Record<string, string>; socketPath?: string; body?: string; localAddress?: string } = {},
+): Promise<Reply> {
   const url = new URL(base);
   return new Promise((resolve, reject) => {
     const req = request(

@@ -29,7 +29,7 @@ export function spawnReady(args: string[], env: NodeJS.ProcessEnv = {}): Promise
   const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
-  child.stderr!.on('data', (chunk) => (err += chunk));
+  child.stderr.on('data', (chunk) => (err += chunk));
   const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
   const running = (url: string): Running => ({
     child,
@@ -47,7 +47,7 @@ export function spawnReady(args: string[], env: NodeJS.ProcessEnv = {}): Promise
       child.kill('SIGKILL');
       reject(new Error(`no ready line within ${READY_TIMEOUT_MS} ms; stderr: ${err}`));
     }, READY_TIMEOUT_MS);
-    createInterface({ input: child.stdout! }).on('line', (line) => {
+    createInterface({ input: child.stdout }).on('line', (line) => {
       out += `${line}\n`;
       const url = parseReadyLine(line);
       if (url !== undefined) {
@@ -64,7 +64,19 @@ export function spawnReady(args: string[], env: NodeJS.ProcessEnv = {}): Promise
 
 /** The real launcher, as `npm start` runs it. */
 export function startStack(sandbox: Sandbox, extraArgs: string[] = []): Promise<Running> {
-  return spawnReady(['bin/extqs.js', 'start', '--port', '0', '--listen', '127.0.0.1', '--www', sandbox.www, '--logs', sandbox.logs, ...extraArgs]);
+  return spawnReady([
+    'bin/extqs.js',
+    'start',
+    '--port',
+    '0',
+    '--listen',
+    '127.0.0.1',
+    '--www',
+    sandbox.www,
+    '--logs',
+    sandbox.logs,
+    ...extraArgs,
+  ]);
 }
 
 /** One role on its own, as an operator runs it on a machine of its own: `extqs proxy …` or `extqs host …`. */
@@ -109,6 +121,7 @@ export function callMarker(sandbox: Sandbox, name: string): { statement: string;
   const file = join(sandbox.dir, `${name}.called`);
   return {
     statement: `require('node:fs').writeFileSync(${JSON.stringify(file)}, '');`,
-    reached: (timeoutMs = 3000) => eventually(() => (existsSync(file) ? true : undefined), timeoutMs, `a request to reach controller ${name}`),
+    reached: (timeoutMs = 3000) =>
+      eventually(() => (existsSync(file) ? true : undefined), timeoutMs, `a request to reach controller ${name}`),
   };
 }

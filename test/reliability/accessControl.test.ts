@@ -33,10 +33,17 @@ describe('access control', function () {
 
     before(async function () {
       sandbox = makeSandbox();
-      writeFileSync(join(sandbox.controllers, 'Throws.ts'), `export default () => { throw new Error('failed in ' + __dirname + ' reading /etc/app.conf'); };\n`);
+      writeFileSync(
+        join(sandbox.controllers, 'Throws.ts'),
+        `export default () => { throw new Error('failed in ' + __dirname + ' reading /etc/app.conf'); };\n`,
+      );
       writeFileSync(join(sandbox.controllers, 'Broken.ts'), `export default () => { return (; };\n`);
       stack = await startStack(sandbox);
-      const serving = await eventually(() => readLog(sandbox, 'host.log').find((l) => l.includes('Host pool')), 5000, 'the host serving line');
+      const serving = await eventually(
+        () => readLog(sandbox, 'host.log').find((l) => l.includes('Host pool')),
+        5000,
+        'the host serving line',
+      );
       socketPath = /on unix:(\S+)/.exec(serving)![1];
     });
 
@@ -105,7 +112,19 @@ describe('access control', function () {
       it(`reveals no file-system path in the answer to ${path.slice(0, 60)}`, async function () {
         const answer = await raw(stack.url, path);
         expect(answer).to.match(/^HTTP\/1\.1 \d{3} /);
-        for (const secret of [sandbox.dir, ROOT, socketPath, dirname(socketPath), '/tmp/', 'www/', 'controllers', '.ts', 'node_modules', '/etc/app.conf', 'Error:']) {
+        for (const secret of [
+          sandbox.dir,
+          ROOT,
+          socketPath,
+          dirname(socketPath),
+          '/tmp/',
+          'www/',
+          'controllers',
+          '.ts',
+          'node_modules',
+          '/etc/app.conf',
+          'Error:',
+        ]) {
           expect(answer, `${secret} in the answer`).to.not.contain(secret);
         }
       });
@@ -115,7 +134,11 @@ describe('access control', function () {
       const answer = await raw(stack.url, '/External/Throws');
       expect(answer).to.match(/^HTTP\/1\.1 500 Internal Server Error\r\n/);
       expect(answer.split('\r\n\r\n')[1]).to.equal('');
-      await eventually(() => (readLog(sandbox, 'host.log').some((l) => l.includes('/etc/app.conf')) ? true : undefined), 3000, 'the error in host.log');
+      await eventually(
+        () => (readLog(sandbox, 'host.log').some((l) => l.includes('/etc/app.conf')) ? true : undefined),
+        3000,
+        'the error in host.log',
+      );
     });
   });
 

@@ -56,7 +56,9 @@ function summarize(name: string, outcomes: Outcome[], readyAt: number): { failur
   const windowMs = failures.length ? Math.max(...failures.map((o) => o.endedAt)) - Math.min(...failures.map((o) => o.startedAt)) : 0;
   const kinds = failures.reduce<Record<string, number>>((acc, o) => ((acc[String(o.result)] = (acc[String(o.result)] ?? 0) + 1), acc), {});
   const lastFailureAfterReady = failures.length ? Math.max(...failures.map((o) => o.endedAt)) - readyAt : 0;
-  process.stdout.write(`      ${name}: ${outcomes.length} requests, ${failures.length} failed ${JSON.stringify(kinds)}, failure window ${windowMs} ms, last failure ${lastFailureAfterReady} ms after the new ready line\n`);
+  process.stdout.write(
+    `      ${name}: ${outcomes.length} requests, ${failures.length} failed ${JSON.stringify(kinds)}, failure window ${windowMs} ms, last failure ${lastFailureAfterReady} ms after the new ready line\n`,
+  );
   return { failures, windowMs };
 }
 
@@ -94,7 +96,11 @@ describe('processes killed under load', function () {
     const load = loadLoops(stack.url);
     await eventually(() => (load.outcomes.length >= 20 ? true : undefined), 5000, 'load to run');
     process.kill(pid, 'SIGKILL');
-    const readyLine = await eventually(() => linesMatching('host.log', /Host pool \d+ serving/).find((l) => !l.includes(`pool ${pid} `)), 10_000, 'the new pool');
+    const readyLine = await eventually(
+      () => linesMatching('host.log', /Host pool \d+ serving/).find((l) => !l.includes(`pool ${pid} `)),
+      10_000,
+      'the new pool',
+    );
     const readyAt = hostLogTime(readyLine);
     await eventually(() => (Date.now() > readyAt + RECOVERED_WITHIN_MS + 1000 ? true : undefined), 10_000, 'time after the restart');
     await load.stop();
@@ -110,7 +116,11 @@ describe('processes killed under load', function () {
     const load = loadLoops(stack.url);
     await eventually(() => (load.outcomes.length >= 20 ? true : undefined), 5000, 'load to run');
     process.kill(pid, 'SIGKILL');
-    await eventually(() => (linesMatching('host.log', /Worker \d+ ready/).length === 3 ? true : undefined), 10_000, 'the replacement worker');
+    await eventually(
+      () => (linesMatching('host.log', /Worker \d+ ready/).length === 3 ? true : undefined),
+      10_000,
+      'the replacement worker',
+    );
     const readyAt = hostLogTime(linesMatching('host.log', /Worker \d+ ready/)[2]);
     await eventually(() => (Date.now() > readyAt + RECOVERED_WITHIN_MS + 1000 ? true : undefined), 10_000, 'time after the replacement');
     await load.stop();
@@ -125,7 +135,11 @@ describe('processes killed under load', function () {
     const load = loadLoops(stack.url);
     await eventually(() => (load.outcomes.length >= 20 ? true : undefined), 5000, 'load to run');
     process.kill(pid, 'SIGKILL');
-    await eventually(() => (linesMatching('host.log', /Worker \d+ ready/).length === 2 ? true : undefined), 10_000, 'the replacement worker');
+    await eventually(
+      () => (linesMatching('host.log', /Worker \d+ ready/).length === 2 ? true : undefined),
+      10_000,
+      'the replacement worker',
+    );
     const readyAt = hostLogTime(linesMatching('host.log', /Worker \d+ ready/)[1]);
     await eventually(() => (Date.now() > readyAt + RECOVERED_WITHIN_MS + 1000 ? true : undefined), 10_000, 'time after the replacement');
     await load.stop();
@@ -141,7 +155,17 @@ describe('processes killed under load', function () {
     await eventually(() => (load.outcomes.length >= 20 ? true : undefined), 5000, 'load to run');
     process.kill(pid, 'SIGKILL');
     // The launcher prints the ready line again, with the same URL; it is seen here as it arrives.
-    await eventually(() => (stack.stdout().split('\n').filter((l) => l === `listening on ${stack.url}`).length === 2 ? true : undefined), 10_000, 'the proxy ready again');
+    await eventually(
+      () =>
+        stack
+          .stdout()
+          .split('\n')
+          .filter((l) => l === `listening on ${stack.url}`).length === 2
+          ? true
+          : undefined,
+      10_000,
+      'the proxy ready again',
+    );
     const readyAt = Date.now();
     await eventually(() => (Date.now() > readyAt + RECOVERED_WITHIN_MS + 1000 ? true : undefined), 10_000, 'time after the restart');
     await load.stop();
@@ -168,13 +192,21 @@ describe('processes killed under load', function () {
       'the port free to take',
     );
     try {
-      await eventually(() => (stack.stderr().includes('proxy restart failed: proxy exited with code 1 before it was ready') ? true : undefined), 10_000, 'the failed restart on stderr');
+      await eventually(
+        () => (stack.stderr().includes('proxy restart failed: proxy exited with code 1 before it was ready') ? true : undefined),
+        10_000,
+        'the failed restart on stderr',
+      );
       expect(stack.stderr()).to.match(/extqs proxy: cannot listen: listen EADDRINUSE: address already in use 127\.0\.0\.1:\d+/);
       expect(stack.child.exitCode).to.equal(null);
     } finally {
       await new Promise((resolve) => squatter.close(resolve));
     }
     // Back-off doubles up to 5 s between attempts.
-    await eventually(async () => ((await get(stack.url, '/External/Ping').catch(() => undefined))?.body === 'pong' ? true : undefined), 12_000, 'the proxy back on its port');
+    await eventually(
+      async () => ((await get(stack.url, '/External/Ping').catch(() => undefined))?.body === 'pong' ? true : undefined),
+      12_000,
+      'the proxy back on its port',
+    );
   });
 });

@@ -129,7 +129,11 @@ describe('hostile requests (raw sockets, corpus of public payloads)', function (
 
   HOSTILE_CORPUS.forEach((hostile, i) => {
     it(`${hostile.name} [${hostile.source}]`, async function () {
-      const reply = await sendRaw(port, hostile.raw, `GET /known.txt?sentinel=${i} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`);
+      const reply = await sendRaw(
+        port,
+        hostile.raw,
+        `GET /known.txt?sentinel=${i} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`,
+      );
       expect(reply.timedOut, 'answered or closed within 2 s').to.equal(false);
 
       const statuses = statusesOf(reply.bytes);
@@ -155,11 +159,18 @@ describe('hostile requests (raw sockets, corpus of public payloads)', function (
       const after = await get(stack.url, `/known.txt?after=${i}`);
       expect(after.status).to.equal(200);
       expect(after.body).to.equal(KNOWN_BODY);
-      const lines = await eventually(() => {
-        const all = readLog(sandbox, 'access.log');
-        return all.some((l) => l.includes(`/known.txt?after=${i} `)) ? all : undefined;
-      }, 3000, 'the access line of the follow-up request');
-      expect(lines.filter((l) => l.includes(SMUGGLED_PATH)), 'smuggled requests served').to.deep.equal([]);
+      const lines = await eventually(
+        () => {
+          const all = readLog(sandbox, 'access.log');
+          return all.some((l) => l.includes(`/known.txt?after=${i} `)) ? all : undefined;
+        },
+        3000,
+        'the access line of the follow-up request',
+      );
+      expect(
+        lines.filter((l) => l.includes(SMUGGLED_PATH)),
+        'smuggled requests served',
+      ).to.deep.equal([]);
       expect(stack.stderr(), 'launcher saw a child exit').not.to.match(/exited|restart/i);
     });
   });

@@ -8,7 +8,7 @@ import { expect } from 'chai';
 import { get } from '../helpers/http.ts';
 import { eventually, makeSandbox, readLog, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
 
-/** The observed requests and what the default install answers (DESIGN.md §3). */
+/** The observed requests and what the default install answers (docs/design.md §3). */
 const PATHS = [
   { path: '/External/Latest?sn=123&no=1', status: 500 },
   { path: '/External/Latest?sn=123&no=', status: 500 },
@@ -65,14 +65,23 @@ export function describeLoad(requests: number, connections: number): void {
       stack = await startStack(sandbox, ['--workers', '2']);
       // Every path once, so the pids are in the logs and modules loaded on first use count as idle.
       for (const { path } of PATHS) await get(stack.url, path);
-      pids = await eventually(() => {
-        const found = stackPids(sandbox);
-        return found.proxy && found.pool && Object.keys(found).length === 4 ? found : undefined;
-      }, 5000, 'the pids of proxy, pool and two workers in the logs');
+      pids = await eventually(
+        () => {
+          const found = stackPids(sandbox);
+          return found.proxy && found.pool && Object.keys(found).length === 4 ? found : undefined;
+        },
+        5000,
+        'the pids of proxy, pool and two workers in the logs',
+      );
       for (const [name, pid] of Object.entries(pids)) cold[name] = footprint(pid);
       // Then as many connections as the run, ten requests each: V8 grows its heap to what this
       // concurrency needs and keeps it; a leak is what grows past that with 10x or 100x more requests.
-      await autocannon({ url: stack.url, connections, amount: connections * 10, requests: PATHS.map(({ path }) => ({ method: 'GET' as const, path })) });
+      await autocannon({
+        url: stack.url,
+        connections,
+        amount: connections * 10,
+        requests: PATHS.map(({ path }) => ({ method: 'GET' as const, path })),
+      });
       await eventually(() => (footprint(pids.proxy).fds <= cold.proxy.fds ? true : undefined), 5000, 'the warm-up connections closed');
       for (const [name, pid] of Object.entries(pids)) idle[name] = footprint(pid);
       mark = { access: readLog(sandbox, 'access.log').length, errors: readLog(sandbox, 'error.log'), host: readLog(sandbox, 'host.log') };
@@ -100,7 +109,9 @@ export function describeLoad(requests: number, connections: number): void {
 
     it('answers every request with the status of the default install, without an error or a timeout', function () {
       const statuses = Object.fromEntries([...byPath].map(([path, tally]) => [path, Object.fromEntries(tally)]));
-      process.stdout.write(`      statuses: ${JSON.stringify(statuses)}; errors ${result.errors}, timeouts ${result.timeouts}, ${Math.round(result.requests.average)} req/s\n`);
+      process.stdout.write(
+        `      statuses: ${JSON.stringify(statuses)}; errors ${result.errors}, timeouts ${result.timeouts}, ${Math.round(result.requests.average)} req/s\n`,
+      );
       expect([result.errors, result.timeouts]).to.deep.equal([0, 0]);
       const total = [...byPath.values()].reduce((sum, tally) => sum + [...tally.values()].reduce((a, b) => a + b, 0), 0);
       expect(total).to.equal(requests);
@@ -111,11 +122,21 @@ export function describeLoad(requests: number, connections: number): void {
       const busy = Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, footprint(pid)]));
       // Idle keep-alive sockets to the host close after 10 s (proxy/forwarding.ts), so wait up to 20 s.
       const now = () => Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, footprint(pid)]));
-      const settled = await eventually(() => {
-        const at = now();
-        return Object.keys(at).every((name) => at[name].fds <= idle[name].fds + FD_SLACK && at[name].rssMb <= idle[name].rssMb + RSS_SLACK_MB) ? at : undefined;
-      }, 20_000, `fds within +${FD_SLACK} and RSS within +${RSS_SLACK_MB} MB of idle ${JSON.stringify(idle)}; last ${JSON.stringify(now())}`);
-      process.stdout.write(`      fds/RSS MB at start ${JSON.stringify(cold)}\n      after the warm-up ${JSON.stringify(idle)}\n      at the end of the load ${JSON.stringify(busy)}\n      after ${JSON.stringify(settled)}\n`);
+      const settled = await eventually(
+        () => {
+          const at = now();
+          return Object.keys(at).every(
+            (name) => at[name].fds <= idle[name].fds + FD_SLACK && at[name].rssMb <= idle[name].rssMb + RSS_SLACK_MB,
+          )
+            ? at
+            : undefined;
+        },
+        20_000,
+        `fds within +${FD_SLACK} and RSS within +${RSS_SLACK_MB} MB of idle ${JSON.stringify(idle)}; last ${JSON.stringify(now())}`,
+      );
+      process.stdout.write(
+        `      fds/RSS MB at start ${JSON.stringify(cold)}\n      after the warm-up ${JSON.stringify(idle)}\n      at the end of the load ${JSON.stringify(busy)}\n      after ${JSON.stringify(settled)}\n`,
+      );
     });
 
     it('writes exactly one access-log line per request, and one error or host line per failure', async function () {
@@ -128,7 +149,9 @@ export function describeLoad(requests: number, connections: number): void {
       const host = readLog(sandbox, 'host.log').slice(mark.host.length);
       const lines = {
         access: access.length,
-        accessLatest: count(access, '"GET /External/Latest?sn=123&no=1 HTTP/1.1" 500 ') + count(access, '"GET /External/Latest?sn=123&no= HTTP/1.1" 500 '),
+        accessLatest:
+          count(access, '"GET /External/Latest?sn=123&no=1 HTTP/1.1" 500 ') +
+          count(access, '"GET /External/Latest?sn=123&no= HTTP/1.1" 500 '),
         accessAlarm: count(access, '"GET /External/Alarm?all_alarm&all HTTP/1.1" 500 '),
         accessFavicon: count(access, '"GET /favicon.ico HTTP/1.1" 404 '),
         endOfScript: count(errors, 'End of script output before headers'),

@@ -14,7 +14,9 @@ const TRICKLE_MS = 1_000;
 
 /** This process's soft limit on open files (Node raises it to the hard limit at start-up). */
 function openFileLimit(): number {
-  const line = readFileSync('/proc/self/limits', 'utf8').split('\n').find((l) => l.startsWith('Max open files'));
+  const line = readFileSync('/proc/self/limits', 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('Max open files'));
   return Number(line?.split(/\s+/)[3] ?? 0);
 }
 
@@ -55,7 +57,8 @@ describe('slow and oversized clients', function () {
   before(async function () {
     // 500 sockets here, 500 in the proxy: well inside any limit Node runs with, but say so if not.
     const limit = openFileLimit();
-    if (limit < SLOW_CONNECTIONS * 2 + 200) throw new Error(`this test needs ${SLOW_CONNECTIONS * 2 + 200} open files, the limit is ${limit} (ulimit -n)`);
+    if (limit < SLOW_CONNECTIONS * 2 + 200)
+      throw new Error(`this test needs ${SLOW_CONNECTIONS * 2 + 200} open files, the limit is ${limit} (ulimit -n)`);
     sandbox = makeSandbox();
     stack = await startStack(sandbox, ['--header-timeout', String(HEADER_TIMEOUT_S), '--request-timeout', String(HEADER_TIMEOUT_S + 2)]);
     port = Number(new URL(stack.url).port);
@@ -68,7 +71,7 @@ describe('slow and oversized clients', function () {
 
   describe('when 500 slowloris connections trickle a request head', function () {
     let slow: SlowClient[] = [];
-    let ordinary: { status: number; slowOpen: number }[] = [];
+    const ordinary: { status: number; slowOpen: number }[] = [];
     let attackStartedAt = 0;
 
     before(async function () {
@@ -104,7 +107,12 @@ describe('slow and oversized clients', function () {
     });
 
     it('logs each cut connection in error.log', async function () {
-      await eventually(() => (readLog(sandbox, 'error.log').filter((l) => l.includes('ERR_HTTP_REQUEST_TIMEOUT')).length >= SLOW_CONNECTIONS ? true : undefined), 5000, '500 timeout lines');
+      await eventually(
+        () =>
+          readLog(sandbox, 'error.log').filter((l) => l.includes('ERR_HTTP_REQUEST_TIMEOUT')).length >= SLOW_CONNECTIONS ? true : undefined,
+        5000,
+        '500 timeout lines',
+      );
     });
   });
 
@@ -117,14 +125,23 @@ describe('slow and oversized clients', function () {
       socket.setEncoding('latin1');
       socket.on('data', (chunk: string) => (received += chunk));
       socket.on('error', () => {});
-      socket.write('POST /External/Latest?sn=123&no=1 HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 4096\r\n\r\na=1');
+      socket.write(
+        'POST /External/Latest?sn=123&no=1 HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 4096\r\n\r\na=1',
+      );
       try {
         await eventually(() => (received.includes('\r\n\r\n') ? true : undefined), 5000, 'the answer to the slow POST');
       } finally {
         socket.destroy();
       }
       expect(received).to.match(/^HTTP\/1\.1 500 /);
-      await eventually(() => (readLog(sandbox, 'access.log').some((l) => /^127\.0\.0\.1 .*"POST \/External\/Latest\?sn=123&no=1 HTTP\/1\.1" 500 /.test(l)) ? true : undefined), 3000, 'the POST in access.log');
+      await eventually(
+        () =>
+          readLog(sandbox, 'access.log').some((l) => /^127\.0\.0\.1 .*"POST \/External\/Latest\?sn=123&no=1 HTTP\/1\.1" 500 /.test(l))
+            ? true
+            : undefined,
+        3000,
+        'the POST in access.log',
+      );
       expect((await get(stack.url, '/favicon.ico')).status).to.equal(404);
       expect(stack.stderr()).to.not.contain('proxy (pid');
     });
@@ -134,7 +151,11 @@ describe('slow and oversized clients', function () {
     it('answers 431 and logs it', async function () {
       const reply = await get(stack.url, '/favicon.ico', { headers: { 'X-Big': 'a'.repeat(20_000) } });
       expect(reply.status).to.equal(431);
-      await eventually(() => (readLog(sandbox, 'error.log').some((l) => l.includes('HPE_HEADER_OVERFLOW')) ? true : undefined), 3000, 'the overflow line');
+      await eventually(
+        () => (readLog(sandbox, 'error.log').some((l) => l.includes('HPE_HEADER_OVERFLOW')) ? true : undefined),
+        3000,
+        'the overflow line',
+      );
     });
 
     it('still accepts an 8 KB field, as Apache does (LimitRequestFieldSize 8190)', async function () {
@@ -152,7 +173,11 @@ describe('slow and oversized clients', function () {
       expect(reply.status).to.equal(400);
       expect(reply.headers.connection).to.equal('close');
       expect(reply.body).to.contain('<title>400 Bad Request</title>');
-      await eventually(() => (readLog(sandbox, 'error.log').some((l) => l.includes("exceeds this server's limit (100)")) ? true : undefined), 3000, 'the limit line');
+      await eventually(
+        () => (readLog(sandbox, 'error.log').some((l) => l.includes("exceeds this server's limit (100)")) ? true : undefined),
+        3000,
+        'the limit line',
+      );
     });
 
     it('accepts 100 fields (Host and Connection included)', async function () {
@@ -203,13 +228,21 @@ describe('with keep-alive off (--keep-alive-timeout 0) and a connection cap (--m
       held.push(socket);
     }
     // Connected sockets count once the proxy has accepted them: wait until a third is refused.
-    const refused = await eventually(async () => ((await exchange('GET /favicon.ico HTTP/1.1\r\nHost: x\r\n\r\n').closed) === '' ? true : undefined), 3000, 'a refused connection');
+    const refused = await eventually(
+      async () => ((await exchange('GET /favicon.ico HTTP/1.1\r\nHost: x\r\n\r\n').closed) === '' ? true : undefined),
+      3000,
+      'a refused connection',
+    );
     expect(refused).to.equal(true);
     held.pop()!.destroy();
-    const reply = await eventually(async () => {
-      const answer = await exchange('GET /favicon.ico HTTP/1.1\r\nHost: x\r\n\r\n').closed;
-      return answer === '' ? undefined : answer;
-    }, 3000, 'a served connection');
+    const reply = await eventually(
+      async () => {
+        const answer = await exchange('GET /favicon.ico HTTP/1.1\r\nHost: x\r\n\r\n').closed;
+        return answer === '' ? undefined : answer;
+      },
+      3000,
+      'a served connection',
+    );
     expect(reply).to.match(/^HTTP\/1\.1 404 Not Found\r\n/);
   });
 });

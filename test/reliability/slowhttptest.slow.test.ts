@@ -31,12 +31,30 @@ async function attack(stack: Running, sandbox: Sandbox, mode: '-H' | '-B', extra
   const prefix = join(sandbox.dir, `slowhttptest${mode}`);
   const tool = spawn(
     'slowhttptest',
-    [mode, '-c', String(CONNECTIONS), '-r', '200', '-i', '10', '-l', String(SECONDS), '-p', '3', '-g', '-o', prefix, ...extra, '-u', `http://127.0.0.1:${port}/External/Latest?sn=123&no=1`],
+    [
+      mode,
+      '-c',
+      String(CONNECTIONS),
+      '-r',
+      '200',
+      '-i',
+      '10',
+      '-l',
+      String(SECONDS),
+      '-p',
+      '3',
+      '-g',
+      '-o',
+      prefix,
+      ...extra,
+      '-u',
+      `http://127.0.0.1:${port}/External/Latest?sn=123&no=1`,
+    ],
     { cwd: sandbox.dir, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let output = '';
-  tool.stdout!.on('data', (chunk) => (output += chunk));
-  tool.stderr!.on('data', (chunk) => (output += chunk));
+  tool.stdout.on('data', (chunk) => (output += chunk));
+  tool.stderr.on('data', (chunk) => (output += chunk));
   const exited = once(tool, 'exit');
   const killer = setTimeout(() => tool.kill('SIGKILL'), (SECONDS + 30) * 1000);
   let done = false;
@@ -70,7 +88,10 @@ async function attack(stack: Running, sandbox: Sandbox, mode: '-H' | '-B', extra
 
 function report(name: string, result: Attack): void {
   const peak = Math.max(...result.rows.map((r) => r.connected));
-  const statuses = result.ordinary.reduce<Record<string, number>>((acc, r) => ((acc[String(r.status)] = (acc[String(r.status)] ?? 0) + 1), acc), {});
+  const statuses = result.ordinary.reduce<Record<string, number>>(
+    (acc, r) => ((acc[String(r.status)] = (acc[String(r.status)] ?? 0) + 1), acc),
+    {},
+  );
   const available = result.rows.filter((r) => r.available).length;
   process.stdout.write(
     `      ${name}: ${result.rows.length} s recorded, peak ${peak} slow connections open, service available ${available}/${result.rows.length} s; ` +

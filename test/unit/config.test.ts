@@ -113,18 +113,28 @@ describe('config', () => {
     });
   });
 
-  describe('the proxy\'s limits against slow or hostile clients', () => {
+  describe("the proxy's limits against slow or hostile clients", () => {
     it('reads each from its flag or its environment name', () => {
       const config = readConfig(
         ['--header-timeout', '2', '--request-timeout', '3', '--keep-alive-timeout', '0', '--max-header-size', '4096'],
         { MAX_HEADER_FIELDS: '20', MAX_CONNECTIONS: '900' },
         cwd,
       );
-      expect(config).to.include({ headerTimeout: 2, requestTimeout: 3, keepAliveTimeout: 0, maxHeaderSize: 4096, maxHeaderFields: 20, maxConnections: 900 });
+      expect(config).to.include({
+        headerTimeout: 2,
+        requestTimeout: 3,
+        keepAliveTimeout: 0,
+        maxHeaderSize: 4096,
+        maxHeaderFields: 20,
+        maxConnections: 900,
+      });
     });
 
     it('rejects a header timeout of 0, which would mean none', () => {
-      expect(() => readConfig(['--header-timeout', '0'], {}, cwd)).to.throw(ConfigError, '--header-timeout (HEADER_TIMEOUT) must be an integer from 1 to 3600, got "0"');
+      expect(() => readConfig(['--header-timeout', '0'], {}, cwd)).to.throw(
+        ConfigError,
+        '--header-timeout (HEADER_TIMEOUT) must be an integer from 1 to 3600, got "0"',
+      );
     });
 
     it('rejects a request timeout shorter than the header timeout', () => {
@@ -134,12 +144,18 @@ describe('config', () => {
       );
     });
 
-    it('keeps the client keep-alive timeout below the host\'s 75 s', () => {
-      expect(() => readConfig([], { KEEP_ALIVE_TIMEOUT: '75' }, cwd)).to.throw(ConfigError, '--keep-alive-timeout (KEEP_ALIVE_TIMEOUT) must be an integer from 0 to 60, got "75"');
+    it("keeps the client keep-alive timeout below the host's 75 s", () => {
+      expect(() => readConfig([], { KEEP_ALIVE_TIMEOUT: '75' }, cwd)).to.throw(
+        ConfigError,
+        '--keep-alive-timeout (KEEP_ALIVE_TIMEOUT) must be an integer from 0 to 60, got "75"',
+      );
     });
 
     it('rejects a header size too small for any real request', () => {
-      expect(() => readConfig(['--max-header-size', '100'], {}, cwd)).to.throw(ConfigError, '--max-header-size (MAX_HEADER_SIZE) must be an integer from 1024 to 1048576, got "100"');
+      expect(() => readConfig(['--max-header-size', '100'], {}, cwd)).to.throw(
+        ConfigError,
+        '--max-header-size (MAX_HEADER_SIZE) must be an integer from 1024 to 1048576, got "100"',
+      );
     });
   });
 
@@ -158,20 +174,31 @@ describe('config', () => {
       expect(readConfig(['--max-execution-time', '7'], {}, cwd).shutdownTimeout).to.equal(12);
       expect(readConfig(['--max-execution-time', '0'], {}, cwd).shutdownTimeout).to.equal(35);
       expect(readConfig([], { SHUTDOWN_TIMEOUT: '2' }, cwd).shutdownTimeout).to.equal(2);
-      expect(configErrorOf(() => readConfig(['--shutdown-timeout=-1'], {}, cwd)).message).to.equal('--shutdown-timeout (SHUTDOWN_TIMEOUT) must be an integer from 0 to 86400, got "-1"');
+      expect(configErrorOf(() => readConfig(['--shutdown-timeout=-1'], {}, cwd)).message).to.equal(
+        '--shutdown-timeout (SHUTDOWN_TIMEOUT) must be an integer from 0 to 86400, got "-1"',
+      );
     });
 
     it('chooses the forwarding engine, and rejects an unknown one naming the choices', () => {
       expect(readConfig(['--forwarder', 'http-proxy'], {}, cwd).forwarder).to.equal('http-proxy');
-      expect(() => readConfig([], { FORWARDER: 'nginx' }, cwd)).to.throw(ConfigError, '--forwarder (FORWARDER) must be one of undici, http-proxy, got "nginx"');
+      expect(() => readConfig([], { FORWARDER: 'nginx' }, cwd)).to.throw(
+        ConfigError,
+        '--forwarder (FORWARDER) must be one of undici, http-proxy, got "nginx"',
+      );
     });
 
     it('rejects 0 workers, naming the setting, the value and the range', () => {
-      expect(() => readConfig(['--workers', '0'], {}, cwd)).to.throw(ConfigError, '--workers (WORKERS) must be an integer from 1 to 256, got "0"');
+      expect(() => readConfig(['--workers', '0'], {}, cwd)).to.throw(
+        ConfigError,
+        '--workers (WORKERS) must be an integer from 1 to 256, got "0"',
+      );
     });
 
     it('rejects a fractional --max-execution-time', () => {
-      expect(() => readConfig(['--max-execution-time', '1.5'], {}, cwd)).to.throw(ConfigError, '--max-execution-time (MAX_EXECUTION_TIME) must be an integer from 0 to 86400, got "1.5"');
+      expect(() => readConfig(['--max-execution-time', '1.5'], {}, cwd)).to.throw(
+        ConfigError,
+        '--max-execution-time (MAX_EXECUTION_TIME) must be an integer from 0 to 86400, got "1.5"',
+      );
     });
   });
 
@@ -351,7 +378,9 @@ describe('config', () => {
 
     it('rejects the same upstream given twice', () => {
       const err = configErrorOf(() => readConfig(['--upstream', 'unix:/run/a.sock', '--upstream', 'unix:/run/a.sock'], {}, cwd));
-      expect(err.message).to.equal('--upstream (EXTQS_UPSTREAM) must be unix:/path/to/socket or http://<host>:<port>, each given once (unix:/run/a.sock is given twice), got "unix:/run/a.sock,unix:/run/a.sock"');
+      expect(err.message).to.equal(
+        '--upstream (EXTQS_UPSTREAM) must be unix:/path/to/socket or http://<host>:<port>, each given once (unix:/run/a.sock is given twice), got "unix:/run/a.sock,unix:/run/a.sock"',
+      );
     });
 
     it('reads --status-allow as addresses and subnets, and names a bad item', () => {
@@ -367,8 +396,12 @@ describe('config', () => {
     });
 
     it('rejects a bad --upstream-max-fails or --upstream-fail-timeout, naming it', () => {
-      expect(configErrorOf(() => readConfig(['--upstream-max-fails', '0'], {}, cwd)).message).to.equal('--upstream-max-fails (UPSTREAM_MAX_FAILS) must be an integer from 1 to 1000, got "0"');
-      expect(configErrorOf(() => readConfig([], { UPSTREAM_FAIL_TIMEOUT: '10s' }, cwd)).setting).to.equal('--upstream-fail-timeout (UPSTREAM_FAIL_TIMEOUT)');
+      expect(configErrorOf(() => readConfig(['--upstream-max-fails', '0'], {}, cwd)).message).to.equal(
+        '--upstream-max-fails (UPSTREAM_MAX_FAILS) must be an integer from 1 to 1000, got "0"',
+      );
+      expect(configErrorOf(() => readConfig([], { UPSTREAM_FAIL_TIMEOUT: '10s' }, cwd)).setting).to.equal(
+        '--upstream-fail-timeout (UPSTREAM_FAIL_TIMEOUT)',
+      );
     });
 
     it('rejects another scheme (ftp://x)', () => {
@@ -390,5 +423,4 @@ describe('config', () => {
       expect(formatUpstream(parseUpstream('http://[::1]:9001/'))).to.equal('http://[::1]:9001');
     });
   });
-
 });

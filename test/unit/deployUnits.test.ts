@@ -56,7 +56,10 @@ describe('the systemd units in deploy/systemd', () => {
     it(`${file}: gives a stop the time the process may take before systemd kills it`, () => {
       const unit = readFileSync(join(UNITS, file), 'utf8');
       const { shutdownTimeout } = configOf(file);
-      const worstCase = file === 'extqs.service' ? 2 * shutdownTimeout + STOP_MARGIN_S.proxy + STOP_MARGIN_S.host : shutdownTimeout + STOP_MARGIN_S[file.includes('host') ? 'host' : 'proxy'];
+      const worstCase =
+        file === 'extqs.service'
+          ? 2 * shutdownTimeout + STOP_MARGIN_S.proxy + STOP_MARGIN_S.host
+          : shutdownTimeout + STOP_MARGIN_S[file.includes('host') ? 'host' : 'proxy'];
       expect(Number(/^TimeoutStopSec=(\d+)$/m.exec(unit)?.[1])).to.be.at.least(worstCase);
     });
   }

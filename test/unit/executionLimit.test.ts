@@ -9,7 +9,14 @@ describe('the execution limit', () => {
   let limit: ExecutionLimit;
   let watchdogLog: number;
   const overruns: string[] = [];
-  const call = (name: string, startedAt: number): Tracked => ({ name, file: `${name}.ts`, requestId: name, what: 'GET /', startedAt, onOverrun: () => {} });
+  const call = (name: string, startedAt: number): Tracked => ({
+    name,
+    file: `${name}.ts`,
+    requestId: name,
+    what: 'GET /',
+    startedAt,
+    onOverrun: () => {},
+  });
   const waitForChecks = () => new Promise((r) => setTimeout(r, 250));
 
   beforeEach(() => {

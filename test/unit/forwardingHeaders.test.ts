@@ -38,7 +38,10 @@ describe('forwarding headers', () => {
     });
 
     it('leaves out what the engine frames itself', () => {
-      const out = forwardedHeaders(requestWith({ host: 'h', 'transfer-encoding': 'chunked', expect: '100-continue' }), 'id', ['transfer-encoding', 'expect']);
+      const out = forwardedHeaders(requestWith({ host: 'h', 'transfer-encoding': 'chunked', expect: '100-continue' }), 'id', [
+        'transfer-encoding',
+        'expect',
+      ]);
       expect(out).not.to.have.property('transfer-encoding');
       expect(out).not.to.have.property('expect');
     });

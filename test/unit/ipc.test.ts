@@ -3,7 +3,11 @@ import { expect } from 'chai';
 import { IpcChannel, type Conversation, type Endpoint } from '../../common/ipc.ts';
 
 interface ParentSays extends Conversation {
-  requests: { add: { body: { a: number; b: number }; reply: number }; fail: { body: null; reply: null }; never: { body: null; reply: null } };
+  requests: {
+    add: { body: { a: number; b: number }; reply: number };
+    fail: { body: null; reply: null };
+    never: { body: null; reply: null };
+  };
   notices: { hello: string };
 }
 interface ChildSays extends Conversation {

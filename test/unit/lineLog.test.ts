@@ -16,7 +16,7 @@ describe('a line log', () => {
     const total = 50_000;
     // Bursts of 500 lines a turn fill winston's buffers; drain() used to end the file under them
     // ("write after end") and lose the rest.
-    for (let i = 0; i < total; ) {
+    for (let i = 0; i < total;) {
       for (let k = 0; k < 500; k++, i++) log.write(`line ${i}`);
       await new Promise((r) => setImmediate(r));
     }
@@ -34,10 +34,10 @@ describe('a line log', () => {
     const drained = log.drain();
     const original = process.stderr.write.bind(process.stderr);
     let captured = '';
-    process.stderr.write = ((chunk: string) => {
+    process.stderr.write = (chunk: string) => {
       captured += chunk;
       return true;
-    }) as typeof process.stderr.write;
+    };
     try {
       log.write('after');
     } finally {
@@ -78,7 +78,7 @@ describe('a line log rotated by size', () => {
   it('loses no line and keeps the order across rotations under a burst', async () => {
     const log = openLineLog(dir, 'burst.log', { maxSize: 64 * 1024, maxFiles: 1000 });
     const total = 50_000;
-    for (let i = 0; i < total; ) {
+    for (let i = 0; i < total;) {
       for (let k = 0; k < 500; k++, i++) log.write(`line ${i} ${'x'.repeat(40)}`);
       await new Promise((r) => setImmediate(r));
     }

@@ -175,9 +175,7 @@ describe('combinedLine', () => {
 
     it('writes "-" for a missing referer and user agent', () => {
       const line = combinedLine({ ...baseEntry(), referer: undefined, userAgent: undefined });
-      expect(line).to.equal(
-        `203.0.113.9 - - [${accessLogTime(fixed)}] "GET /External/Latest?sn=1&no= HTTP/1.1" 200 1234 "-" "-"`,
-      );
+      expect(line).to.equal(`203.0.113.9 - - [${accessLogTime(fixed)}] "GET /External/Latest?sn=1&no= HTTP/1.1" 200 1234 "-" "-"`);
     });
   });
 
@@ -203,14 +201,18 @@ describe('errorLine', () => {
   describe('with every field', () => {
     it('gives [time] [module:level] [pid] status: [client] message, request_id', () => {
       expect(
-        errorLine({
-          module: 'core',
-          level: 'info',
-          status: '(OS 2)The system cannot find the file specified.',
-          client: '1.2.3.4:5',
-          message: 'msg',
-          requestId: 'abc',
-        }, FIXED_MICROS, 7),
+        errorLine(
+          {
+            module: 'core',
+            level: 'info',
+            status: '(OS 2)The system cannot find the file specified.',
+            client: '1.2.3.4:5',
+            message: 'msg',
+            requestId: 'abc',
+          },
+          FIXED_MICROS,
+          7,
+        ),
       ).to.equal(
         `[${errorLogTime(FIXED_MICROS)}] [core:info] [pid 7] (OS 2)The system cannot find the file specified.: ` +
           '[client 1.2.3.4:5] msg, request_id: abc',
@@ -226,20 +228,24 @@ describe('errorLine', () => {
     });
 
     it('writes the client without a status', () => {
-      expect(
-        errorLine({ module: 'proxy', level: 'warn', client: '::1:5000', message: 'm' }, FIXED_MICROS, 2),
-      ).to.equal(`[${errorLogTime(FIXED_MICROS)}] [proxy:warn] [pid 2] [client ::1:5000] m`);
+      expect(errorLine({ module: 'proxy', level: 'warn', client: '::1:5000', message: 'm' }, FIXED_MICROS, 2)).to.equal(
+        `[${errorLogTime(FIXED_MICROS)}] [proxy:warn] [pid 2] [client ::1:5000] m`,
+      );
     });
   });
 
   describe('with control characters', () => {
     it('escapes them in the message and in the request id', () => {
-      const line = errorLine({
-        module: 'core',
-        level: 'error',
-        message: 'bad\x01name',
-        requestId: 'id\x1b',
-      }, FIXED_MICROS, 3);
+      const line = errorLine(
+        {
+          module: 'core',
+          level: 'error',
+          message: 'bad\x01name',
+          requestId: 'id\x1b',
+        },
+        FIXED_MICROS,
+        3,
+      );
       expect(line).to.equal(`[${errorLogTime(FIXED_MICROS)}] [core:error] [pid 3] bad\\x01name, request_id: id\\x1b`);
     });
   });
@@ -317,7 +323,18 @@ describe('JSON log layouts (--log-format json)', () => {
       user_agent: 'curl/8.0',
       request_id: 'abc-123',
     });
-    expect(Object.keys(JSON.parse(line))).to.deep.equal(['time', 'client', 'method', 'url', 'protocol', 'status', 'bytes', 'referer', 'user_agent', 'request_id']);
+    expect(Object.keys(JSON.parse(line))).to.deep.equal([
+      'time',
+      'client',
+      'method',
+      'url',
+      'protocol',
+      'status',
+      'bytes',
+      'referer',
+      'user_agent',
+      'request_id',
+    ]);
   });
 
   it('keeps a hostile client value inside its field: no second line, no forged field', () => {
@@ -331,7 +348,14 @@ describe('JSON log layouts (--log-format json)', () => {
 
   it('writes an error line with level, module, pid and the time in microseconds', () => {
     const line = errorJson(
-      { module: 'core', level: 'info', status: '(OS 2)The system cannot find the file specified.', client: '203.0.113.9:5123', message: 'AH00128: File does not exist: /w/public/favicon.ico', requestId: 'r1' },
+      {
+        module: 'core',
+        level: 'info',
+        status: '(OS 2)The system cannot find the file specified.',
+        client: '203.0.113.9:5123',
+        message: 'AH00128: File does not exist: /w/public/favicon.ico',
+        requestId: 'r1',
+      },
       FIXED_MICROS,
       4242,
     );
@@ -363,7 +387,13 @@ describe('JSON log layouts (--log-format json)', () => {
   it("writes a host line with the worker's pid, and a stack inside the message", () => {
     const line = hostJson({ time: fixed, level: 'error', requestId: 'r2', message: 'Error: boom\n    at Latest.ts:3:9', pid: 77 }, 10);
     expect(line.split('\n')).to.have.length(1);
-    expect(JSON.parse(line)).to.deep.equal({ time: '2026-11-22T01:42:10.919Z', level: 'error', pid: 77, request_id: 'r2', message: 'Error: boom\n    at Latest.ts:3:9' });
+    expect(JSON.parse(line)).to.deep.equal({
+      time: '2026-11-22T01:42:10.919Z',
+      level: 'error',
+      pid: 77,
+      request_id: 'r2',
+      message: 'Error: boom\n    at Latest.ts:3:9',
+    });
     expect(JSON.parse(hostJson({ time: fixed, level: 'info', message: 'ready' }, 10))).to.include({ pid: 10, request_id: null });
   });
 });

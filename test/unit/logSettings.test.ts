@@ -28,7 +28,24 @@ describe('log settings', () => {
 
   describe('levels', () => {
     it("are Apache's sixteen, most severe first", () => {
-      expect(LOG_LEVELS).to.deep.equal(['emerg', 'alert', 'crit', 'error', 'warn', 'notice', 'info', 'debug', 'trace1', 'trace2', 'trace3', 'trace4', 'trace5', 'trace6', 'trace7', 'trace8']);
+      expect(LOG_LEVELS).to.deep.equal([
+        'emerg',
+        'alert',
+        'crit',
+        'error',
+        'warn',
+        'notice',
+        'info',
+        'debug',
+        'trace1',
+        'trace2',
+        'trace3',
+        'trace4',
+        'trace5',
+        'trace6',
+        'trace7',
+        'trace8',
+      ]);
     });
 
     it('write a line at or above the setting and drop the ones below', () => {
@@ -73,7 +90,9 @@ describe('log settings', () => {
     });
 
     it('refuses anything else', () => {
-      expect(configErrorOf(() => read(['--log-format', 'xml'])).message).to.equal('--log-format (LOG_FORMAT) must be one of combined, json, got "xml"');
+      expect(configErrorOf(() => read(['--log-format', 'xml'])).message).to.equal(
+        '--log-format (LOG_FORMAT) must be one of combined, json, got "xml"',
+      );
     });
   });
 
@@ -97,7 +116,9 @@ describe('log settings', () => {
     it('keeps 5 rotated files by default, 1 to 1000 allowed', () => {
       expect(read([]).logMaxFiles).to.equal(5);
       expect(read(['--log-max-files', '1']).logMaxFiles).to.equal(1);
-      expect(configErrorOf(() => read(['--log-max-files', '0'])).message).to.equal('--log-max-files (LOG_MAX_FILES) must be an integer from 1 to 1000, got "0"');
+      expect(configErrorOf(() => read(['--log-max-files', '0'])).message).to.equal(
+        '--log-max-files (LOG_MAX_FILES) must be an integer from 1 to 1000, got "0"',
+      );
     });
   });
 
@@ -113,12 +134,18 @@ describe('log settings', () => {
     });
 
     it('names the file and line of an unknown setting or a line that is not NAME=value', () => {
-      expect(configErrorOf(() => parseConfigFile('LOG_LEVEL=info\nLOGLEVEL=debug\n', '/etc/extqs.conf')).message).to.match(/^\/etc\/extqs\.conf:2 must be one of PORT, .*LOG_LEVEL.*, got "LOGLEVEL"$/);
-      expect(configErrorOf(() => parseConfigFile('log level debug', 'f')).message).to.equal('f:1 must be NAME=value, got "log level debug"');
+      expect(configErrorOf(() => parseConfigFile('LOG_LEVEL=info\nLOGLEVEL=debug\n', '/etc/extqs.conf')).message).to.match(
+        /^\/etc\/extqs\.conf:2 must be one of PORT, .*LOG_LEVEL.*, got "LOGLEVEL"$/,
+      );
+      expect(configErrorOf(() => parseConfigFile('log level debug', 'f')).message).to.equal(
+        'f:1 must be NAME=value, got "log level debug"',
+      );
     });
 
     it('refuses a file it cannot read', () => {
-      expect(configErrorOf(() => read(['--config', join(cwd, 'missing.conf')])).message).to.match(/^--config \(EXTQS_CONFIG\) must be a readable file of NAME=value lines \(ENOENT/);
+      expect(configErrorOf(() => read(['--config', join(cwd, 'missing.conf')])).message).to.match(
+        /^--config \(EXTQS_CONFIG\) must be a readable file of NAME=value lines \(ENOENT/,
+      );
     });
 
     it('checks the values it gives as a flag would be checked', () => {
@@ -142,7 +169,16 @@ describe('log settings', () => {
 
     it('names the flags an operator sets, the client limits and upstreams among them', () => {
       const running = read(['--upstream', 'unix:/run/a.sock']);
-      const fresh = read(['--upstream', 'unix:/run/a.sock', '--upstream', 'http://10.0.0.2:9000', '--keep-alive-timeout', '2', '--status-allow', '10.0.0.0/8']);
+      const fresh = read([
+        '--upstream',
+        'unix:/run/a.sock',
+        '--upstream',
+        'http://10.0.0.2:9000',
+        '--keep-alive-timeout',
+        '2',
+        '--status-allow',
+        '10.0.0.0/8',
+      ]);
       expect(configChanges(running, fresh).restart).to.deep.equal([
         '--status-allow "127.0.0.0/8,::1/128" -> "10.0.0.0/8"',
         '--upstream "unix:/run/a.sock" -> "unix:/run/a.sock,http://10.0.0.2:9000"',

@@ -190,7 +190,11 @@ describe('routeRequest', () => {
     });
 
     it('forwards //External//Latest as /External/Latest', () => {
-      expect(routeRequest('//External//Latest?a=1')).to.deep.equal({ kind: 'forward', path: '/External/Latest', url: '/External/Latest?a=1' });
+      expect(routeRequest('//External//Latest?a=1')).to.deep.equal({
+        kind: 'forward',
+        path: '/External/Latest',
+        url: '/External/Latest?a=1',
+      });
     });
 
     it('serves /External/%2e%2e/favicon.ico as the static /favicon.ico', () => {

@@ -1,7 +1,12 @@
 import { expect } from 'chai';
 import { addDeparted, departedNone, summarize, type WorkerSnapshot } from '../../host/stats.ts';
 
-const worker = (pid: number, state: WorkerSnapshot['state'], requests: number, controllers: WorkerSnapshot['controllers']): WorkerSnapshot => ({
+const worker = (
+  pid: number,
+  state: WorkerSnapshot['state'],
+  requests: number,
+  controllers: WorkerSnapshot['controllers'],
+): WorkerSnapshot => ({
   pid,
   state,
   requests,
@@ -15,20 +20,45 @@ const worker = (pid: number, state: WorkerSnapshot['state'], requests: number, c
 
 describe('the pool status', () => {
   it('sums requests, errors and load failures per controller over the workers, and lists each version', () => {
-    const a = worker(1, 'idle', 5, { Latest: { requests: 4, errors: 1, loadFailures: 0, lastReload: '2026-11-22T01:00:00.000Z', version: 'aaa' } });
-    const b = worker(2, 'busy', 3, { Latest: { requests: 2, errors: 0, loadFailures: 1, lastReload: '2026-11-22T02:00:00.000Z', version: 'bbb' } });
+    const a = worker(1, 'idle', 5, {
+      Latest: { requests: 4, errors: 1, loadFailures: 0, lastReload: '2026-11-22T01:00:00.000Z', version: 'aaa' },
+    });
+    const b = worker(2, 'busy', 3, {
+      Latest: { requests: 2, errors: 0, loadFailures: 1, lastReload: '2026-11-22T02:00:00.000Z', version: 'bbb' },
+    });
     const status = summarize(9, 'start', [a, b], departedNone(), false);
     expect(status.acceptedRequests).to.equal(8);
-    expect(status.controllers.Latest).to.deep.equal({ requests: 6, errors: 1, loadFailures: 1, lastReload: '2026-11-22T02:00:00.000Z', versions: ['aaa', 'bbb'] });
+    expect(status.controllers.Latest).to.deep.equal({
+      requests: 6,
+      errors: 1,
+      loadFailures: 1,
+      lastReload: '2026-11-22T02:00:00.000Z',
+      versions: ['aaa', 'bbb'],
+    });
     expect(status.states).to.deep.equal({ starting: 0, idle: 1, busy: 1, retiring: 0, unresponsive: 0 });
     expect(status).not.to.have.property('processes');
   });
 
   it('never goes backwards when a worker leaves: its final counters join the totals', () => {
     const departed = departedNone();
-    const before = summarize(9, 'start', [worker(1, 'idle', 7, { A: { requests: 7, errors: 2, loadFailures: 0, lastReload: undefined, version: 'v' } })], departed, false);
-    addDeparted(departed, worker(1, 'retiring', 7, { A: { requests: 7, errors: 2, loadFailures: 0, lastReload: undefined, version: 'v' } }));
-    const after = summarize(9, 'start', [worker(2, 'idle', 1, { A: { requests: 1, errors: 0, loadFailures: 0, lastReload: undefined, version: 'v' } })], departed, true);
+    const before = summarize(
+      9,
+      'start',
+      [worker(1, 'idle', 7, { A: { requests: 7, errors: 2, loadFailures: 0, lastReload: undefined, version: 'v' } })],
+      departed,
+      false,
+    );
+    addDeparted(
+      departed,
+      worker(1, 'retiring', 7, { A: { requests: 7, errors: 2, loadFailures: 0, lastReload: undefined, version: 'v' } }),
+    );
+    const after = summarize(
+      9,
+      'start',
+      [worker(2, 'idle', 1, { A: { requests: 1, errors: 0, loadFailures: 0, lastReload: undefined, version: 'v' } })],
+      departed,
+      true,
+    );
     expect(after.acceptedRequests).to.equal(8);
     expect(after.acceptedRequests).to.be.at.least(before.acceptedRequests);
     expect(after.controllers.A).to.include({ requests: 8, errors: 2 });

@@ -15,7 +15,16 @@ const report = (overrides: Partial<StatusReport> = {}): StatusReport => ({
     { name: 'http://10.0.0.6:9000', state: 'down', requests: 20, fails: 2, retryInSeconds: 7 },
   ],
   hosts: [
-    { upstream: 'unix:/run/a.sock', summary: { pid: 41, workers: 2, states: { idle: 1, busy: 1 }, acceptedRequests: 30, controllers: { Latest: { requests: 30, errors: 1, loadFailures: 0 } } } },
+    {
+      upstream: 'unix:/run/a.sock',
+      summary: {
+        pid: 41,
+        workers: 2,
+        states: { idle: 1, busy: 1 },
+        acceptedRequests: 30,
+        controllers: { Latest: { requests: 30, errors: 1, loadFailures: 0 } },
+      },
+    },
     { upstream: 'http://10.0.0.6:9000', error: 'ECONNREFUSED' },
   ],
   ...overrides,
@@ -53,7 +62,14 @@ describe('the server-status page', () => {
 
   it('gives ?json with the same figures', () => {
     const json = JSON.parse(renderJson(report()));
-    expect(json).to.deep.include({ uptimeSeconds: 100, totalAccesses: 50, totalBytes: 51_200, reqPerSec: 0.5, requestsInFlight: 1, connections: 3 });
+    expect(json).to.deep.include({
+      uptimeSeconds: 100,
+      totalAccesses: 50,
+      totalBytes: 51_200,
+      reqPerSec: 0.5,
+      requestsInFlight: 1,
+      connections: 3,
+    });
     expect(json.upstreams[1]).to.deep.equal({ name: 'http://10.0.0.6:9000', state: 'down', requests: 20, fails: 2, retryInSeconds: 7 });
     expect(json.hosts[1]).to.deep.equal({ upstream: 'http://10.0.0.6:9000', error: 'ECONNREFUSED' });
   });
@@ -72,7 +88,23 @@ describe('the server-status page', () => {
   });
 
   it('escapes what it did not write itself', () => {
-    const html = renderHtml(report({ hosts: [{ upstream: 'x', summary: { pid: 1, workers: 1, states: {}, acceptedRequests: 0, controllers: { '<script>': { requests: 1, errors: 0, loadFailures: 0 } } } }] }), undefined);
+    const html = renderHtml(
+      report({
+        hosts: [
+          {
+            upstream: 'x',
+            summary: {
+              pid: 1,
+              workers: 1,
+              states: {},
+              acceptedRequests: 0,
+              controllers: { '<script>': { requests: 1, errors: 0, loadFailures: 0 } },
+            },
+          },
+        ],
+      }),
+      undefined,
+    );
     expect(html).not.to.contain('<script>');
     expect(html).to.contain('&lt;script&gt;');
   });

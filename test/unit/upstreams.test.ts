@@ -9,7 +9,13 @@ const C: Upstream = { kind: 'tcp', host: '10.0.0.7', port: 9000 };
 describe('the upstream rotation', () => {
   let clock: number;
   let said: string[];
-  const make = (list: Upstream[], maxFails = 1) => new Upstreams(list, { maxFails, failTimeoutMs: 10_000 }, (m) => said.push(m), () => clock);
+  const make = (list: Upstream[], maxFails = 1) =>
+    new Upstreams(
+      list,
+      { maxFails, failTimeoutMs: 10_000 },
+      (m) => said.push(m),
+      () => clock,
+    );
   beforeEach(() => {
     clock = 1_000_000;
     said = [];
@@ -47,7 +53,10 @@ describe('the upstream rotation', () => {
     upstreams.connectFailed(a); // while already down: no second message
     upstreams.reached(a);
     upstreams.reached(a);
-    expect(said).to.deep.equal(['upstream unix:/run/a.sock out of the rotation for 10 s after 1 failed connect(s)', 'upstream unix:/run/a.sock back in the rotation']);
+    expect(said).to.deep.equal([
+      'upstream unix:/run/a.sock out of the rotation for 10 s after 1 failed connect(s)',
+      'upstream unix:/run/a.sock back in the rotation',
+    ]);
     expect(upstreams.snapshot()[0]).to.deep.include({ state: 'up', fails: 2 });
   });
 
