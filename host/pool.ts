@@ -26,7 +26,10 @@ const RESTART_DELAY_MS = 1_000;
 export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>): Promise<void> {
   const log = openHostLog(config.logs, logSettingsOf(config));
   // Workers send their lines here, so this process alone reopens host.log; its workers ignore SIGHUP.
+  // What a worker started from now on is given: the live settings change with a reload.
+  let current = config;
   reloads((settings, note, kept) => {
+    current = settings;
     const reopened = log.reopen(settings);
     log[kept ? 'error' : 'notice'](`SIGHUP received: ${reopened ? 'reopened host.log' : 'host.log could not be reopened'}; ${note}`);
   });
@@ -63,7 +66,7 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
   function listenTo(worker: Worker): void {
     const channel = new IpcChannel<PoolSays, WorkerSays>(childEndpoint(worker.process));
     channels.set(worker, channel);
-    channel.answer('config', () => config);
+    channel.answer('config', () => current);
     channel.on('log', ({ entries }) => entries.forEach(writeWireEntry));
     channel.answer('flush', ({ entries }) => {
       entries.forEach(writeWireEntry);

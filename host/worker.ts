@@ -19,9 +19,6 @@ export async function runWorker(config: HostConfig, pool: IpcChannel<WorkerSays,
   // The pool may ask for stats as soon as it sees this worker listen.
   pool.answer('stats', () => stats.snapshot());
   const log = workerHostLog(pool);
-  // SIGHUP is for the primary, which writes host.log; sent to the whole process group it must not end
-  // a worker (its default action).
-  process.on('SIGHUP', () => {});
   const controllersDir = join(config.www, 'controllers');
 
   let retireAsked = false;

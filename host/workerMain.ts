@@ -7,6 +7,10 @@ import { runWorker } from './worker.ts';
 
 const CONFIG_TIMEOUT_MS = 10_000;
 
+// SIGHUP is for the primary, which writes host.log; sent to the whole process group it must not end a
+// worker (its default action), not even while the worker is still asking for its settings.
+process.on('SIGHUP', () => {});
+
 try {
   const channel = new IpcChannel<WorkerSays, PoolSays>(parentEndpoint());
   const config = await channel.request('config', null, CONFIG_TIMEOUT_MS);
