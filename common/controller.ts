@@ -12,6 +12,9 @@ export interface ControllerContext {
   readonly method: string;
   /** The request path, e.g. `/External/Latest`. */
   readonly path: string;
+  /** What follows the controller's name in the path, decoded (PHP's PATH_INFO): `/x/y` for
+   *  `/External/Latest/x/y`, `/` for `/External/Latest/`, '' for `/External/Latest`. */
+  readonly pathInfo: string;
   readonly headers: Readonly<Record<string, string | string[] | undefined>>;
   /** The id the proxy gave this request (X-Request-Id); it appears in every log line about it. */
   readonly requestId: string;

@@ -107,6 +107,7 @@ export function createHostApp({ registry, log, stats, limit, poolStatus, onReque
         rawQuery: route.rawQuery,
         method: request.method,
         path: route.path,
+        pathInfo: route.pathInfo,
         headers: request.headers,
         requestId: request.id,
         signal: aborter.signal,

@@ -57,6 +57,29 @@ describe('controllers in a running stack', function () {
     });
   });
 
+  describe('when the path goes on after the controller name', function () {
+    it('reaches the controller with a trailing slash, as the legacy front controller did', async function () {
+      write('Trail.ts', `export default ({ path, pathInfo }: any) => ({ path, pathInfo });\n`);
+      const reply = await get(stack.url, '/External/Trail/?sn=1');
+      expect(reply.status).to.equal(200);
+      expect(JSON.parse(reply.body)).to.deep.equal({ path: '/External/Trail/', pathInfo: '/' });
+    });
+
+    it('gives the rest of the path, decoded, as pathInfo (PATH_INFO)', async function () {
+      write('Info.ts', `export default ({ pathInfo }: any) => ({ pathInfo });\n`);
+      expect(JSON.parse(await body('/External/Info/a/b%20c'))).to.deep.equal({ pathInfo: '/a/b c' });
+      expect(JSON.parse(await body('/External/Info'))).to.deep.equal({ pathInfo: '' });
+    });
+
+    it('fails a missing controller named before a slash as a missing controller, naming its file', async function () {
+      const reply = await get(stack.url, '/External/Nowhere/');
+      expect(reply.status).to.equal(500);
+      const id = reply.headers['x-request-id'] as string;
+      const line = await eventually(() => readLog(sandbox, 'host.log').find((l) => l.includes(`[req ${id}]`)), 3000, 'host.log line');
+      expect(line).to.contain(`Failed opening controller script ${join(sandbox.controllers, 'Nowhere.ts')}: No such file or directory`);
+    });
+  });
+
   describe("when the query uses PHP's conventions", function () {
     const cases: [string, unknown][] = [
       ['all_alarm&all', { all_alarm: '', all: '' }],

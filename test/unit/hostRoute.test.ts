@@ -8,6 +8,7 @@ describe('routeController', () => {
       expect(routeController('/External/Latest?sn=1&no=')).to.deep.equal({
         kind: 'controller',
         name: 'Latest',
+        pathInfo: '',
         path: '/External/Latest',
         rawQuery: 'sn=1&no=',
       });
@@ -17,6 +18,7 @@ describe('routeController', () => {
       expect(routeController('/External/Latest')).to.deep.equal({
         kind: 'controller',
         name: 'Latest',
+        pathInfo: '',
         path: '/External/Latest',
         rawQuery: '',
       });
@@ -34,9 +36,25 @@ describe('routeController', () => {
       expect(routeController('/External/Lat%65st')).to.deep.equal({
         kind: 'controller',
         name: 'Latest',
+        pathInfo: '',
         path: '/External/Lat%65st',
         rawQuery: '',
       });
+    });
+
+    it('ends the name at the first slash: /External/Latest/ is Latest with path info "/", as PHP saw it', () => {
+      expect(routeController('/External/Latest/?sn=1')).to.deep.equal({
+        kind: 'controller',
+        name: 'Latest',
+        pathInfo: '/',
+        path: '/External/Latest/',
+        rawQuery: 'sn=1',
+      });
+    });
+
+    it('gives what follows the name, decoded, as the path info (PATH_INFO)', () => {
+      expect(routeController('/External/a/b')).to.deep.include({ kind: 'controller', name: 'a', pathInfo: '/b' });
+      expect(routeController('/External/Latest/x/y%20z')).to.deep.include({ name: 'Latest', pathInfo: '/x/y z' });
     });
 
     it('accepts a name starting with _ and containing digits (_x9)', () => {
@@ -53,6 +71,7 @@ describe('routeController', () => {
       expect(routeController('/External/..')).to.deep.equal({
         kind: 'invalid',
         name: '..',
+        pathInfo: '',
         path: '/External/..',
         rawQuery: '',
       });
@@ -62,13 +81,18 @@ describe('routeController', () => {
       expect(routeController('/External/..%2f..%2fetc?x=1')).to.deep.equal({
         kind: 'invalid',
         name: '../../etc',
+        pathInfo: '',
         path: '/External/..%2f..%2fetc',
         rawQuery: 'x=1',
       });
     });
 
-    it('rejects a name with a slash (a/b) as invalid', () => {
-      expect(routeController('/External/a/b')).to.deep.include({ kind: 'invalid', name: 'a/b' });
+    it('rejects a name with an encoded slash (a%2fb) as invalid', () => {
+      expect(routeController('/External/a%2fb')).to.deep.include({ kind: 'invalid', name: 'a/b', pathInfo: '' });
+    });
+
+    it('rejects a path info that does not decode (%zz) as invalid', () => {
+      expect(routeController('/External/Latest/%zz')).to.deep.include({ kind: 'invalid', name: 'Latest', pathInfo: '/%zz' });
     });
 
     it('rejects an encoded NUL (%00) as invalid', () => {
@@ -83,6 +107,7 @@ describe('routeController', () => {
       expect(routeController('/External/')).to.deep.equal({
         kind: 'invalid',
         name: '',
+        pathInfo: '',
         path: '/External/',
         rawQuery: '',
       });
@@ -92,6 +117,7 @@ describe('routeController', () => {
       expect(routeController('/External/%E0%A4%A?q')).to.deep.equal({
         kind: 'invalid',
         name: '%E0%A4%A',
+        pathInfo: '',
         path: '/External/%E0%A4%A',
         rawQuery: 'q',
       });
