@@ -37,7 +37,7 @@ export function takes(command: Command, key: SettingKey): boolean {
 }
 
 /** The commands that take a setting, as an operator would type them. */
-export function commandsTaking(key: SettingKey): string[] {
+function commandsTaking(key: SettingKey): string[] {
   return COMMANDS.filter((command) => takes(command, key)).map((command) => `extqs ${command}`);
 }
 
@@ -45,7 +45,7 @@ const KEY_BY_FLAG = new Map(SETTING_KEYS.map((key) => [specOf(key).flag, key]));
 const KEY_BY_ENV = new Map(SETTING_KEYS.map((key) => [specOf(key).env, key]));
 
 /** The environment names the configuration reads (and the --config file may set). */
-export const CONFIG_ENV_NAMES: readonly string[] = [...KEY_BY_ENV.keys()];
+const CONFIG_ENV_NAMES: readonly string[] = [...KEY_BY_ENV.keys()];
 
 /**
  * The settings file: `NAME=value` lines with the environment names (`LOG_LEVEL=debug`), `#` comments

@@ -87,7 +87,7 @@ export const logDirectory: Parser<string> = (raw, { cwd, fail }) => {
 
 const UPSTREAM_ALLOWED = 'unix:/path/to/socket or http://<host>:<port>';
 
-export function parseUpstream(raw: string, cwd = process.cwd()): Upstream | undefined {
+function parseUpstream(raw: string, cwd: string): Upstream | undefined {
   if (raw.startsWith('unix:') && raw.length > 'unix:'.length) {
     return { kind: 'unix', path: resolve(cwd, raw.slice('unix:'.length)) };
   }

@@ -3,7 +3,7 @@
 import { COMMANDS, takes, type Command } from '../common/config.ts';
 import { SETTING_KEYS, specOf, type AnySetting, type SettingKey } from '../common/settings.ts';
 
-export const COMMAND_SUMMARIES: Readonly<Record<Command, string>> = {
+const COMMAND_SUMMARIES: Readonly<Record<Command, string>> = {
   start: 'run the service: the host, then the proxy in front of it (what npm start runs)',
   proxy: 'run the proxy alone (web-server role), in front of the hosts given by --upstream',
   host: 'run the host alone (application role), for proxies on other machines or sockets',

@@ -15,12 +15,12 @@ export async function runRole(role: Role, config: ProxyConfig | HostConfig, relo
 }
 
 /** Exit status 2 for what the operator must fix in the command line or the settings, 1 for anything else. */
-export function exitCodeOf(err: unknown): number {
+function exitCodeOf(err: unknown): number {
   return err instanceof UsageError || isConfigError(err) ? 2 : 1;
 }
 
 /** The message for the operator: the setting's problem as it is, a taken port in one line, else the stack. */
-export function describeFailure(err: unknown): string {
+function describeFailure(err: unknown): string {
   // Our own errors say all there is to say; a stack would only hide the message.
   if (err instanceof Error && /^EXTQS_/.test(String((err as NodeJS.ErrnoException).code))) return err.message;
   if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') return `cannot listen: ${(err as Error).message}`;
