@@ -7,7 +7,17 @@ import { join, resolve } from 'node:path';
 import { expect } from 'chai';
 import { COMMANDS, takes, type Command } from '../../common/config.ts';
 import { SETTING_KEYS, specOf, type SettingKey } from '../../common/settings.ts';
-import { eventually, makeSandbox, readLog, ROOT, spawnReady, startProcess, type Running, type Sandbox } from '../helpers/stack.ts';
+import {
+  eventually,
+  makeSandbox,
+  readLog,
+  ROOT,
+  spawnReady,
+  startProcess,
+  startStack,
+  type Running,
+  type Sandbox,
+} from '../helpers/stack.ts';
 
 function extqs(args: string[], env: NodeJS.ProcessEnv = {}) {
   return spawnSync(process.execPath, ['bin/extqs.js', ...args], {
@@ -228,20 +238,7 @@ describe('the extqs command', function () {
     });
 
     it("makes a launcher's child sent SIGHUP directly reopen its logs and keep the launcher's settings", async function () {
-      running = await spawnReady([
-        'bin/extqs.js',
-        'start',
-        '--port',
-        '0',
-        '--listen',
-        '127.0.0.1',
-        '--www',
-        sandbox.www,
-        '--logs',
-        sandbox.logs,
-        '--workers',
-        '1',
-      ]);
+      running = await startStack(sandbox, ['--workers', '1']);
       const children = readFileSync(`/proc/${running.child.pid}/task/${running.child.pid}/children`, 'utf8')
         .trim()
         .split(/\s+/)
@@ -264,20 +261,7 @@ describe('the extqs command', function () {
     afterEach(async () => stack?.stop());
 
     it('runs the compiled JavaScript in build/, with no TypeScript loader, in every process', async function () {
-      stack = await spawnReady([
-        'bin/extqs.js',
-        'start',
-        '--port',
-        '0',
-        '--listen',
-        '127.0.0.1',
-        '--www',
-        sandbox.www,
-        '--logs',
-        sandbox.logs,
-        '--workers',
-        '2',
-      ]);
+      stack = await startStack(sandbox, ['--workers', '2']);
       const descendants = (pid: number): number[] => {
         const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
         return children.flatMap((child) => [child, ...descendants(child)]);
