@@ -48,13 +48,19 @@ export interface ProxyServer {
   stop: (graceMs: number) => Promise<void>;
 }
 
-/** What llhttp lets through but this server refuses, before anything reads the body. */
+/** What llhttp lets through but this server refuses, before anything reads the body; the error.log message. */
 function framingProblem(req: IncomingMessage): { status: number; message: string } | undefined {
+  const target = JSON.stringify(req.url);
   // llhttp also parses `HTTP/2.0` and HTTP/0.9 request lines (a CR LF injected into a target makes one).
-  if (req.httpVersionMajor !== 1) return { status: 505, message: `Unsupported HTTP version ${req.httpVersion}` };
+  if (req.httpVersionMajor !== 1) return { status: 505, message: `Unsupported HTTP version ${req.httpVersion} in ${target}` };
   // RFC 9112 §6.1: Transfer-Encoding in an HTTP/1.0 request is faulty framing (nginx and Apache answer 400).
   if (req.httpVersionMinor === 0 && req.headers['transfer-encoding'] !== undefined) {
-    return { status: 400, message: 'Transfer-Encoding in an HTTP/1.0 request' };
+    return { status: 400, message: `Transfer-Encoding in an HTTP/1.0 request in ${target}` };
+  }
+  // RFC 9112 §3.2. Node would answer this itself (requireHostHeader) before the request reaches the
+  // handler: an empty body and no access-log line. Apache answers its page and logs both.
+  if (req.httpVersionMinor === 1 && req.headers.host === undefined) {
+    return { status: 400, message: `AH00569: client sent HTTP/1.1 request without hostname (see RFC7230 section 5.4): ${req.url ?? ''}` };
   }
   return undefined;
 }
@@ -130,6 +136,8 @@ export function createProxyServer({
       connectionsCheckingInterval: Math.min(DEADLINE_CHECK_MS, limits.headerTimeout * 250),
       // Past it Node's parser fails with HPE_HEADER_OVERFLOW: 431 (the clientError handler below).
       maxHeaderSize: limits.maxHeaderSize,
+      // A request without Host is refused by framingProblem(), with Apache's page and an access-log line.
+      requireHostHeader: false,
     },
     function handleRequest(req: IncomingMessage, res: ServerResponse) {
       const arrivedAt = Date.now();
@@ -152,7 +160,7 @@ export function createProxyServer({
           module: 'core',
           level: 'info',
           client: clientOf(req.socket),
-          message: `${framing.message} in ${JSON.stringify(req.url)}`,
+          message: framing.message,
           requestId,
         });
         res.shouldKeepAlive = false;

@@ -1,5 +1,7 @@
 // Files from www/public through the proxy, and what must never be served from it.
+import { once } from 'node:events';
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { get } from '../helpers/http.ts';
@@ -142,6 +144,27 @@ describe('static files from www/public', function () {
       expect(conditional.status).to.equal(304);
       expect(conditional.headers.etag).to.equal(first.headers.etag);
     });
+  });
+
+  it("answers an HTTP/1.1 request without Host with Apache's 400 page, an access-log line and an AH00569 line", async function () {
+    const { port } = new URL(stack.url);
+    const socket = connect(Number(port), '127.0.0.1');
+    let answer = '';
+    socket.setEncoding('latin1');
+    socket.on('data', (chunk: string) => (answer += chunk));
+    socket.write('GET /nohost.txt HTTP/1.1\r\nUser-Agent: probe/1\r\n\r\n');
+    await once(socket, 'close');
+    expect(answer).to.match(/^HTTP\/1\.1 400 Bad Request\r\n/);
+    expect(answer).to.contain('<title>400 Bad Request</title>');
+    expect(answer).to.match(/\r\nConnection: close\r\n/i);
+    const access = await eventually(
+      () => readLog(sandbox, 'access.log').find((l) => l.includes('"GET /nohost.txt HTTP/1.1"')),
+      3000,
+      'the access line',
+    );
+    expect(access).to.match(/" 400 \d+ "-" "probe\/1"$/);
+    const error = await eventually(() => readLog(sandbox, 'error.log').find((l) => l.includes('AH00569')), 3000, 'the error line');
+    expect(error).to.contain('AH00569: client sent HTTP/1.1 request without hostname (see RFC7230 section 5.4): /nohost.txt');
   });
 
   it('answers a malformed escape with 400', async function () {
