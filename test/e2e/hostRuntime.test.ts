@@ -160,7 +160,7 @@ describe('the watchdog after SIGHUP changed the log format', function () {
     sandbox?.remove();
   });
 
-  it('writes its line in the new layout (it writes host.log itself, by name)', async function () {
+  it('writes its line in the new layout (through its pipe to the pool, which writes host.log)', async function () {
     sandbox = makeSandbox();
     const conf = join(sandbox.dir, 'extqs.conf');
     writeFileSync(conf, 'WORKERS=1\nMAX_EXECUTION_TIME=1\n');
