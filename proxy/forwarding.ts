@@ -83,7 +83,8 @@ export function responseHeaders(headers: Headers, engineFramed: readonly string[
 
 /** `Latest` for `/External/Latest`: what an operator greps for. */
 function controllerOf(path: string): string {
-  return path.slice(CONTROLLER_PREFIX.length) || '-';
+  // The name ends at the first slash; what follows is the controller's path info (host/route.ts).
+  return path.slice(CONTROLLER_PREFIX.length).split('/', 1)[0] || '-';
 }
 
 // ── the request's header fields ─────────────────────────────────────────────────────────────────

@@ -257,6 +257,14 @@ for (const forwarder of FORWARDERS) {
       expect(line).to.contain('max_execution_time 1 s');
     });
 
+    it('names the controller, not its path info, in the 504 line for /External/<Name>/more', async function () {
+      writeFileSync(join(sandbox.controllers, 'Never.ts'), `export default () => new Promise(() => {});\n`);
+      const reply = await get(stack.url, '/External/Never/x/y');
+      expect(reply.status).to.equal(504);
+      const line = await errorLine(reply.headers['x-request-id'] as string);
+      expect(line).to.contain('Timeout waiting for output from controller Never (/External/Never/x/y)');
+    });
+
     it('cuts the client, never leaves it hanging, when the host dies in the middle of a body', async function () {
       writeFileSync(
         join(sandbox.controllers, 'DiesMidBody.ts'),
