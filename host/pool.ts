@@ -159,6 +159,10 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
   onShutdownSignal(async (reason) => {
     stopping = true;
     log.notice(`Host pool ${process.pid} shutting down (${reason})`);
+    // No new connections from now on: a proxy that connects finds no socket (a connect failure, which
+    // it retries on another host) instead of a backlog that nobody accepts and that is reset when this
+    // process exits (a reset before headers, which the proxy must answer 500).
+    if (config.socket) await rm(config.socket, { force: true });
     const exits = [...live].map((worker) => once(worker, 'exit'));
     // A signal, not a message: a worker still starting has no message handler yet, and would miss a
     // 'retire' (a stop during a recycle then waited for the hard stop). SIGTERM retires it the same way.
