@@ -2,6 +2,7 @@
 // line. (The test suites have richer helpers; the bench does not depend on them.)
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -37,4 +38,26 @@ export function startCommand(command: 'proxy' | 'host', args: string[]): Promise
     });
     void exited.then(([code, signal]) => reject(new Error(`extqs ${command} exited with ${code ?? signal} before its ready line`)));
   });
+}
+
+/** Every process under `pid`, from /proc (Linux). */
+export function descendants(pid: number): number[] {
+  const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+  return children.flatMap((child) => [child, ...descendants(child)]);
+}
+
+export function rssMb(pid: number): number {
+  const kb = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+  return Number(kb) / 1024;
+}
+
+/** What an `extqs start` process is: launcher, proxy, host (the pool's primary), host worker or a worker's esbuild. */
+export function roleOf(pid: number): string {
+  const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ');
+  // node:cluster marks its workers with NODE_UNIQUE_ID in their environment.
+  if (readFileSync(`/proc/${pid}/environ`, 'utf8').includes('NODE_UNIQUE_ID=')) return 'host worker';
+  if (/ host\b|host\/main/.test(cmdline)) return 'host';
+  if (/ proxy\b|proxy\/main/.test(cmdline)) return 'proxy';
+  if (/esbuild/.test(cmdline)) return 'esbuild';
+  return 'launcher';
 }

@@ -3,34 +3,14 @@
 // measure it the same way (e.g. a worktree of an older commit, to record a before/after).
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { makeSandbox } from '../tools/sandbox.ts';
-import { ROOT } from './processes.ts';
+import { descendants, roleOf, ROOT, rssMb } from './processes.ts';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 5);
 const IDLE_MS = 5_000;
 const root = process.argv[2] ?? ROOT;
-
-function descendants(pid: number): number[] {
-  const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
-  return children.flatMap((child) => [child, ...descendants(child)]);
-}
-
-function rssMb(pid: number): number {
-  const kb = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
-  return Number(kb) / 1024;
-}
-
-function roleOf(pid: number): string {
-  const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ');
-  // node:cluster marks its workers with NODE_UNIQUE_ID in their environment.
-  if (readFileSync(`/proc/${pid}/environ`, 'utf8').includes('NODE_UNIQUE_ID=')) return 'host worker';
-  if (/ host\b|host\/main/.test(cmdline)) return 'host';
-  if (/ proxy\b|proxy\/main/.test(cmdline)) return 'proxy';
-  return 'launcher';
-}
 
 async function startOnce(): Promise<{ readyMs: number; rss: Record<string, number[]> }> {
   const tree = makeSandbox();

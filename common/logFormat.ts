@@ -132,11 +132,19 @@ export interface AccessEntry {
   userAgent: string | undefined;
   /** Only in the JSON layout: the combined format has no field for it. */
   requestId?: string;
+  /**
+   * A request refused before it was parsed: Apache's %r is then the request line as it came ('' when none
+   * did), and method, url and httpVersion are not used.
+   */
+  requestLine?: string;
 }
 
 /** `%h %l %u %t "%r" %>s %b "%{Referer}i" "%{User-Agent}i"`: Apache's combined format. */
 export function combinedLine(entry: AccessEntry): string {
-  const request = escapeLogValue(`${entry.method} ${entry.url} HTTP/${entry.httpVersion}`);
+  const request =
+    entry.requestLine === undefined
+      ? escapeLogValue(`${entry.method} ${entry.url} HTTP/${entry.httpVersion}`)
+      : escapeLogValue(entry.requestLine) || '-';
   const bytes = entry.bytes > 0 ? String(entry.bytes) : '-';
   const referer = entry.referer ? escapeLogValue(entry.referer) : '-';
   const userAgent = entry.userAgent ? escapeLogValue(entry.userAgent) : '-';
@@ -202,9 +210,10 @@ export function accessJson(entry: AccessEntry): string {
   return JSON.stringify({
     time: entry.time.toISOString(),
     client: entry.remoteAddress,
-    method: entry.method,
-    url: entry.url,
-    protocol: `HTTP/${entry.httpVersion}`,
+    // A refused request's line as it came goes in `url`: it may not hold a method or a protocol.
+    method: entry.requestLine === undefined ? entry.method : null,
+    url: entry.requestLine ?? entry.url,
+    protocol: entry.requestLine === undefined ? `HTTP/${entry.httpVersion}` : null,
     status: entry.status,
     bytes: entry.bytes,
     referer: entry.referer ?? null,

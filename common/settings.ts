@@ -23,7 +23,7 @@ import {
 export type Role = 'proxy' | 'host';
 
 /** How the README groups the settings. */
-export type SettingGroup = 'service' | 'host' | 'upstreams' | 'logs' | 'limits';
+export type SettingGroup = 'service' | 'host' | 'input' | 'upstreams' | 'logs' | 'limits';
 
 export interface SettingSpec<T, R extends readonly Role[], L extends boolean = boolean> {
   flag: string;
@@ -146,6 +146,36 @@ export const SETTINGS = {
     placeholder: 'SECONDS',
     help: 'seconds a controller may run (PHP max_execution_time); 0 = no limit',
     group: 'host',
+  }),
+  postMaxSize: setting({
+    flag: 'post-max-size',
+    env: 'POST_MAX_SIZE',
+    default: '8m',
+    parse: size,
+    roles: ['host'],
+    placeholder: 'SIZE',
+    help: 'a form body (urlencoded or multipart) larger than this fills no post or files, with a warning in host.log (PHP post_max_size); 0 = no limit',
+    group: 'input',
+  }),
+  uploadMaxFilesize: setting({
+    flag: 'upload-max-filesize',
+    env: 'UPLOAD_MAX_FILESIZE',
+    default: '2m',
+    parse: size,
+    roles: ['host'],
+    placeholder: 'SIZE',
+    help: 'an uploaded file larger than this is not kept: error 1, UPLOAD_ERR_INI_SIZE (PHP upload_max_filesize); 0 = no limit',
+    group: 'input',
+  }),
+  maxFileUploads: setting({
+    flag: 'max-file-uploads',
+    env: 'MAX_FILE_UPLOADS',
+    default: '20',
+    parse: integer(0, 100_000),
+    roles: ['host'],
+    placeholder: 'N',
+    help: 'files kept from one request; the rest are skipped with a warning (PHP max_file_uploads)',
+    group: 'input',
   }),
   upstreamTimeout: setting({
     flag: 'upstream-timeout',
@@ -360,6 +390,16 @@ export const SETTINGS = {
     roles: ['proxy'],
     placeholder: 'N',
     help: 'header fields in one request, then 400 (Apache LimitRequestFields 100)',
+    group: 'limits',
+  }),
+  limitRequestBody: setting({
+    flag: 'limit-request-body',
+    env: 'LIMIT_REQUEST_BODY',
+    default: '1g',
+    parse: size,
+    roles: ['proxy'],
+    placeholder: 'SIZE',
+    help: 'bytes of a request body, then 413 and the connection closed (Apache LimitRequestBody 1 GiB); 0 = no limit',
     group: 'limits',
   }),
   maxConnections: setting({

@@ -1,15 +1,17 @@
 // The application server: fastify with one route, /External/*, dispatched to the controller registry,
 // plus php-fpm's /status and /ping, which exist only here: the proxy forwards /External/ alone.
-// A controller that cannot be loaded ends the request without a single header byte, as the observed
-// PHP process did; the proxy turns that into Apache's 500 (docs/design.md §3).
+// A controller that cannot be loaded ends the request "without headers", as the observed PHP process did:
+// an empty 500 marked so, with the message as the process's stderr, on a connection the proxy keeps; the
+// proxy turns that into Apache's 500 page and error.log's lines (docs/design.md §3).
 import { randomUUID } from 'node:crypto';
 import fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { ControllerContext } from '../common/controller.ts';
-import { WELL_FORMED_REQUEST_ID } from '../common/protocol.ts';
+import { encodeStderr, ENDED_WITHOUT_HEADERS_FIELD, HOST_STDERR_FIELD, WELL_FORMED_REQUEST_ID } from '../common/protocol.ts';
 import { ControllerLoadError, ControllerMissingError } from './errors.ts';
 import type { ExecutionLimit, Tracked } from './executionLimit.ts';
 import type { HostLog } from './hostLog.ts';
-import { parsePhpQuery } from './query.ts';
+import { parsePhpCookies, parsePhpQuery } from './query.ts';
+import { readRequestInput, type InputLimits } from './requestInput.ts';
 import type { ControllerRegistry, LoadedController } from './registry.ts';
 import { sendResult } from './respond.ts';
 import { routeController } from './route.ts';
@@ -21,12 +23,14 @@ export interface HostAppOptions {
   stats: WorkerStats;
   /** max_execution_time; absent when unlimited. */
   limit: ExecutionLimit | undefined;
+  /** post_max_size, upload_max_filesize, max_file_uploads. */
+  inputLimits: InputLimits;
   poolStatus: (full: boolean) => Promise<PoolStatus>;
   /** Called after each controller request ends (the worker counts them for --max-requests). */
   onRequestEnd: () => void;
 }
 
-export function createHostApp({ registry, log, stats, limit, poolStatus, onRequestEnd }: HostAppOptions): FastifyInstance {
+export function createHostApp({ registry, log, stats, limit, inputLimits, poolStatus, onRequestEnd }: HostAppOptions): FastifyInstance {
   const app = fastify({
     logger: false,
     // Longer than the proxy keeps an idle socket (IDLE_UPSTREAM_SOCKET_MS, proxy/forwarding.ts), so the host never
@@ -44,8 +48,17 @@ export function createHostApp({ registry, log, stats, limit, poolStatus, onReque
     routerOptions: { maxParamLength: 2048 },
   });
 
-  /** Ends the request with no response at all: the connection closes before any header. */
-  function endWithoutHeaders(request: FastifyRequest, reply: FastifyReply): void {
+  /** Ends the request as an application that wrote `fatal` to stderr and no header. */
+  function endWithoutHeaders(reply: FastifyReply, fatal: string): FastifyReply {
+    return reply
+      .code(500)
+      .header(ENDED_WITHOUT_HEADERS_FIELD, '1')
+      .header(HOST_STDERR_FIELD, encodeStderr(`PHP Fatal error:  ${fatal}`))
+      .send('');
+  }
+
+  /** Ends the request with no response at all: the connection closes (a controller that overran its limit). */
+  function cutConnection(request: FastifyRequest, reply: FastifyReply): void {
     if (!reply.sent) reply.hijack();
     request.raw.socket.destroy();
   }
@@ -58,6 +71,10 @@ export function createHostApp({ registry, log, stats, limit, poolStatus, onReque
     else reply.code(500).type('text/html; charset=UTF-8').send('');
   });
 
+  // Bodies are the controller's, read as PHP reads them (requestInput.ts), never refused by type here.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', (_request, _payload, done) => done(null));
+
   app.get('/ping', async (_request, reply) => reply.type('text/plain').send('pong'));
   app.get('/status', async (request) => poolStatus(Object.hasOwn(request.query as object, 'full')));
 
@@ -67,9 +84,13 @@ export function createHostApp({ registry, log, stats, limit, poolStatus, onReque
     // left (the proxy closes its upstream request then), so the controller's signal fires. It is in
     // place before the first await, so a close during the controller's load is not missed.
     const aborter = new AbortController();
+    let ended = false;
+    let discardUploads: (() => Promise<void>) | undefined;
     reply.raw.once('close', () => {
+      ended = true;
       stats.end(startedAt, request.method, request.url);
       if (!reply.raw.writableFinished) aborter.abort(new Error('client closed the request'));
+      discardUploads?.().catch((err: Error) => log.error(`Could not delete the uploads of ${request.url}: ${err.message}`, request.id));
       onRequestEnd();
     });
     if (request.raw.socket.destroyed) aborter.abort(new Error('client closed the request'));
@@ -77,11 +98,9 @@ export function createHostApp({ registry, log, stats, limit, poolStatus, onReque
     const route = routeController(request.url);
     const where = `in ${request.method} ${request.url}`;
     if (route.kind === 'invalid') {
-      log.error(
-        `Failed opening controller script ${registry.dir}/${JSON.stringify(route.name)}: Invalid controller name (allowed: ^[A-Za-z_][A-Za-z0-9_]*$) ${where}`,
-        request.id,
-      );
-      return endWithoutHeaders(request, reply);
+      const message = `Failed opening controller script ${registry.dir}/${JSON.stringify(route.name)}: Invalid controller name (allowed: ^[A-Za-z_][A-Za-z0-9_]*$) ${where}`;
+      log.error(message, request.id);
+      return endWithoutHeaders(reply, message);
     }
 
     const counters = stats.controller(route.name);
@@ -91,9 +110,12 @@ export function createHostApp({ registry, log, stats, limit, poolStatus, onReque
       controller = await registry.acquire(route.name);
     } catch (err) {
       counters.loadFailures += 1;
-      if (err instanceof ControllerMissingError || err instanceof ControllerLoadError) log.error(`${err.message} ${where}`, request.id);
-      else log.error(`Failed opening controller script for ${route.name}: ${(err as Error).stack ?? String(err)} ${where}`, request.id);
-      return endWithoutHeaders(request, reply);
+      const message =
+        err instanceof ControllerMissingError || err instanceof ControllerLoadError
+          ? `${err.message} ${where}`
+          : `Failed opening controller script for ${route.name}: ${(err as Error).stack ?? String(err)} ${where}`;
+      log.error(message, request.id);
+      return endWithoutHeaders(reply, message);
     }
 
     // Everything after acquire() is inside the try, so the version is always released.
@@ -101,9 +123,18 @@ export function createHostApp({ registry, log, stats, limit, poolStatus, onReque
     let tracked: Tracked | undefined;
     try {
       const { query, warnings } = parsePhpQuery(route.rawQuery);
-      for (const warning of warnings) log.warn(`${warning} ${where}`, request.id);
+      const cookies = parsePhpCookies(request.headers.cookie);
+      // As PHP, the body is read before the script runs and its time is not max_execution_time's.
+      const input = await readRequestInput(request.raw, inputLimits);
+      if (ended) await input.discard();
+      else discardUploads = input.discard;
+      for (const warning of [...warnings, ...cookies.warnings, ...input.warnings]) log.warn(`${warning} ${where}`, request.id);
       const context: ControllerContext = {
         query,
+        post: input.post,
+        files: input.files,
+        cookies: cookies.query,
+        body: input.body,
         rawQuery: route.rawQuery,
         method: request.method,
         path: route.path,
@@ -122,7 +153,7 @@ export function createHostApp({ registry, log, stats, limit, poolStatus, onReque
           onOverrun: () => {
             overran = true;
             aborter.abort(new Error('max_execution_time exceeded'));
-            endWithoutHeaders(request, reply);
+            cutConnection(request, reply);
           },
         };
         limit.track(tracked);
@@ -135,8 +166,14 @@ export function createHostApp({ registry, log, stats, limit, poolStatus, onReque
       counters.errors += 1;
       // The client gets a bare 500, as PHP sends after an uncaught exception; the stack stays here.
       const detail = err instanceof Error ? controller.mapStack(err.stack ?? err.message) : String(err);
-      log.error(`Uncaught exception in controller ${controller.file} (version ${controller.version}) ${where}: ${detail}`, request.id);
-      return reply.code(500).type('text/html; charset=UTF-8').send('');
+      const message = `Uncaught exception in controller ${controller.file} (version ${controller.version}) ${where}: ${detail}`;
+      log.error(message, request.id);
+      // PHP's fatal error line reaches error.log through the proxy; the stack stays in host.log.
+      return reply
+        .code(500)
+        .type('text/html; charset=UTF-8')
+        .header(HOST_STDERR_FIELD, encodeStderr(`PHP Fatal error:  ${message.split('\n', 1)[0]}`))
+        .send('');
     } finally {
       if (tracked) limit?.release(tracked);
       registry.release(controller);

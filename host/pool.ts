@@ -16,6 +16,7 @@ import type { HostConfig } from '../common/settings.ts';
 import { onShutdownSignal } from '../common/shutdown.ts';
 import { openHostLog } from './hostLog.ts';
 import { WATCHDOG_LOG_FD, type PoolSays, type WireHostEntry, type WorkerSays } from './poolMessages.ts';
+import { removeUploadsOf } from './uploadDir.ts';
 import { addDeparted, departedNone, summarize, type WorkerSnapshot } from './stats.ts';
 
 const SNAPSHOT_TIMEOUT_MS = 1_000;
@@ -113,6 +114,10 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
     listenTo(worker);
     worker.once('exit', (code, signal) => {
       live.delete(worker);
+      // A worker killed mid-request could not delete that request's uploads.
+      const pid = worker.process.pid;
+      if (pid !== undefined)
+        removeUploadsOf(pid).catch((err: Error) => log.error(`Could not delete the uploads of worker ${pid}: ${err.message}`));
       const wasRetiring = retiring.delete(worker);
       if (stopping || wasRetiring || (recycling && !listening)) return;
       const now = Date.now();

@@ -1,4 +1,5 @@
-// PHP's $_GET, as php_default_treat_data() and php_register_variable_ex() build it (main/php_variables.c):
+// PHP's $_GET, $_POST (urlencoded), $_COOKIE and the shape of $_FILES, as php_default_treat_data(),
+// add_post_vars() and php_register_variable_ex() build them (main/php_variables.c). For the query:
 // `&`-separated, empty pieces skipped, a name without `=` gets '', the last duplicate wins, leading spaces
 // dropped, ` ` and `.` in the base name become `_`, `a[]=` appends (so does `a[ ]=`), `a[k]=` nests
 // (past 64 levels the whole variable is dropped), an unclosed `[` becomes `_` with ` `, `.` and `[` after
@@ -14,9 +15,12 @@ export interface ParsedQuery {
   warnings: string[];
 }
 
+/** A leaf of a PHP array: strings from the request, numbers in $_FILES (error, size). */
+type Leaf = string | number;
+
 /** An ordered PHP array: string keys, integer-like keys normalised, and PHP's next free index. */
 class PhpArray {
-  readonly entries = new Map<string, PhpArray | string>();
+  readonly entries = new Map<string, PhpArray | Leaf>();
   private nextIndex = 0;
 
   private static key(raw: string): string {
@@ -33,7 +37,7 @@ class PhpArray {
     if (Number.isSafeInteger(n) && String(n) === key && n >= this.nextIndex) this.nextIndex = n + 1;
   }
 
-  append(value: PhpArray | string): void {
+  append(value: PhpArray | Leaf): void {
     const key = String(this.nextIndex);
     this.entries.set(key, value);
     this.nextIndex += 1;
@@ -43,7 +47,11 @@ class PhpArray {
     this.entries.delete(PhpArray.key(rawKey));
   }
 
-  set(rawKey: string, value: PhpArray | string): void {
+  has(rawKey: string): boolean {
+    return this.entries.has(PhpArray.key(rawKey));
+  }
+
+  set(rawKey: string, value: PhpArray | Leaf): void {
     const key = PhpArray.key(rawKey);
     this.entries.set(key, value);
     this.noteKey(key);
@@ -64,7 +72,7 @@ class PhpArray {
   }
 
   /** A list when the keys are exactly 0..n-1 in order (PHP's array_is_list), otherwise an object. */
-  toValue(): QueryValue {
+  toValue<T = QueryValue>(): T {
     let i = 0;
     let isList = true;
     for (const key of this.entries.keys()) {
@@ -73,14 +81,14 @@ class PhpArray {
         break;
       }
     }
-    if (isList) return [...this.entries.values()].map((v) => (typeof v === 'string' ? v : v.toValue()));
-    return this.toObject();
+    if (isList) return [...this.entries.values()].map((v) => (v instanceof PhpArray ? v.toValue() : v)) as T;
+    return this.toObject() as T;
   }
 
-  toObject(): Record<string, QueryValue> {
+  toObject<T = QueryValue>(): Record<string, T> {
     // A null prototype: `__proto__` or `constructor` in a query are plain keys, never prototype writes.
-    const out = Object.create(null) as Record<string, QueryValue>;
-    for (const [key, value] of this.entries) out[key] = typeof value === 'string' ? value : value.toValue();
+    const out = Object.create(null) as Record<string, T>;
+    for (const [key, value] of this.entries) out[key] = (value instanceof PhpArray ? value.toValue() : value) as T;
     return out;
   }
 }
@@ -101,8 +109,11 @@ export function phpUrlDecode(raw: string): string {
   return Buffer.from(bytes).toString('utf8');
 }
 
-/** php_register_variable_ex(): stores one decoded name/value pair into `target`. */
-function register(target: PhpArray, decodedName: string, value: string): void {
+/**
+ * php_register_variable_ex(): stores one decoded name/value pair into `target`. `firstWins`: $_COOKIE
+ * keeps the first of two plain top-level names (the more specific path comes first, RFC 2965).
+ */
+function register(target: PhpArray, decodedName: string, value: Leaf, firstWins = false): void {
   // A C string ends at NUL; leading spaces are ignored.
   const name = decodedName.split('\0', 1)[0].replace(/^ +/, '');
   let bracket = -1;
@@ -117,7 +128,7 @@ function register(target: PhpArray, decodedName: string, value: string): void {
   }
   if (base === '') return;
   if (bracket === -1) {
-    target.set(base, value);
+    if (!(firstWins && target.has(base))) target.set(base, value);
     return;
   }
 
@@ -150,6 +161,9 @@ function register(target: PhpArray, decodedName: string, value: string): void {
   else container.set(key, value);
 }
 
+const inputVarsWarning = (max: number) =>
+  `PHP Warning:  Unknown: Input variables exceeded ${max}. To increase the limit change max_input_vars in php.ini.`;
+
 /** Parses a raw query string (without `?`) into PHP's $_GET. Never throws. */
 export function parsePhpQuery(raw: string, maxInputVars = MAX_INPUT_VARS): ParsedQuery {
   const root = new PhpArray();
@@ -158,9 +172,7 @@ export function parsePhpQuery(raw: string, maxInputVars = MAX_INPUT_VARS): Parse
   for (const piece of raw.split('&')) {
     if (piece === '') continue;
     if (++count > maxInputVars) {
-      warnings.push(
-        `PHP Warning:  Unknown: Input variables exceeded ${maxInputVars}. To increase the limit change max_input_vars in php.ini.`,
-      );
+      warnings.push(inputVarsWarning(maxInputVars));
       break;
     }
     const eq = piece.indexOf('=');
@@ -169,4 +181,64 @@ export function parsePhpQuery(raw: string, maxInputVars = MAX_INPUT_VARS): Parse
     register(root, name, value);
   }
   return { query: root.toObject(), warnings };
+}
+
+/**
+ * An application/x-www-form-urlencoded body into PHP's $_POST: the query's rules, except that
+ * add_post_vars() counts a variable after storing it, so max_input_vars + 1 of them are kept.
+ */
+export function parsePhpForm(raw: string, maxInputVars = MAX_INPUT_VARS): ParsedQuery {
+  const root = new PhpArray();
+  const warnings: string[] = [];
+  let count = 0;
+  for (const piece of raw.split('&')) {
+    if (piece === '') continue;
+    const eq = piece.indexOf('=');
+    register(root, phpUrlDecode(eq === -1 ? piece : piece.slice(0, eq)), eq === -1 ? '' : phpUrlDecode(piece.slice(eq + 1)));
+    if (++count > maxInputVars) {
+      warnings.push(inputVarsWarning(maxInputVars));
+      break;
+    }
+  }
+  return { query: root.toObject(), warnings };
+}
+
+/** PHP's rawurldecode(): only %XX escapes; `+` stays. */
+function phpRawUrlDecode(raw: string): string {
+  return raw.includes('%') ? phpUrlDecode(raw.replace(/\+/g, '%2B')) : raw;
+}
+
+/**
+ * The Cookie header into PHP's $_COOKIE (PHP 8.2): `;`-separated, leading spaces dropped, names taken as
+ * written (not decoded since CVE-2022-31629), values raw-url-decoded, the first of a duplicate name kept.
+ */
+export function parsePhpCookies(header: string | undefined, maxInputVars = MAX_INPUT_VARS): ParsedQuery {
+  const root = new PhpArray();
+  const warnings: string[] = [];
+  if (!header) return { query: root.toObject(), warnings };
+  let count = 0;
+  for (const piece of header.split(';')) {
+    const cookie = piece.replace(/^[ \t\n\v\f\r]+/, '');
+    const eq = cookie.indexOf('=');
+    if (cookie === '' || eq === 0) continue;
+    if (++count > maxInputVars) {
+      warnings.push(inputVarsWarning(maxInputVars));
+      break;
+    }
+    register(root, eq === -1 ? cookie : cookie.slice(0, eq), eq === -1 ? '' : phpRawUrlDecode(cookie.slice(eq + 1)), true);
+  }
+  return { query: root.toObject(), warnings };
+}
+
+/** Variables registered one by one under PHP's name rules, e.g. $_POST from multipart fields and $_FILES. */
+export class PhpVariables {
+  private readonly root = new PhpArray();
+
+  register(name: string, value: Leaf): void {
+    register(this.root, name, value);
+  }
+
+  toObject<T = QueryValue>(): Record<string, T> {
+    return this.root.toObject<T>();
+  }
 }

@@ -2,12 +2,14 @@
 // text/html (PHP's echo), anything else as JSON.
 import { Readable } from 'node:stream';
 import type { FastifyReply } from 'fastify';
+import { ENDED_WITHOUT_HEADERS_FIELD, HOST_STDERR_FIELD } from '../common/protocol.ts';
 
 export function sendResult(reply: FastifyReply, result: unknown): FastifyReply {
   if (result instanceof Response) {
     reply.code(result.status);
     result.headers.forEach((value, key) => {
-      reply.header(key, value);
+      // The host's own signals to the proxy are never a controller's to send.
+      if (key !== HOST_STDERR_FIELD && key !== ENDED_WITHOUT_HEADERS_FIELD) reply.header(key, value);
     });
     return reply.send(result.body ? Readable.fromWeb(result.body) : '');
   }

@@ -66,6 +66,7 @@ export async function runWorker(config: HostConfig, pool: IpcChannel<WorkerSays,
     log,
     stats,
     limit,
+    inputLimits: { postMaxSize: config.postMaxSize, uploadMaxFilesize: config.uploadMaxFilesize, maxFileUploads: config.maxFileUploads },
     poolStatus,
     onRequestEnd: () => {
       if (config.maxRequests > 0 && stats.requests >= config.maxRequests) askToRetire(`max_requests ${config.maxRequests} reached`);

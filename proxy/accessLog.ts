@@ -28,6 +28,11 @@ export interface AccessLog {
    * body it no longer sends without closing the client's connection).
    */
   record(req: IncomingMessage, res: ServerResponse, url: string, arrivedAt: number, remoteAddress: string | undefined): void;
+  /**
+   * The line for a request Node's parser refused (it never became a request): its first line as it
+   * came, the status and the bytes of the page that answered it.
+   */
+  recordRefused(remoteAddress: string | undefined, requestLine: string, status: number, bytes: number): void;
   /** Opens the file again by name (SIGHUP) with these settings; false if it could not be opened. */
   reopen(settings: LogSettings): boolean;
   drain(): Promise<void>;
@@ -53,6 +58,22 @@ export function openAccessLog(dir: string, settings: LogSettings): AccessLog {
           referer: req.headers.referer,
           userAgent: req.headers['user-agent'],
           requestId: typeof requestId === 'string' ? requestId : undefined,
+        }),
+      );
+    },
+    recordRefused(remoteAddress, requestLine, status, bytes) {
+      log.write(
+        format({
+          remoteAddress: clientAddress(remoteAddress),
+          time: new Date(),
+          method: '-',
+          url: '-',
+          httpVersion: '-',
+          status,
+          bytes,
+          referer: undefined,
+          userAgent: undefined,
+          requestLine,
         }),
       );
     },

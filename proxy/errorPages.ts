@@ -8,6 +8,7 @@ const explanations: Record<number, string> = {
   403: "<p>You don't have permission to access this resource.</p>",
   404: '<p>The requested URL was not found on this server.</p>',
   405: '<p>The requested method is not allowed for this URL.</p>',
+  413: '<p>The requested resource does not allow request data with the requested method, or the amount of data provided in\nthe request exceeds the capacity limit.<br />\n</p>',
   414: "<p>The requested URL's length exceeds the capacity\nlimit for this server.<br />\n</p>",
   500:
     '<p>The server encountered an internal error or\nmisconfiguration and was unable to complete\nyour request.</p>\n' +
@@ -18,13 +19,18 @@ const explanations: Record<number, string> = {
   504: '<p>The gateway did not receive a timely response\nfrom the upstream server or application.</p>',
 };
 
+/** Where Apache's reason phrase (http_protocol.c status_lines) differs from Node's. */
+const APACHE_REASONS: Record<number, string> = { 413: 'Request Entity Too Large' };
+
+export const reasonOf = (status: number): string => APACHE_REASONS[status] ?? STATUS_CODES[status] ?? 'Error';
+
 const pages = new Map<number, Buffer>();
 
 /** The page for `status`, built once. */
 export function errorPage(status: number): Buffer {
   let page = pages.get(status);
   if (!page) {
-    const reason = STATUS_CODES[status] ?? 'Error';
+    const reason = reasonOf(status);
     page = Buffer.from(
       '<!DOCTYPE HTML PUBLIC "-//IETF//DTD HTML 2.0//EN">\n<html><head>\n' +
         `<title>${status} ${reason}</title>\n</head><body>\n<h1>${reason}</h1>\n` +
@@ -42,7 +48,7 @@ export function sendErrorPage(res: ServerResponse, status: number, headers: Reco
     return;
   }
   const page = errorPage(status);
-  res.writeHead(status, {
+  res.writeHead(status, reasonOf(status), {
     ...headers,
     'Content-Type': 'text/html; charset=iso-8859-1',
     'Content-Length': String(page.length),

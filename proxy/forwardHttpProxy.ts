@@ -4,12 +4,16 @@
 // a finished GET never emits), hop-by-hop response fields removed, and a client not left hanging when
 // the host dies mid-body.
 import { Agent, type ClientRequest, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Readable } from 'node:stream';
 import httpProxy from 'http-proxy';
 import { countBodyBytes } from './accessLog.ts';
 import type { Upstream } from '../common/settingParsers.ts';
 import {
+  afterBody,
   failures,
   forwardedHeaders,
+  hasBody,
+  limitedBody,
   IDLE_UPSTREAM_SOCKET_MS,
   isConnectError,
   mayRetry,
@@ -19,12 +23,15 @@ import {
 } from './forwarding.ts';
 import type { UpstreamState } from './upstreams.ts';
 
+/** How the failure line reads when the host says it ended without headers: as when it closed the connection. */
+const HUNG_UP = Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
+
 function targetOf(upstream: Upstream) {
   return upstream.kind === 'unix' ? { socketPath: upstream.path } : { host: upstream.host, port: upstream.port, protocol: 'http:' };
 }
 
 export function createHttpProxyForwarder(options: ForwarderOptions): Forward {
-  const { upstreams, upstreamTimeoutMs } = options;
+  const { upstreams, upstreamTimeoutMs, limitRequestBody } = options;
   const fail = failures(options);
   // `timeout` is what makes the agent drop idle sockets; Node sets it on busy sockets too, where it only
   // emits 'timeout', which nothing here listens to (the response deadline is our own timer below).
@@ -35,6 +42,8 @@ export function createHttpProxyForwarder(options: ForwarderOptions): Forward {
   const answered = new WeakSet<IncomingMessage>();
   const upstreamRequests = new WeakMap<IncomingMessage, ClientRequest>();
   const deadlines = new WeakMap<IncomingMessage, NodeJS.Timeout>();
+  /** The body as counted against LimitRequestBody, which http-proxy sends instead of `req` (its `buffer` option). */
+  const bodies = new WeakMap<IncomingMessage, Readable>();
   const pathOf = (req: IncomingMessage) => (req.url ?? '').split('?', 1)[0];
   // req.headers is what forwardedHeaders() made, so the id there is this proxy's.
   const idOf = (req: IncomingMessage) => String(req.headers['x-request-id']);
@@ -52,6 +61,14 @@ export function createHttpProxyForwarder(options: ForwarderOptions): Forward {
     if (upstream) upstreams.reached(upstream);
     if (answered.has(req)) {
       proxyRes.destroy();
+      return;
+    }
+    if (fail.hostSignals(proxyRes.headers, req, res, idOf(req))) {
+      // Answered here, so http-proxy neither writes the head nor pipes; the (empty) body is drained so the
+      // connection serves the next request.
+      answered.add(req);
+      fail.failed(HUNG_UP, req, res, pathOf(req), idOf(req), upstream!);
+      proxyRes.resume();
       return;
     }
     proxyRes.headers = responseHeaders(proxyRes.headers);
@@ -74,7 +91,9 @@ export function createHttpProxyForwarder(options: ForwarderOptions): Forward {
     sentTo.set(req, upstream);
     upstream.requests += 1;
     try {
-      proxy.web(req, res, { target: targetOf(upstream.upstream) }, (err) => onProxyError(err, req, res, retryable));
+      proxy.web(req, res, { target: targetOf(upstream.upstream), buffer: bodies.get(req) }, (err) =>
+        onProxyError(err, req, res, retryable),
+      );
     } catch (err) {
       // http.request throws synchronously on headers Node refuses to send.
       onProxyError(err as NodeJS.ErrnoException, req, res, false);
@@ -102,22 +121,36 @@ export function createHttpProxyForwarder(options: ForwarderOptions): Forward {
   }
 
   return function forward(req, res, url, requestId) {
-    const hasBody = req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] ?? '0') !== '0';
+    const withBody = hasBody(req);
+    if (withBody) {
+      bodies.set(
+        req,
+        limitedBody(req, res, limitRequestBody, (received) => {
+          answered.add(req);
+          clearTimeout(deadlines.get(req));
+          upstreamRequests.get(req)?.destroy();
+          fail.tooLarge(req, res, received, requestId);
+        }),
+      );
+    }
     // http-proxy copies req.headers; the access log reads only Referer and User-Agent from it later.
     req.headers = forwardedHeaders(req, requestId);
     req.url = url;
     if (upstreamTimeoutMs > 0) {
-      deadlines.set(
-        req,
-        setTimeout(() => {
-          answered.add(req);
-          fail.timedOut(req, res, pathOf(req), idOf(req));
-          upstreamRequests.get(req)?.destroy();
-        }, upstreamTimeoutMs),
-      );
+      afterBody(req, () => {
+        if (answered.has(req) || res.writableEnded) return;
+        deadlines.set(
+          req,
+          setTimeout(() => {
+            answered.add(req);
+            fail.timedOut(req, res, pathOf(req), idOf(req));
+            upstreamRequests.get(req)?.destroy();
+          }, upstreamTimeoutMs),
+        );
+      });
       // A client that leaves needs no deadline.
       res.once('close', () => clearTimeout(deadlines.get(req)));
     }
-    send(req, res, upstreams.pick()!, mayRetry(req, hasBody));
+    send(req, res, upstreams.pick()!, mayRetry(req, withBody));
   };
 }

@@ -2,13 +2,15 @@
 // straight from the host's socket to the client's response, with no stream or promise per request
 // (Node's http.request client, under http-proxy, is the slow part of forwarding: see the bench).
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { PassThrough } from 'node:stream';
 import { Pool, type Dispatcher } from 'undici';
 import { formatUpstream, type Upstream } from '../common/settingParsers.ts';
 import { countBodyBytes } from './accessLog.ts';
 import {
+  afterBody,
   failures,
   forwardedHeaders,
+  hasBody,
+  limitedBody,
   IDLE_UPSTREAM_SOCKET_MS,
   isConnectError,
   mayRetry,
@@ -24,11 +26,14 @@ const ENGINE_FRAMED = ['transfer-encoding', 'expect'] as const;
 /** Node frames the client's response itself. */
 const NODE_FRAMED = ['transfer-encoding'] as const;
 
+/** How the failure line reads when the host says it ended without headers: as when it closed the connection. */
+const HUNG_UP = Object.assign(new Error('other side closed'), { code: 'ECONNRESET' });
+
 /** One forwarded request: the host's answer is written to `res` as it arrives. */
 class ForwardHandler implements Dispatcher.DispatchHandler {
   private controller: Dispatcher.DispatchController | undefined;
   /** Answered by the proxy itself (504) or nobody left to answer: the host's answer is dropped. */
-  private settled = false;
+  settled = false;
   private countBytes = false;
   /** Upstreams that could not be reached for this request. */
   private tried: Set<UpstreamState> | undefined;
@@ -83,11 +88,17 @@ class ForwardHandler implements Dispatcher.DispatchHandler {
     if (this.settled) return controller.abort(new Error('answered already'));
     clearTimeout(this.deadline);
     this.engine.upstreams.reached(this.upstream);
+    if (this.engine.fail.hostSignals(headers, this.req, this.res, this.requestId)) {
+      // Its (empty) body is read and dropped below, so the connection stays for the next request.
+      this.settled = true;
+      return this.engine.fail.failed(HUNG_UP, this.req, this.res, this.path, this.requestId, this.upstream);
+    }
     this.countBytes = headers['content-length'] === undefined;
     this.res.writeHead(statusCode, responseHeaders(headers, NODE_FRAMED));
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.settled) return;
     if (this.countBytes) countBodyBytes(this.res, chunk.length);
     if (!this.res.write(chunk)) {
       controller.pause();
@@ -96,7 +107,7 @@ class ForwardHandler implements Dispatcher.DispatchHandler {
   }
 
   onResponseEnd(): void {
-    this.res.end();
+    if (!this.settled) this.res.end();
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, cause: Error & { code?: string }): void {
@@ -132,7 +143,7 @@ function originOf(upstream: Upstream): string {
 }
 
 export function createUndiciForwarder(options: ForwarderOptions): Forward {
-  const { upstreams, upstreamTimeoutMs } = options;
+  const { upstreams, upstreamTimeoutMs, limitRequestBody } = options;
   const pools = new Map(
     upstreams.all.map((state) => [
       state,
@@ -150,17 +161,26 @@ export function createUndiciForwarder(options: ForwarderOptions): Forward {
   const engine: Engine = { upstreams, fail: failures(options), poolFor: (upstream) => pools.get(upstream)! };
 
   return function forward(req, res, url, requestId) {
-    const hasBody = req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] ?? '0') !== '0';
+    const withBody = hasBody(req);
     const headers = forwardedHeaders(req, requestId, ENGINE_FRAMED);
     // undici destroys a body stream it could not send, and destroying `req` would reset the client's
     // connection instead of answering 503: it gets a stream of its own.
-    const body = hasBody ? req.pipe(new PassThrough()) : null;
+    const body = withBody
+      ? limitedBody(req, res, limitRequestBody, (received) => {
+          handler.abandon('request body over LimitRequestBody');
+          engine.fail.tooLarge(req, res, received, requestId);
+        })
+      : null;
     const dispatch: Dispatcher.DispatchOptions = { path: url, method: req.method as Dispatcher.HttpMethod, headers, body };
-    const handler = new ForwardHandler(req, res, url.split('?', 1)[0], requestId, engine, dispatch, mayRetry(req, hasBody));
+    const handler = new ForwardHandler(req, res, url.split('?', 1)[0], requestId, engine, dispatch, mayRetry(req, withBody));
     res.once('close', () => {
       if (!res.writableFinished) handler.abandon('client closed the request');
     });
-    if (upstreamTimeoutMs > 0) handler.deadline = setTimeout(() => handler.timeout(), upstreamTimeoutMs);
+    if (upstreamTimeoutMs > 0) {
+      afterBody(req, () => {
+        if (!handler.settled) handler.deadline = setTimeout(() => handler.timeout(), upstreamTimeoutMs);
+      });
+    }
     handler.send(upstreams.pick()!);
   };
 }

@@ -2,7 +2,8 @@
 // header hygiene in both directions, and the answers and error-log lines for each way forwarding fails
 // (docs/design.md §3). The engines (forwardHttpProxy.ts, forwardUndici.ts) only move bytes.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { CONTROLLER_PREFIX } from '../common/protocol.ts';
+import { PassThrough, type Readable } from 'node:stream';
+import { CONTROLLER_PREFIX, decodeStderr, ENDED_WITHOUT_HEADERS_FIELD, HOST_STDERR_FIELD } from '../common/protocol.ts';
 import { sendErrorPage } from './errorPages.ts';
 import { clientAddress, clientOf, type ClientSocket, type ErrorLog } from './errorLog.ts';
 import type { Upstreams, UpstreamState } from './upstreams.ts';
@@ -12,8 +13,50 @@ export type Forward = (req: IncomingMessage, res: ServerResponse, url: string, r
 export interface ForwarderOptions {
   upstreams: Upstreams;
   errorLog: ErrorLog;
-  /** No response headers within this many ms: 504. 0 = wait as long as it takes. */
+  /** No response headers within this many ms of the request's end: 504. 0 = wait as long as it takes. */
   upstreamTimeoutMs: number;
+  /** LimitRequestBody: a longer body is cut and answered 413. 0 = none. */
+  limitRequestBody: number;
+}
+
+/** Whether the request has a body to forward. */
+export function hasBody(req: IncomingMessage): boolean {
+  return req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] ?? '0') !== '0';
+}
+
+/**
+ * The request body as it goes to the host, counted against LimitRequestBody (a declared length past it
+ * was refused before forwarding: server.ts). Past the limit it stops and `tooLarge` is called once. A body
+ * still arriving when the answer has gone (a controller that ignored it) is read and dropped, as Node does
+ * for a body nobody read, and as Apache and nginx discard one: the client is not left stalled until its
+ * connection times out. The count goes on meanwhile.
+ */
+export function limitedBody(req: IncomingMessage, res: ServerResponse, limit: number, tooLarge: (received: number) => void): Readable {
+  let received = 0;
+  const body = new PassThrough();
+  req.on('data', function count(chunk: Buffer) {
+    received += chunk.length;
+    if (limit > 0 && received > limit) {
+      req.off('data', count);
+      req.unpipe(body);
+      tooLarge(received);
+    }
+  });
+  res.once('finish', () => {
+    if (req.complete) return;
+    req.unpipe(body);
+    req.resume();
+  });
+  return req.pipe(body);
+}
+
+/**
+ * Starts the wait for the host's answer once the client's whole body has arrived: an upload's time is
+ * not the controller's (as PHP's max_execution_time does not count it).
+ */
+export function afterBody(req: IncomingMessage, start: () => void): void {
+  if (req.complete || !hasBody(req)) start();
+  else req.once('end', start);
 }
 
 /**
@@ -25,7 +68,8 @@ export const IDLE_UPSTREAM_SOCKET_MS = 10_000;
 /** RFC 9110 §7.6.1: connection-specific fields are never forwarded, in either direction. */
 const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'te', 'upgrade', 'trailer'] as const;
 
-const HOP_BY_HOP_FIELDS = new Set<string>(HOP_BY_HOP);
+/** Hop-by-hop fields, and the host's signals to this proxy (common/protocol.ts): never passed to a client. */
+const NOT_PASSED_ON = new Set<string>([...HOP_BY_HOP, HOST_STDERR_FIELD, ENDED_WITHOUT_HEADERS_FIELD]);
 
 const NEVER_FORWARDED = new Set<string>([...HOP_BY_HOP, 'forwarded', 'x-request-id']);
 
@@ -75,7 +119,7 @@ export function responseHeaders(headers: Headers, engineFramed: readonly string[
   const nominated = nominatedBy(headers.connection);
   const out: Headers = {};
   for (const name in headers) {
-    if (HOP_BY_HOP_FIELDS.has(name) || engineFramed.includes(name) || nominated.includes(name)) continue;
+    if (NOT_PASSED_ON.has(name) || engineFramed.includes(name) || nominated.includes(name)) continue;
     out[name] = headers[name];
   }
   return out;
@@ -136,6 +180,14 @@ export interface Failures {
     requestId: string,
     upstream: UpstreamState,
   ): void;
+  /**
+   * The host's answer head, read for its signals (common/protocol.ts): its stderr lines go to error.log;
+   * true when it says the application ended without headers, which the engine then answers with `failed`,
+   * as if the connection had closed.
+   */
+  hostSignals(headers: Headers, req: IncomingMessage, res: ServerResponse, requestId: string): boolean;
+  /** The body passed LimitRequestBody while it streamed: 413, and the connection closed. */
+  tooLarge(req: IncomingMessage, res: ServerResponse, received: number, requestId: string): void;
   /** The host's answer broke off after its headers: the client can only be cut; logged once. */
   cutShort(
     err: NodeJS.ErrnoException,
@@ -147,7 +199,7 @@ export interface Failures {
   ): void;
 }
 
-export function failures({ errorLog, upstreamTimeoutMs }: ForwarderOptions): Failures {
+export function failures({ errorLog, upstreamTimeoutMs, limitRequestBody }: ForwarderOptions): Failures {
   const logConnectFailure = (err: NodeJS.ErrnoException, client: ClientSocket, path: string, requestId: string, upstream: UpstreamState) =>
     errorLog.write({
       module: 'proxy',
@@ -169,6 +221,32 @@ export function failures({ errorLog, upstreamTimeoutMs }: ForwarderOptions): Fai
         requestId,
       });
       sendErrorPage(res, 504);
+    },
+    hostSignals(headers, req, res, requestId) {
+      for (const line of decodeStderr(headers[HOST_STDERR_FIELD])) {
+        errorLog.write({
+          module: 'fcgid',
+          level: 'warn',
+          client: clientOf(req.socket ?? res.socket ?? {}),
+          message: `mod_fcgid: stderr: ${line}`,
+          requestId,
+        });
+      }
+      return headers[ENDED_WITHOUT_HEADERS_FIELD] !== undefined;
+    },
+    tooLarge(req, res, received, requestId) {
+      errorLog.write({
+        module: 'http',
+        level: 'info',
+        client: clientOf(req.socket ?? res.socket ?? {}),
+        message: `AH01591: Read content length of ${received} is larger than the configured limit of ${limitRequestBody}`,
+        requestId,
+      });
+      // The rest of the body is not read: without keep-alive, Node closes the connection after the page
+      // (or now, if the host's answer already went).
+      if (res.writableEnded) return void req.socket?.destroy();
+      res.shouldKeepAlive = false;
+      sendErrorPage(res, 413);
     },
     connectFailed: (err, req, path, requestId, upstream) => logConnectFailure(err, req.socket ?? {}, path, requestId, upstream),
     failed(err, req, res, path, requestId, upstream) {

@@ -1,11 +1,11 @@
 // The web-server role: every request gets an id and an access-log line, then is either forwarded to
 // the host (/External/…) or answered from www/public.
-import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { BlockList, Socket } from 'node:net';
 import { join } from 'node:path';
 import type { Forwarder, ProxyConfig } from '../common/settings.ts';
 import type { AccessLog } from './accessLog.ts';
-import { errorPage, sendErrorPage } from './errorPages.ts';
+import { errorPage, reasonOf, sendErrorPage } from './errorPages.ts';
 import { clientOf, type ErrorLog } from './errorLog.ts';
 import { createHttpProxyForwarder } from './forwardHttpProxy.ts';
 import { createUndiciForwarder } from './forwardUndici.ts';
@@ -19,7 +19,7 @@ import type { Upstreams } from './upstreams.ts';
 /** The proxy's timeouts and limits against slow or hostile clients, as configured. */
 export type ClientLimits = Pick<
   ProxyConfig,
-  'headerTimeout' | 'requestTimeout' | 'keepAliveTimeout' | 'maxHeaderSize' | 'maxHeaderFields' | 'maxConnections'
+  'headerTimeout' | 'requestTimeout' | 'keepAliveTimeout' | 'maxHeaderSize' | 'maxHeaderFields' | 'maxConnections' | 'limitRequestBody'
 >;
 
 export interface ProxyOptions {
@@ -46,6 +46,16 @@ export interface ProxyServer {
    * after `graceMs`, so the access log has a line for each before it is drained.
    */
   stop: (graceMs: number) => Promise<void>;
+}
+
+/** Node's parser error: the bytes it had of the request it refused. */
+type ParserError = NodeJS.ErrnoException & { rawPacket?: Buffer };
+
+/** Apache's %r for a refused request: its first line as it came, at most LimitRequestLine (8190) bytes. */
+function requestLineOf(rawPacket: Buffer | undefined): string {
+  if (!rawPacket) return '';
+  const head = rawPacket.subarray(0, 8190).toString('latin1');
+  return head.split(/\r?\n/, 1)[0];
 }
 
 /** What llhttp lets through but this server refuses, before anything reads the body; the error.log message. */
@@ -117,7 +127,7 @@ export function createProxyServer({
   statusAllow,
   limits,
 }: ProxyOptions): ProxyServer {
-  const forward = ENGINES[forwarder]({ upstreams, errorLog, upstreamTimeoutMs });
+  const forward = ENGINES[forwarder]({ upstreams, errorLog, upstreamTimeoutMs, limitRequestBody: limits.limitRequestBody });
   const serveStatic = staticFiles(join(www, 'public'), errorLog, staticCache);
 
   const open = new Set<ServerResponse>();
@@ -177,6 +187,19 @@ export function createProxyServer({
         });
         res.shouldKeepAlive = false;
         return sendErrorPage(res, 400);
+      }
+      // LimitRequestBody, for a declared length; forwarding counts a chunked body as it passes (forwarding.ts).
+      const declared = req.headers['content-length'];
+      if (limits.limitRequestBody > 0 && declared !== undefined && Number(declared) > limits.limitRequestBody) {
+        errorLog.write({
+          module: 'http',
+          level: 'info',
+          client: clientOf(req.socket),
+          message: `AH01588: Requested content-length of ${declared} is larger than the configured limit of ${limits.limitRequestBody}`,
+          requestId,
+        });
+        res.shouldKeepAlive = false;
+        return sendErrorPage(res, 413);
       }
       const route = routeRequest(req.url ?? '');
       switch (route.kind) {
@@ -243,7 +266,8 @@ export function createProxyServer({
       return;
     }
     const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
-    answerAndClose(socket, status);
+    const bytes = answerAndClose(socket, status);
+    accessLog.recordRefused(socket.remoteAddress, requestLineOf((err as ParserError).rawPacket), status, bytes);
   });
 
   // CONNECT (RFC 9110 §9.3.6) asks for a tunnel; this is no forward proxy. Node would drop the connection
@@ -256,16 +280,21 @@ export function createProxyServer({
       message: `Method CONNECT not allowed for ${JSON.stringify(req.url)}`,
     });
     socket.on('error', () => {}); // the client may be gone already
-    answerAndClose(socket, 405, 'Allow: GET, HEAD\r\n');
+    const bytes = answerAndClose(socket, 405, 'Allow: GET, HEAD\r\n');
+    accessLog.recordRefused(socket.remoteAddress, `CONNECT ${req.url ?? ''} HTTP/${req.httpVersion}`, 405, bytes);
   });
 
-  /** Writes Apache's page for `status` straight to a socket Node's server no longer answers on, then closes it. */
-  function answerAndClose(socket: Socket, status: number, extraHeaders = ''): void {
+  /**
+   * Writes Apache's page for `status` straight to a socket Node's server no longer answers on, then closes
+   * it; returns the page's length (the access log's %b).
+   */
+  function answerAndClose(socket: Socket, status: number, extraHeaders = ''): number {
     const page = errorPage(status);
     const head =
-      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n${extraHeaders}` +
+      `HTTP/1.1 ${status} ${reasonOf(status)}\r\n${extraHeaders}` +
       `Content-Type: text/html; charset=iso-8859-1\r\nContent-Length: ${page.length}\r\nConnection: close\r\n\r\n`;
     socket.end(Buffer.concat([Buffer.from(head, 'latin1'), page]));
+    return page.length;
   }
 
   async function stop(graceMs: number): Promise<void> {

@@ -13,6 +13,7 @@ export const END = '<!-- settings:end -->';
 const GROUP_TITLES: Readonly<Record<SettingGroup, string>> = {
   service: 'The service',
   host: 'The host and its controllers',
+  input: "The controllers' request input (php.ini's names and defaults)",
   upstreams: 'Proxy and host on different machines',
   logs: 'Logs',
   limits: "The proxy's limits against slow or hostile clients (Apache's defaults)",

@@ -14,6 +14,7 @@ import {
   ROOT,
   spawnReady,
   startProcess,
+  startProxy,
   startStack,
   type Running,
   type Sandbox,
@@ -45,6 +46,9 @@ function samples(sandbox: Sandbox): Record<SettingKey, { value: string; shown: s
     workers: { value: '1', shown: '--workers 1' },
     maxRequests: { value: '1000', shown: '--max-requests 1000' },
     maxExecutionTime: { value: '11', shown: '--max-execution-time 11' },
+    postMaxSize: { value: '16m', shown: `--post-max-size ${16 * 1024 * 1024}` },
+    uploadMaxFilesize: { value: '3m', shown: `--upload-max-filesize ${3 * 1024 * 1024}` },
+    maxFileUploads: { value: '21', shown: '--max-file-uploads 21' },
     upstreamTimeout: { value: '12', shown: '--upstream-timeout 12' },
     shutdownTimeout: { value: '13', shown: '--shutdown-timeout 13' },
     forwarder: { value: 'http-proxy', shown: '--forwarder "http-proxy"' },
@@ -64,6 +68,7 @@ function samples(sandbox: Sandbox): Record<SettingKey, { value: string; shown: s
     keepAliveTimeout: { value: '6', shown: '--keep-alive-timeout 6' },
     maxHeaderSize: { value: '20000', shown: '--max-header-size 20000' },
     maxHeaderFields: { value: '101', shown: '--max-header-fields 101' },
+    limitRequestBody: { value: '2g', shown: `--limit-request-body ${2 * 1024 ** 3}` },
     maxConnections: { value: '1000', shown: '--max-connections 1000' },
   };
 }
@@ -210,20 +215,7 @@ describe('the extqs command', function () {
     it('makes extqs proxy on its own read its settings again: the log level applied, the rest named', async function () {
       const file = join(sandbox.dir, 'proxy.conf');
       writeFileSync(file, 'LOG_LEVEL=warn\nWORKERS=3\n');
-      running = await startProcess('proxy', [
-        '--port',
-        '0',
-        '--listen',
-        '127.0.0.1',
-        '--www',
-        sandbox.www,
-        '--logs',
-        sandbox.logs,
-        '--upstream',
-        `unix:${join(sandbox.dir, 'none.sock')}`,
-        '--config',
-        file,
-      ]);
+      running = await startProxy(sandbox, ['--upstream', `unix:${join(sandbox.dir, 'none.sock')}`, '--config', file]);
       writeFileSync(file, 'LOG_LEVEL=info\nWORKERS=4\nKEEP_ALIVE_TIMEOUT=2\n');
       running.child.kill('SIGHUP');
       const line = await eventually(

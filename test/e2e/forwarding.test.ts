@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import { get } from '../helpers/http.ts';
 import { FORWARDERS } from '../../common/settings.ts';
-import { callMarker, eventually, makeSandbox, readLog, startProcess, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
+import { callMarker, eventually, makeSandbox, readLog, startProxy, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
 
 /** Sends `raw` bytes (ending in `Connection: close`) and resolves with all the server sent until it closed. */
 function rawExchange(url: string, raw: string): Promise<string> {
@@ -243,7 +243,12 @@ for (const forwarder of FORWARDERS) {
       const reply = await get(stack.url, '/External/Latest?sn=1&no=');
       expect(reply.status).to.equal(500);
       expect(reply.body).to.contain('<title>500 Internal Server Error</title>');
-      const line = await errorLine(reply.headers['x-request-id'] as string);
+      const id = reply.headers['x-request-id'] as string;
+      const line = await eventually(
+        () => readLog(sandbox, 'error.log').find((l) => l.includes(id) && l.includes('[proxy:error]')),
+        3000,
+        'the End of script line',
+      );
       expect(line).to.contain('(ECONNRESET)');
       expect(line).to.contain('End of script output before headers: /External/Latest');
     });
@@ -346,20 +351,7 @@ for (const forwarder of FORWARDERS) {
 
     before(async function () {
       sandbox = makeSandbox();
-      proxy = await startProcess('proxy', [
-        '--port',
-        '0',
-        '--listen',
-        '127.0.0.1',
-        '--www',
-        sandbox.www,
-        '--logs',
-        sandbox.logs,
-        '--upstream',
-        `unix:${socket()}`,
-        '--forwarder',
-        forwarder,
-      ]);
+      proxy = await startProxy(sandbox, ['--upstream', `unix:${socket()}`, '--forwarder', forwarder]);
     });
 
     after(async function () {

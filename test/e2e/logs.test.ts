@@ -205,6 +205,7 @@ describe('logs', function () {
       expect(error.files.length).to.be.greaterThan(1);
       expect(count(error.lines, '[core:info]')).to.equal(total / 2);
       expect(count(error.lines, 'End of script output before headers')).to.equal(total / 2);
+      expect(count(error.lines, 'mod_fcgid: stderr: PHP Fatal error:  Failed opening controller script')).to.equal(total / 2);
       const host = linesAcross(sandbox.logs, 'host.log');
       expect(host.files.length).to.be.greaterThan(1);
       expect(count(host.lines, 'Failed opening controller script')).to.equal(total / 2);

@@ -74,11 +74,17 @@ describe('the default install (no controllers, no favicon)', function () {
       }
     });
 
-    it('logs "End of script output before headers" to error.log with the client and request id', function () {
+    it('logs the host\'s message as fcgid stderr, then "End of script output before headers", with the client and request id', function () {
       const errorLines = readLog(sandbox, 'error.log');
       for (const path of OBSERVED) {
         for (const reply of replies.get(path)!) {
-          const line = errorLines.find((l) => l.endsWith(`request_id: ${String(reply.headers['x-request-id'])}`));
+          const [relayed, line] = errorLines.filter((l) => l.endsWith(`request_id: ${String(reply.headers['x-request-id'])}`));
+          // First the host's message as mod_fcgid relays a PHP process's stderr (the legacy recording's line).
+          const name = path.split('?')[0].slice('/External/'.length);
+          expect(relayed).to.match(/\] \[fcgid:warn\] \[pid \d+\] \[client 127\.0\.0\.1:\d+\] mod_fcgid: stderr: /);
+          expect(relayed).to.contain(
+            `mod_fcgid: stderr: PHP Fatal error:  Failed opening controller script ${sandbox.controllers}/${name}.ts: No such file or directory`,
+          );
           expect(line, `error.log line for ${path}`).to.be.a('string');
           expect(line).to.match(/^\[[A-Z][a-z]{2} [A-Z][a-z]{2} \d{2} \d{2}:\d{2}:\d{2}\.\d{6} \d{4}\] \[proxy:error\] \[pid \d+\] /);
           expect(line).to.contain('[client 127.0.0.1:');

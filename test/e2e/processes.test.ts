@@ -36,17 +36,6 @@ describe('the host process on its own', function () {
     const { statSync } = await import('node:fs');
     expect(statSync(join(sandbox.dir, 'host.sock')).mode & 0o777).to.equal(0o600);
   });
-
-  it('ends a request for a missing controller with an empty reply: no status line, no header', async function () {
-    let error: NodeJS.ErrnoException | undefined;
-    try {
-      await get('http://localhost', '/External/Latest?sn=123&no=', { socketPath: join(sandbox.dir, 'host.sock') });
-    } catch (err) {
-      error = err as NodeJS.ErrnoException;
-    }
-    expect(error?.code).to.equal('ECONNRESET');
-    expect(error?.message).to.equal('socket hang up');
-  });
 });
 
 describe('start-up validation', function () {

@@ -167,6 +167,52 @@ describe('static files from www/public', function () {
     expect(error).to.contain('AH00569: client sent HTTP/1.1 request without hostname (see RFC7230 section 5.4): /nohost.txt');
   });
 
+  describe("requests Node's parser refuses: Apache's page and an access-log line each", function () {
+    const REFUSED = [
+      { what: 'a request line that is not one', bytes: 'GARBAGE-LINE-1\r\n\r\n', line: '"GARBAGE-LINE-1" 400 ', status: 400 },
+      {
+        what: 'a header field without a colon',
+        bytes: 'GET /refused-2 HTTP/1.1\r\nHost: x\r\nNo colon here\r\n\r\n',
+        line: '"GET /refused-2 HTTP/1.1" 400 ',
+        status: 400,
+      },
+      {
+        what: 'a head past --max-header-size',
+        bytes: `GET /refused-3 HTTP/1.1\r\nHost: x\r\nX-Big: ${'b'.repeat(20_000)}\r\n\r\n`,
+        line: '"GET /refused-3 HTTP/1.1" 431 ',
+        status: 431,
+      },
+      {
+        what: 'CONNECT',
+        bytes: 'CONNECT 127.0.0.1:22 HTTP/1.1\r\nHost: 127.0.0.1:22\r\n\r\n',
+        line: '"CONNECT 127.0.0.1:22 HTTP/1.1" 405 ',
+        status: 405,
+      },
+    ];
+    for (const { what, bytes, line, status } of REFUSED) {
+      it(what, async function () {
+        const { port } = new URL(stack.url);
+        const socket = connect(Number(port), '127.0.0.1');
+        let answer = '';
+        socket.setEncoding('latin1');
+        socket.on('data', (chunk: string) => (answer += chunk));
+        socket.on('error', () => {}); // a reset after the answer, while the rest of a long head is still sent
+        socket.write(bytes);
+        await once(socket, 'close');
+        expect(answer).to.match(new RegExp(`^HTTP/1\\.1 ${status} `));
+        expect(answer).to.contain(`<title>${status} `);
+        const length = Number(/\r\nContent-Length: (\d+)\r\n/i.exec(answer)?.[1]);
+        const access = await eventually(
+          () => readLog(sandbox, 'access.log').find((l) => l.includes(line)),
+          3000,
+          `the access line ${line}`,
+        );
+        expect(access).to.match(/^127\.0\.0\.1 - - \[/);
+        expect(access).to.contain(`${line}${length} "-" "-"`);
+      });
+    }
+  });
+
   it('answers a malformed escape with 400', async function () {
     expect((await get(stack.url, '/%E0%A4%A')).status).to.equal(400);
     expect((await get(stack.url, '/%zz.txt')).status).to.equal(400);

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import { FORWARDERS } from '../../common/settings.ts';
 import { get } from '../helpers/http.ts';
-import { eventually, makeSandbox, readLog, startProcess, type Running, type Sandbox } from '../helpers/stack.ts';
+import { eventually, makeSandbox, readLog, startProcess, startProxy, type Running, type Sandbox } from '../helpers/stack.ts';
 
 for (const forwarder of FORWARDERS) {
   describe(`several hosts behind the proxy (${forwarder})`, function () {
@@ -37,21 +37,7 @@ for (const forwarder of FORWARDERS) {
       writeFileSync(join(sandbox.controllers, 'Who.ts'), `export default () => ({ host: process.env.WHICH_HOST });\n`);
       await Promise.all([startHost('a'), startHost('b')]);
       const upstreams = ['--upstream', `unix:${socket('a')}`, '--upstream', `unix:${socket('b')}`];
-      proxy = await startProcess('proxy', [
-        '--port',
-        '0',
-        '--listen',
-        '127.0.0.1',
-        '--www',
-        sandbox.www,
-        '--logs',
-        sandbox.logs,
-        ...upstreams,
-        '--upstream-fail-timeout',
-        '1',
-        '--forwarder',
-        forwarder,
-      ]);
+      proxy = await startProxy(sandbox, [...upstreams, '--upstream-fail-timeout', '1', '--forwarder', forwarder]);
     });
 
     afterEach(async function () {

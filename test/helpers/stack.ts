@@ -79,6 +79,11 @@ export function startStack(sandbox: Sandbox, extraArgs: string[] = []): Promise<
   ]);
 }
 
+/** `extqs proxy` on its own for `sandbox`, on a free loopback port, with `args` (its --upstream among them). */
+export function startProxy(sandbox: Sandbox, args: string[], env: NodeJS.ProcessEnv = {}): Promise<Running> {
+  return startProcess('proxy', ['--port', '0', '--listen', '127.0.0.1', '--www', sandbox.www, '--logs', sandbox.logs, ...args], env);
+}
+
 /** One role on its own, as an operator runs it on a machine of its own: `extqs proxy …` or `extqs host …`. */
 export function startProcess(command: 'proxy' | 'host', args: string[], env: NodeJS.ProcessEnv = {}): Promise<Running> {
   return spawnReady(['bin/extqs.js', command, ...args], env);

@@ -91,6 +91,9 @@ describe('config', () => {
         workers: Math.min(availableParallelism(), 256),
         maxRequests: 0,
         maxExecutionTime: 30,
+        postMaxSize: 8 * 1024 * 1024,
+        uploadMaxFilesize: 2 * 1024 * 1024,
+        maxFileUploads: 20,
         upstreamTimeout: 30,
         forwarder: 'undici',
         shutdownTimeout: 35,
@@ -108,6 +111,7 @@ describe('config', () => {
         keepAliveTimeout: 5,
         maxHeaderSize: 16384,
         maxHeaderFields: 100,
+        limitRequestBody: 1024 ** 3,
         maxConnections: 0,
       });
     });

@@ -1,0 +1,133 @@
+// The host's failure messages in error.log, as mod_fcgid relays a PHP process's stderr, for a host that
+// runs as a process of its own on TCP (another machine in production), on both forwarding engines; and
+// the host's "ended without headers" answer keeping its connection (docs/design.md §3).
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { request } from 'node:http';
+import { expect } from 'chai';
+import { FORWARDERS } from '../../common/settings.ts';
+import { get } from '../helpers/http.ts';
+import { eventually, makeSandbox, readLog, startProcess, startProxy, type Running, type Sandbox } from '../helpers/stack.ts';
+
+for (const forwarder of FORWARDERS) {
+  describe(`the host's stderr in error.log (host on TCP, --forwarder ${forwarder})`, function () {
+    let sandbox: Sandbox;
+    let host: Running;
+    let proxy: Running;
+
+    before(async function () {
+      sandbox = makeSandbox();
+      writeFileSync(join(sandbox.controllers, 'Throws.ts'), `export default () => { throw new Error('boom'); };\n`);
+      writeFileSync(join(sandbox.controllers, 'Broken.ts'), `export default ( => 1;\n`);
+      host = await startProcess('host', ['--www', sandbox.www, '--logs', sandbox.logs, '--host-port', '0', '--workers', '1']);
+      proxy = await startProxy(sandbox, ['--upstream', host.url, '--forwarder', forwarder]);
+    });
+
+    after(async function () {
+      await proxy?.stop();
+      await host?.stop();
+      sandbox?.remove();
+    });
+
+    /** The error.log lines of one request, once `count` of them are there. */
+    const linesOf = (id: string, count: number) =>
+      eventually(
+        () => {
+          const lines = readLog(sandbox, 'error.log').filter((l) => l.endsWith(`request_id: ${id}`));
+          return lines.length >= count ? lines : undefined;
+        },
+        3000,
+        `${count} error.log lines for ${id}`,
+      );
+
+    it('writes the missing controller\'s "Failed opening controller script" as fcgid stderr, then "End of script output before headers"', async function () {
+      const reply = await get(proxy.url, '/External/Latest?sn=123&no=');
+      expect(reply.status).to.equal(500);
+      expect(reply.body).to.contain('<title>500 Internal Server Error</title>');
+      expect(reply.headers).to.not.have.property('x-extqs-stderr');
+      expect(reply.headers).to.not.have.property('x-extqs-ended-without-headers');
+      const [relayed, ended] = await linesOf(reply.headers['x-request-id'] as string, 2);
+      expect(relayed).to.match(
+        /\[fcgid:warn\] \[pid \d+\] \[client 127\.0\.0\.1:\d+\] mod_fcgid: stderr: PHP Fatal error: {2}Failed opening controller script .*\/Latest\.ts: No such file or directory .* in GET \/External\/Latest\?sn=123&no=, request_id: /,
+      );
+      expect(ended).to.contain('[proxy:error]');
+      expect(ended).to.contain('(ECONNRESET)');
+      expect(ended).to.contain('End of script output before headers: /External/Latest');
+      // host.log keeps its line.
+      expect(readLog(sandbox, 'host.log').some((l) => l.includes('Failed opening controller script') && l.includes('Latest.ts'))).to.equal(
+        true,
+      );
+    });
+
+    it("writes a controller's parse error, with its file and line", async function () {
+      const reply = await get(proxy.url, '/External/Broken');
+      expect(reply.status).to.equal(500);
+      const [relayed] = await linesOf(reply.headers['x-request-id'] as string, 2);
+      expect(relayed).to.match(/mod_fcgid: stderr: PHP Fatal error: {2}.*Broken\.ts:1/);
+    });
+
+    it("writes an uncaught exception's first line, and passes the host's empty 500 on without the page", async function () {
+      const reply = await get(proxy.url, '/External/Throws');
+      expect(reply.status).to.equal(500);
+      expect(reply.body).to.equal('');
+      const [relayed] = await linesOf(reply.headers['x-request-id'] as string, 1);
+      expect(relayed).to.match(
+        /mod_fcgid: stderr: PHP Fatal error: {2}Uncaught exception in controller .*Throws\.ts .*: Error: boom, request_id: /,
+      );
+    });
+
+    it('does not let a controller send the signals as its own headers', async function () {
+      writeFileSync(
+        join(sandbox.controllers, 'Forges.ts'),
+        `export default () => new Response('fine', { headers: { 'X-Extqs-Stderr': 'forged', 'X-Extqs-Ended-Without-Headers': '1' } });\n`,
+      );
+      const reply = await get(proxy.url, '/External/Forges');
+      expect(reply.status).to.equal(200);
+      expect(reply.body).to.equal('fine');
+      expect(readLog(sandbox, 'error.log').some((l) => l.includes('forged'))).to.equal(false);
+    });
+  });
+}
+
+describe('the host answering "ended without headers" directly', function () {
+  let sandbox: Sandbox;
+  let host: Running;
+
+  before(async function () {
+    sandbox = makeSandbox();
+    host = await startProcess('host', ['--www', sandbox.www, '--logs', sandbox.logs, '--host-port', '0', '--workers', '1']);
+  });
+
+  after(async function () {
+    await host?.stop();
+    sandbox?.remove();
+  });
+
+  it('keeps the connection: two missing-controller requests on one socket', async function () {
+    const { hostname, port } = new URL(host.url);
+    const { Agent } = await import('node:http');
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const sockets = new Set<unknown>();
+    const ask = () =>
+      new Promise<{ status: number; headers: Record<string, unknown> }>((resolve, reject) => {
+        const req = request({ host: hostname, port, path: '/External/Latest', agent }, (res) => {
+          sockets.add(res.socket);
+          res.resume();
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers }));
+        });
+        req.on('error', reject);
+        req.end();
+      });
+    const first = await ask();
+    const second = await ask();
+    agent.destroy();
+    for (const reply of [first, second]) {
+      expect(reply.status).to.equal(500);
+      expect(reply.headers['x-extqs-ended-without-headers']).to.equal('1');
+      expect(decodeURIComponent(String(reply.headers['x-extqs-stderr']))).to.match(
+        /^PHP Fatal error: {2}Failed opening controller script .*Latest\.ts: No such file or directory/,
+      );
+    }
+    expect(sockets.size).to.equal(1);
+  });
+});
