@@ -59,6 +59,19 @@ for (const forwarder of FORWARDERS) {
       );
     });
 
+    it('logs the missing controller, not a body error, for a form POST to it', async function () {
+      const reply = await get(proxy.url, '/External/Latest', {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+        body: 'sn=123&no=1',
+      });
+      expect(reply.status).to.equal(500);
+      const [relayed] = await linesOf(reply.headers['x-request-id'] as string, 2);
+      expect(relayed).to.match(
+        /mod_fcgid: stderr: PHP Fatal error: {2}Failed opening controller script .*\/Latest\.ts: No such file or directory .* in POST \/External\/Latest/,
+      );
+    });
+
     it("writes a controller's parse error, with its file and line", async function () {
       const reply = await get(proxy.url, '/External/Broken');
       expect(reply.status).to.equal(500);
