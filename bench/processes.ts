@@ -51,6 +51,16 @@ export function rssMb(pid: number): number {
   return Number(kb) / 1024;
 }
 
+/**
+ * PSS: RSS with each shared page divided among the processes that map it. Five Node processes each count
+ * the same ~25 MB of node's own code in their RSS; PSS counts it once across them, so the sum of PSS is
+ * what the stack takes from the machine.
+ */
+export function pssMb(pid: number): number {
+  const kb = /^Pss:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'))?.[1];
+  return Number(kb) / 1024;
+}
+
 /** What an `extqs start` process is: launcher, proxy, host (the pool's primary), host worker or a worker's esbuild. */
 export function roleOf(pid: number): string {
   const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ');
