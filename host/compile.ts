@@ -5,7 +5,6 @@
 import { createRequire, SourceMap, type SourceMapPayload } from 'node:module';
 import { dirname } from 'node:path';
 import vm from 'node:vm';
-import { transform } from 'esbuild';
 import type { Controller } from '../common/controller.ts';
 import { ControllerLoadError } from './errors.ts';
 
@@ -53,6 +52,8 @@ export async function compileController(file: string, source: string): Promise<C
   let code: string;
   let map: string;
   try {
+    // Loaded with the first controller: a host with none (the default install) keeps its 10 MB.
+    const { transform } = await import('esbuild');
     const result = await transform(source, {
       loader: file.endsWith('.ts') ? 'ts' : 'js',
       format: 'cjs',

@@ -86,7 +86,10 @@ export class ExecutionLimit {
   private warnedFull = false;
   private readonly encoder = new TextEncoder();
   private readonly timer: NodeJS.Timeout;
-  private readonly watchdog: Worker;
+  private readonly watchdogData: WatchdogData;
+  /** Started by the first call tracked: a worker that never runs a controller has nothing that could block,
+   *  and a thread costs 10 MB. It boots on its own thread, so a first call that blocks at once is caught too. */
+  private watchdog?: Worker;
 
   constructor(
     readonly limitMs: number,
@@ -99,10 +102,14 @@ export class ExecutionLimit {
     for (let slot = SLOTS - 1; slot >= 0; slot--) this.free.push(slot);
     this.table.heartbeat[0] = Date.now();
     this.timer = setInterval(() => this.check(), CHECK_EVERY_MS).unref();
-    const workerData = { buffer, limitMs, graceMs: BLOCKED_GRACE_MS, logFd: watchdogLogFd } satisfies WatchdogData;
+    this.watchdogData = { buffer, limitMs, graceMs: BLOCKED_GRACE_MS, logFd: watchdogLogFd };
+  }
+
+  private startWatchdog(): void {
+    const workerData = this.watchdogData;
     this.watchdog = WATCHDOG_BOOT ? new Worker(WATCHDOG_BOOT, { eval: true, workerData }) : new Worker(WATCHDOG_FILE, { workerData });
     // Without the watchdog only synchronous overruns go unchecked: log it, keep serving.
-    this.watchdog.on('error', (err) => events.watchdogFailed(err));
+    this.watchdog.on('error', (err) => this.events.watchdogFailed(err));
     this.watchdog.unref();
   }
 
@@ -112,6 +119,7 @@ export class ExecutionLimit {
    * A full table (SLOTS calls in flight in one worker) leaves the call unlimited, and says so once.
    */
   track(tracked: Tracked): void {
+    if (!this.watchdog) this.startWatchdog();
     const slot = this.free.pop();
     if (slot === undefined) {
       if (!this.warnedFull) this.events.tableFull(SLOTS);
@@ -149,6 +157,6 @@ export class ExecutionLimit {
 
   async close(): Promise<void> {
     clearInterval(this.timer);
-    await this.watchdog.terminate();
+    await this.watchdog?.terminate();
   }
 }

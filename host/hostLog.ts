@@ -6,9 +6,8 @@
 // rotate it by size (each would count only its own bytes and rename the file under the others) and
 // would each have to reopen it on SIGHUP. A worker's watchdog thread, which runs while the worker's
 // thread (and so its IPC) is blocked, sends its one line through a pipe to the primary instead.
-import type { LogSettings } from '../common/settings.ts';
-import { openLineLog, rotationOf } from '../common/lineLog.ts';
-import { hostJson, hostLine, levelEnabled, type HostEntry } from '../common/logFormat.ts';
+// The primary's writer is host/hostLogFile.ts; this file is what a worker needs (no winston there).
+import { hostLine, type HostEntry } from '../common/logFormat.ts';
 import type { IpcChannel } from '../common/ipc.ts';
 import type { PoolSays, WireHostEntry, WorkerSays } from './poolMessages.ts';
 
@@ -21,40 +20,12 @@ export interface HostLog {
   drain(): Promise<void>;
 }
 
-export interface PrimaryHostLog extends HostLog {
-  /** An event from a worker. */
-  write(entry: HostEntry): void;
-  /** Opens host.log again by name (SIGHUP) with these settings; false if it could not be opened. */
-  reopen(settings: LogSettings): boolean;
-}
-
-function levelled(write: (level: HostEntry['level'], message: string, requestId?: string) => void): Omit<HostLog, 'drain'> {
+export function levelled(write: (level: HostEntry['level'], message: string, requestId?: string) => void): Omit<HostLog, 'drain'> {
   return {
     error: (message, requestId) => write('error', message, requestId),
     warn: (message, requestId) => write('warn', message, requestId),
     notice: (message, requestId) => write('notice', message, requestId),
     info: (message, requestId) => write('info', message, requestId),
-  };
-}
-
-/** The primary's log: the one writer of host.log. */
-export function openHostLog(dir: string, settings: LogSettings): PrimaryHostLog {
-  const log = openLineLog(dir, 'host.log', rotationOf(settings));
-  let threshold = settings.logLevel;
-  let json = settings.logFormat === 'json';
-  const write = (entry: HostEntry) => {
-    if (!levelEnabled(entry.level, threshold)) return;
-    log.write(json ? hostJson(entry, process.pid) : hostLine(entry));
-  };
-  return {
-    ...levelled((level, message, requestId) => write({ time: new Date(), level, requestId, message })),
-    write,
-    reopen(next) {
-      threshold = next.logLevel;
-      json = next.logFormat === 'json';
-      return log.reopen(rotationOf(next));
-    },
-    drain: () => log.drain(),
   };
 }
 

@@ -14,7 +14,7 @@ import type { Reloads } from '../common/reload.ts';
 import { formatUpstream } from '../common/settingParsers.ts';
 import type { HostConfig } from '../common/settings.ts';
 import { onShutdownSignal } from '../common/shutdown.ts';
-import { openHostLog } from './hostLog.ts';
+import { openHostLog } from './hostLogFile.ts';
 import { WATCHDOG_LOG_FD, type PoolSays, type WireHostEntry, type WorkerSays } from './poolMessages.ts';
 import { removeUploadsOf } from './uploadDir.ts';
 import { addDeparted, departedNone, summarize, type WorkerSnapshot } from './stats.ts';

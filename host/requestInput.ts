@@ -9,7 +9,6 @@ import { join } from 'node:path';
 import { Readable, Transform, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { randomBytes } from 'node:crypto';
-import { Dicer } from '@fastify/busboy';
 import type { QueryValue, RequestBody, UploadedFile, UploadedFiles, UploadError } from '../common/controller.ts';
 import { MAX_INPUT_VARS, parsePhpForm, PhpVariables } from './query.ts';
 import { makeUploadDir } from './uploadDir.ts';
@@ -234,6 +233,8 @@ class MultipartForm {
 
   /** Parses the body; false when it passed post_max_size (PHP then keeps nothing). */
   async read(req: IncomingMessage, boundary: string): Promise<boolean> {
+    // Loaded with the first multipart body: a worker that never gets one keeps its 6 MB.
+    const { Dicer } = await import('@fastify/busboy');
     const parser = new Dicer({ boundary });
     parser.on('part', (part: Readable) => this.onPart(part));
     let total = 0;

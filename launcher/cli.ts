@@ -4,7 +4,6 @@ import { COMMANDS, readConfig, type Command } from '../common/config.ts';
 import { UsageError } from '../common/configError.ts';
 import { VERSION } from '../common/version.ts';
 import { reloadOnSighup } from '../common/reload.ts';
-import { check } from './check.ts';
 import { commandHelp, mainHelp } from './help.ts';
 import { exitWith, runRole } from './roles.ts';
 import { start } from './start.ts';
@@ -32,6 +31,8 @@ async function main(args: string[]): Promise<void> {
     return;
   }
   if (word === 'check') {
+    // Loaded here only: it brings esbuild, 10 MB of the launcher's resident memory otherwise.
+    const { check } = await import('./check.ts');
     const lines: string[] = [];
     const status = await check(readConfig('check', argv), (line) => lines.push(line));
     process.stdout.write(`${lines.join('\n')}\n`);

@@ -3,12 +3,11 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { BlockList, Socket } from 'node:net';
 import { join } from 'node:path';
-import type { Forwarder, ProxyConfig } from '../common/settings.ts';
+import type { ProxyConfig } from '../common/settings.ts';
+import type { Forward, ForwarderOptions } from './forwarding.ts';
 import type { AccessLog } from './accessLog.ts';
 import { errorPage, reasonOf, sendErrorPage } from './errorPages.ts';
 import { clientOf, type ErrorLog } from './errorLog.ts';
-import { createHttpProxyForwarder } from './forwardHttpProxy.ts';
-import { createUndiciForwarder } from './forwardUndici.ts';
 import { requestIdOf } from './requestId.ts';
 import { routeRequest } from './route.ts';
 import { ProxyCounters, serverStatus } from './serverStatus.ts';
@@ -27,7 +26,8 @@ export interface ProxyOptions {
   upstreams: Upstreams;
   /** 0 = wait for the host's headers as long as it takes. */
   upstreamTimeoutMs: number;
-  forwarder: Forwarder;
+  /** The chosen engine's constructor (main.ts loads only that one). */
+  createForwarder: (options: ForwarderOptions) => Forward;
   /** Small files and misses of www/public (watched by the caller). */
   staticCache: StaticCache;
   accessLog: AccessLog;
@@ -75,8 +75,6 @@ function framingProblem(req: IncomingMessage): { status: number; message: string
   return undefined;
 }
 
-const ENGINES = { undici: createUndiciForwarder, 'http-proxy': createHttpProxyForwarder } as const;
-
 /**
  * How often Node looks for connections past --header-timeout or --request-timeout (its default, 30 s,
  * would let a slowloris connection outlive a 20 s limit by half a minute).
@@ -120,14 +118,14 @@ export function createProxyServer({
   www,
   upstreams,
   upstreamTimeoutMs,
-  forwarder,
+  createForwarder,
   staticCache,
   accessLog,
   errorLog,
   statusAllow,
   limits,
 }: ProxyOptions): ProxyServer {
-  const forward = ENGINES[forwarder]({ upstreams, errorLog, upstreamTimeoutMs, limitRequestBody: limits.limitRequestBody });
+  const forward = createForwarder({ upstreams, errorLog, upstreamTimeoutMs, limitRequestBody: limits.limitRequestBody });
   const serveStatic = staticFiles(join(www, 'public'), errorLog, staticCache);
 
   const open = new Set<ServerResponse>();
