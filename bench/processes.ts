@@ -18,7 +18,12 @@ export interface Running {
 
 /** `extqs <command> <args>` from build/, resolved at its ready line. */
 export function startCommand(command: 'proxy' | 'host', args: string[]): Promise<Running> {
-  const child = spawn(process.execPath, [join(ROOT, 'bin/extqs.js'), command, ...args], {
+  return startNode([join(ROOT, 'bin/extqs.js'), command, ...args], `extqs ${command}`);
+}
+
+/** `node <args>`, resolved at its ready line. */
+export function startNode(args: string[], what: string): Promise<Running> {
+  const child = spawn(process.execPath, args, {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -36,7 +41,7 @@ export function startCommand(command: 'proxy' | 'host', args: string[]): Promise
         },
       });
     });
-    void exited.then(([code, signal]) => reject(new Error(`extqs ${command} exited with ${code ?? signal} before its ready line`)));
+    void exited.then(([code, signal]) => reject(new Error(`${what} exited with ${code ?? signal} before its ready line`)));
   });
 }
 

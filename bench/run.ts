@@ -3,7 +3,8 @@
 // through nginx in front of the same host, interleaved (A B C A B C …) so drift cancels; then reload
 // latency under load and memory over 1,000 reloads. Prints a table and writes bench/results/<time>.json.
 // The first figure is the front's CPU time per request (steady across runs); the req/s ratio is the default
-// engine (undici) against nginx.
+// engine (undici) against nginx. The Node floor (nodeFloor.ts) is the least a Node.js front does on each
+// path: what is left above it is extqs's own work.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { execFileSync } from 'node:child_process';
@@ -13,7 +14,7 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { makeSandbox } from '../tools/sandbox.ts';
 import { measureIdleStack, memoryOfTree, totalMb, type ProcessMemory } from './idleStack.ts';
-import { ROOT, startCommand, type Running } from './processes.ts';
+import { ROOT, startCommand, startNode, type Running } from './processes.ts';
 import { LOAD_GENERATOR, runLoad, type LoadResult } from './load.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
@@ -262,9 +263,12 @@ async function main(): Promise<void> {
     processes.push(proxy);
     const httpProxy = await startCommand('proxy', proxyArgs('http-proxy', join(sandbox.dir, 'logs-http-proxy')));
     processes.push(httpProxy);
-    const fronts: { name: 'extqs' | 'extqs-http-proxy' | 'nginx'; url: string; pid: number }[] = [
+    const nodeFloor = await startNode(['--import', 'tsx', join(ROOT, 'bench', 'nodeFloor.ts'), socket, sandbox.publicDir], 'nodeFloor.ts');
+    processes.push(nodeFloor);
+    const fronts: { name: 'extqs' | 'extqs-http-proxy' | 'node-floor' | 'nginx'; url: string; pid: number }[] = [
       { name: 'extqs', url: proxy.url, pid: proxy.child.pid! },
       { name: 'extqs-http-proxy', url: httpProxy.url, pid: httpProxy.child.pid! },
+      { name: 'node-floor', url: nodeFloor.url, pid: nodeFloor.child.pid! },
     ];
     if (hasNginx()) {
       const nginxDir = join(sandbox.dir, 'nginx');
@@ -309,6 +313,7 @@ async function main(): Promise<void> {
       };
       const extqs = summary('extqs')!;
       const viaHttpProxy = summary('extqs-http-proxy')!;
+      const floor = summary('node-floor')!;
       const nginxSummary = summary('nginx');
       const ratio = nginxSummary ? extqs.requestsPerSecond / nginxSummary.requestsPerSecond : undefined;
       const cpuRatio = nginxSummary ? extqs.cpuMicrosPerRequest / nginxSummary.cpuMicrosPerRequest : undefined;
@@ -317,6 +322,7 @@ async function main(): Promise<void> {
         target: scenario.target,
         extqs,
         httpProxy: viaHttpProxy,
+        nodeFloor: floor,
         nginx: nginxSummary,
         ratio,
         cpuRatio,
@@ -335,7 +341,7 @@ async function main(): Promise<void> {
     const idleLauncher = totalMb(idle.processes, 'rssMb', 'launcher');
     const lines = [
       `load generator ${LOAD_GENERATOR}, 50 connections, ${ROUNDS} rounds of ${SECONDS} s per front, medians`,
-      `${pad('scenario', 24)}${pad('CPU us/req extqs/nginx', 24)}${pad('extqs req/s', 13)}${pad('nginx req/s', 13)}${pad('ratio', 17)}${pad('p50/p99 ms', 14)}${pad('unexp/err', 11)}http-proxy engine`,
+      `${pad('scenario', 24)}${pad('CPU us/req extqs/nginx', 24)}${pad('extqs req/s', 13)}${pad('nginx req/s', 13)}${pad('ratio', 17)}${pad('p50/p99 ms', 14)}${pad('unexp/err', 11)}${pad('Node floor', 24)}http-proxy engine`,
       ...rows.map(
         (r) =>
           `${pad(r.scenario, 24)}` +
@@ -343,7 +349,8 @@ async function main(): Promise<void> {
           `${pad(String(Math.round(r.extqs.requestsPerSecond)), 13)}${pad(r.nginx ? String(Math.round(r.nginx.requestsPerSecond)) : '-', 13)}` +
           `${pad(`${fixed(r.ratio)}${r.target === undefined ? '' : ` >=${r.target}${verdict(r.met)}`}`, 17)}` +
           `${pad(`${fixed(r.extqs.p50, 1)}/${fixed(r.extqs.p99, 1)}`, 14)}${pad(`${r.extqs.unexpected}/${r.extqs.errors}`, 11)}` +
-          `${Math.round(r.httpProxy.requestsPerSecond)} req/s, ${Math.round(r.httpProxy.cpuMicrosPerRequest)} us/req`,
+          `${pad(`${Math.round(r.nodeFloor.cpuMicrosPerRequest)} us/req, ${Math.round(r.nodeFloor.requestsPerSecond)} req/s`, 24)}` +
+          `${Math.round(r.httpProxy.cpuMicrosPerRequest)} us/req, ${Math.round(r.httpProxy.requestsPerSecond)} req/s`,
       ),
       `reload latency p50 ${reload.reloadP50Ms.toFixed(1)} ms, p99 ${reload.reloadP99Ms.toFixed(1)} ms (target ${RELOAD_P99_TARGET_MS}${verdict(reload.reloadP99Ms <= RELOAD_P99_TARGET_MS)}), failed requests ${reload.failedDuringReloads} (target 0)`,
       `host RSS ${reload.rssBeforeMb.toFixed(1)} MB -> ${reload.rssAfterMb.toFixed(1)} MB over ${RELOADS_FOR_MEMORY} reloads: ${reload.rssGrowthMb.toFixed(1)} MB (target 10)`,
