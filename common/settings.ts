@@ -84,6 +84,17 @@ export const SETTINGS = {
     help: 'address the proxy binds',
     group: 'service',
   }),
+  proxyWorkers: setting({
+    flag: 'proxy-workers',
+    env: 'PROXY_WORKERS',
+    default: () => String(Math.min(availableParallelism(), MAX_WORKERS)),
+    defaultText: 'available CPUs',
+    parse: integer(1, MAX_WORKERS),
+    roles: ['proxy'],
+    placeholder: 'N',
+    help: 'proxy worker processes sharing the port (nginx worker_processes); 1 = the proxy process serves itself',
+    group: 'service',
+  }),
   www: setting({
     flag: 'www',
     env: 'WWW_ROOT',

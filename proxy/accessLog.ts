@@ -3,7 +3,7 @@
 // has its line. The server calls record() from its one 'close' listener per response.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { LogSettings } from '../common/settings.ts';
-import { openLineLog, rotationOf } from '../common/lineLog.ts';
+import { openLineLog, rotationOf, type LineLog } from '../common/lineLog.ts';
 import { accessJson, combinedLine } from '../common/logFormat.ts';
 import { clientAddress } from './errorLog.ts';
 
@@ -38,8 +38,12 @@ export interface AccessLog {
   drain(): Promise<void>;
 }
 
-export function openAccessLog(dir: string, settings: LogSettings): AccessLog {
-  const log = openLineLog(dir, 'access.log', rotationOf(settings));
+/** `log` is the file itself, or a worker's relay to the primary that writes it (logRelay.ts). */
+export function openAccessLog(
+  dir: string,
+  settings: LogSettings,
+  log: LineLog = openLineLog(dir, 'access.log', rotationOf(settings)),
+): AccessLog {
   // Chosen once (and on reopen), not per line: this runs for every request.
   let format = settings.logFormat === 'json' ? accessJson : combinedLine;
   return {

@@ -1,7 +1,7 @@
 // logs/error.log, in Apache 2.4's default layout (docs/design.md §4) or JSON (--log-format json); lines below
 // --log-level are not written.
 import type { LogSettings } from '../common/settings.ts';
-import { openLineLog, rotationOf } from '../common/lineLog.ts';
+import { openLineLog, rotationOf, type LineLog } from '../common/lineLog.ts';
 import { errorJson, errorLine, levelEnabled, nowMicros, type ErrorEntry } from '../common/logFormat.ts';
 
 export interface ErrorLog {
@@ -11,8 +11,12 @@ export interface ErrorLog {
   drain(): Promise<void>;
 }
 
-export function openErrorLog(dir: string, settings: LogSettings): ErrorLog {
-  const log = openLineLog(dir, 'error.log', rotationOf(settings));
+/** `log` is the file itself, or a worker's relay to the primary that writes it (logRelay.ts). */
+export function openErrorLog(
+  dir: string,
+  settings: LogSettings,
+  log: LineLog = openLineLog(dir, 'error.log', rotationOf(settings)),
+): ErrorLog {
   let threshold = settings.logLevel;
   let format = settings.logFormat === 'json' ? errorJson : errorLine;
   return {

@@ -1,20 +1,28 @@
 // The proxy process (web-server role): the public port. Serves www/public, forwards /External to the
 // host, and writes logs/access.log and logs/error.log. Started by `extqs proxy` or by the launcher,
-// which both hand it a validated configuration.
+// which both hand it a validated configuration. With --proxy-workers N > 1 it is the primary of N
+// workers (primary.ts), each of which serves here as a worker: its log lines and /server-status tally go
+// through the primary.
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { ConfigError } from '../common/configError.ts';
-import { describeSettings, logSettingsOf } from '../common/config.ts';
-import { readyLine } from '../common/ready.ts';
+import { logSettingsOf } from '../common/config.ts';
+import type { IpcChannel } from '../common/ipc.ts';
 import type { Reloads } from '../common/reload.ts';
 import { labelOf, type Forwarder, type ProxyConfig } from '../common/settings.ts';
 import { onShutdownSignal } from '../common/shutdown.ts';
 import { openAccessLog } from './accessLog.ts';
 import { openErrorLog } from './errorLog.ts';
+import { announceStart, reloadedEntry, stoppingEntry } from './lifecycle.ts';
+import { logRelay } from './logRelay.ts';
 import { createProxyServer } from './server.ts';
 import { allowList } from './serverStatus.ts';
 import { StaticCache } from './staticCache.ts';
 import { Upstreams } from './upstreams.ts';
+import type { ProxyPrimarySays, ProxyWorkerSays } from './workerMessages.ts';
+
+/** A worker's /server-status waits this long for every worker's tally. */
+const TALLIES_TIMEOUT_MS = 2_000;
 
 /** Only the chosen engine is loaded: undici takes 18 MB of resident memory, http-proxy 4 MB. */
 async function loadForwarder(forwarder: Forwarder) {
@@ -27,15 +35,28 @@ export async function runProxy(config: ProxyConfig, reloads: Reloads<ProxyConfig
   if (config.upstreams.length === 0) {
     throw new ConfigError(labelOf('upstreams'), '', 'unix:/path/to/socket or http://<host>:<port>, once per host');
   }
-  const accessLog = openAccessLog(config.logs, logSettingsOf(config));
-  const errorLog = openErrorLog(config.logs, logSettingsOf(config));
+  if (config.proxyWorkers > 1) {
+    const { runProxyPrimary } = await import('./primary.ts');
+    return runProxyPrimary(config, reloads);
+  }
+  await serveProxy(config, reloads);
+}
+
+/**
+ * Serves the port: the whole proxy, or with `primary` one worker of several, which leaves the start,
+ * reload and stop lines and the ready line to the primary.
+ */
+export async function serveProxy(
+  config: ProxyConfig,
+  reloads: Reloads<ProxyConfig>,
+  primary?: IpcChannel<ProxyWorkerSays, ProxyPrimarySays>,
+): Promise<void> {
+  const relay = primary && logRelay(primary);
+  const accessLog = openAccessLog(config.logs, logSettingsOf(config), relay?.('access.log'));
+  const errorLog = openErrorLog(config.logs, logSettingsOf(config), relay?.('error.log'));
   reloads((settings, note, kept) => {
-    const reopened = [accessLog.reopen(settings) && 'access.log', errorLog.reopen(settings) && 'error.log'].filter(Boolean);
-    errorLog.write({
-      module: 'mpm_event',
-      level: kept ? 'error' : 'notice',
-      message: `SIGHUP received: reopened ${reopened.join(', ') || 'no log file'}; ${note}`,
-    });
+    const reopened = [accessLog.reopen(settings) && 'access.log', errorLog.reopen(settings) && 'error.log'];
+    if (!primary) errorLog.write(reloadedEntry(reopened, note, kept));
   });
   const upstreams = new Upstreams(
     config.upstreams,
@@ -50,7 +71,7 @@ export async function runProxy(config: ProxyConfig, reloads: Reloads<ProxyConfig
       message: `Watching ${config.www}/public failed; files are served from disk from now on: ${String(err)}`,
     }),
   );
-  const { server, stop } = createProxyServer({
+  const { server, stop, tally } = createProxyServer({
     www: config.www,
     staticCache,
     upstreams,
@@ -60,7 +81,9 @@ export async function runProxy(config: ProxyConfig, reloads: Reloads<ProxyConfig
     limits: config,
     accessLog,
     errorLog,
+    tallies: primary && (() => primary.request('tallies', null, TALLIES_TIMEOUT_MS)),
   });
+  primary?.answer('tally', tally);
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -69,20 +92,20 @@ export async function runProxy(config: ProxyConfig, reloads: Reloads<ProxyConfig
       resolve();
     });
   });
-  const { address, port } = server.address() as AddressInfo;
-  const host = address.includes(':') ? `[${address}]` : address;
-  errorLog.write({
-    module: 'mpm_event',
-    level: 'notice',
-    message: `extqs proxy ${process.pid} configured -- resuming normal operations (http://${host}:${port})`,
-  });
-  errorLog.write({ module: 'mpm_event', level: 'info', message: `settings: ${describeSettings(config)}` });
-  process.stdout.write(`${readyLine(`http://${host}:${port}`)}\n`);
-
-  onShutdownSignal(async (reason) => {
-    errorLog.write({ module: 'mpm_event', level: 'notice', message: `caught ${reason}, shutting down` });
-    await stop(config.shutdownTimeout * 1000);
+  const stopServing = async (graceMs: number) => {
+    await stop(graceMs);
     await staticCache.close();
     await Promise.all([accessLog.drain(), errorLog.drain()]);
+  };
+  if (primary) {
+    // The primary says it started and is stopping; a worker stops when told, or when the primary is gone.
+    onShutdownSignal(() => stopServing(config.shutdownTimeout * 1000));
+    return;
+  }
+  const { address, port } = server.address() as AddressInfo;
+  announceStart(errorLog, config, address, port);
+  onShutdownSignal(async (reason) => {
+    errorLog.write(stoppingEntry(reason));
+    await stopServing(config.shutdownTimeout * 1000);
   });
 }

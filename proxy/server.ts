@@ -5,6 +5,7 @@ import type { BlockList, Socket } from 'node:net';
 import { join } from 'node:path';
 import type { ProxyConfig } from '../common/settings.ts';
 import type { Forward, ForwarderOptions } from './forwarding.ts';
+import type { Tally } from './workerMessages.ts';
 import type { AccessLog } from './accessLog.ts';
 import { errorPage, reasonOf, sendErrorPage } from './errorPages.ts';
 import { clientOf, type ErrorLog } from './errorLog.ts';
@@ -36,6 +37,8 @@ export interface ProxyOptions {
   statusAllow: BlockList;
   /** Timeouts and limits against slow or hostile clients (--header-timeout and the rest). */
   limits: ClientLimits;
+  /** Every worker's tally, when this process is one of several (--proxy-workers): /server-status sums them. */
+  tallies?: () => Promise<Tally[]>;
 }
 
 export interface ProxyServer {
@@ -46,6 +49,8 @@ export interface ProxyServer {
    * after `graceMs`, so the access log has a line for each before it is drained.
    */
   stop: (graceMs: number) => Promise<void>;
+  /** This process's share of /server-status. */
+  tally: () => Promise<Tally>;
 }
 
 /** Node's parser error: the bytes it had of the request it refused. */
@@ -124,6 +129,7 @@ export function createProxyServer({
   errorLog,
   statusAllow,
   limits,
+  tallies,
 }: ProxyOptions): ProxyServer {
   const forward = createForwarder({ upstreams, errorLog, upstreamTimeoutMs, limitRequestBody: limits.limitRequestBody });
   const serveStatic = staticFiles(join(www, 'public'), errorLog, staticCache);
@@ -230,15 +236,34 @@ export function createProxyServer({
     },
   );
 
-  const handleServerStatus = serverStatus({ counters, upstreams, server, inFlight: () => open.size, allow: statusAllow, errorLog });
+  const tally = async (): Promise<Tally> => ({
+    startedAt: counters.startedAt.toISOString(),
+    requests: counters.requests,
+    bytes: counters.bytes,
+    statuses: { ...counters.statuses },
+    inFlight: open.size,
+    connections: await new Promise<number>((resolve) => server.getConnections((err, count) => resolve(err ? 0 : count))),
+  });
+  const handleServerStatus = serverStatus({ tallies: tallies ?? (async () => [await tally()]), upstreams, allow: statusAllow, errorLog });
   // Node's own field limit drops the fields past it silently, Host among them when it comes last (then
   // Node answers a bare 400 itself): keep every field, which maxHeaderSize bounds, and count them above.
   server.maxHeadersCount = 0;
-  // A cap keeps file descriptors for the host and the logs under a flood. 0 = no cap: Node 20 reads
-  // maxConnections 0 that way, but Node 21 and later refuse every connection, so it is left unset.
-  if (limits.maxConnections > 0) server.maxConnections = limits.maxConnections;
+  // A cap keeps file descriptors for the host and the logs under a flood (0 = no cap). Counted here, not
+  // with Node's server.maxConnections: in a cluster worker (--proxy-workers) Node does not refuse a
+  // connection past that cap but queues it in the primary until the worker has room, and Node 21 and
+  // later read maxConnections 0 as "refuse all".
+  let connections = 0;
   let dropped = 0;
-  server.on('drop', () => {
+  server.on('connection', (socket: Socket) => {
+    if (limits.maxConnections > 0 && connections >= limits.maxConnections) {
+      socket.destroy();
+      reportDrop();
+      return;
+    }
+    connections += 1;
+    socket.once('close', () => (connections -= 1));
+  });
+  function reportDrop(): void {
     if (dropped++ > 0) return;
     setTimeout(() => {
       errorLog.write({
@@ -248,7 +273,7 @@ export function createProxyServer({
       });
       dropped = 0;
     }, DROP_REPORT_MS).unref();
-  });
+  }
 
   // A request Node's parser rejects never reaches the handler: answer 400 as Apache does, and log it.
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
@@ -309,5 +334,5 @@ export function createProxyServer({
     clearTimeout(grace);
   }
 
-  return { server, stop };
+  return { server, stop, tally };
 }

@@ -1,7 +1,7 @@
 // /server-status (Apache mod_status): the proxy's counters, its upstreams' health and each host's own
 // /status summary, for clients on --status-allow only (loopback by default; others get 403 and a log line).
 import { VERSION } from '../common/version.ts';
-import { request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { request, type IncomingMessage, type ServerResponse } from 'node:http';
 import { BlockList, isIPv4 } from 'node:net';
 import type { AllowedClient } from '../common/settingParsers.ts';
 import { bodyBytes } from './accessLog.ts';
@@ -9,6 +9,7 @@ import { sendErrorPage } from './errorPages.ts';
 import { clientOf, type ErrorLog } from './errorLog.ts';
 import { renderAuto, renderHtml, renderJson, type HostSummary, type StatusReport } from './statusPage.ts';
 import type { Upstreams, UpstreamState } from './upstreams.ts';
+import type { Tally } from './workerMessages.ts';
 
 const SERVER_VERSION = `extqs/${VERSION} (Node.js ${process.version})`;
 
@@ -69,16 +70,35 @@ function hostStatus(upstream: UpstreamState): Promise<StatusReport['hosts'][numb
 }
 
 export interface ServerStatusOptions {
-  counters: ProxyCounters;
+  /** This process's tally, or every proxy worker's (--proxy-workers): the page shows their sum. */
+  tallies: () => Promise<Tally[]>;
   upstreams: Upstreams;
-  server: Server;
-  /** Requests being answered now. */
-  inFlight: () => number;
   allow: BlockList;
   errorLog: ErrorLog;
 }
 
-export function serverStatus({ counters, upstreams, server, inFlight, allow, errorLog }: ServerStatusOptions) {
+/** The proxy's counters over all its workers: summed, since the earliest start. */
+function sum(tallies: readonly Tally[]): Tally {
+  const total: Tally = {
+    startedAt: tallies[0]?.startedAt ?? new Date().toISOString(),
+    requests: 0,
+    bytes: 0,
+    statuses: {},
+    inFlight: 0,
+    connections: 0,
+  };
+  for (const t of tallies) {
+    if (t.startedAt < total.startedAt) total.startedAt = t.startedAt;
+    total.requests += t.requests;
+    total.bytes += t.bytes;
+    total.inFlight += t.inFlight;
+    total.connections += t.connections;
+    for (const [status, count] of Object.entries(t.statuses)) total.statuses[status] = (total.statuses[status] ?? 0) + count;
+  }
+  return total;
+}
+
+export function serverStatus({ tallies, upstreams, allow, errorLog }: ServerStatusOptions) {
   return async function handleServerStatus(req: IncomingMessage, res: ServerResponse, query: string, requestId: string): Promise<void> {
     const client = clientOf(req.socket);
     if (!allowed(allow, req.socket.remoteAddress)) {
@@ -108,20 +128,17 @@ export function serverStatus({ counters, upstreams, server, inFlight, allow, err
       return sendErrorPage(res, 400);
     }
 
-    const [connections, hosts] = await Promise.all([
-      new Promise<number>((resolve) => server.getConnections((err, count) => resolve(err ? 0 : count))),
-      Promise.all(upstreams.all.map(hostStatus)),
-    ]);
+    const [proxy, hosts] = await Promise.all([tallies().then(sum), Promise.all(upstreams.all.map(hostStatus))]);
     if (res.destroyed) return; // the client left while the hosts were asked
     const report: StatusReport = {
       serverVersion: SERVER_VERSION,
       now: new Date(),
-      startedAt: counters.startedAt,
-      requests: counters.requests,
-      bytes: counters.bytes,
-      inFlight: inFlight(),
-      connections,
-      statuses: { ...counters.statuses },
+      startedAt: new Date(proxy.startedAt),
+      requests: proxy.requests,
+      bytes: proxy.bytes,
+      inFlight: proxy.inFlight,
+      connections: proxy.connections,
+      statuses: proxy.statuses,
       upstreams: upstreams.snapshot(),
       hosts,
     };

@@ -40,6 +40,7 @@ function samples(sandbox: Sandbox): Record<SettingKey, { value: string; shown: s
   return {
     port: { value: '0', shown: '--port 0' },
     listen: { value: '127.0.0.1', shown: '--listen "127.0.0.1"' },
+    proxyWorkers: { value: '2', shown: '--proxy-workers 2' },
     www: { value: sandbox.www, shown: `--www ${JSON.stringify(sandbox.www)}` },
     logs: { value: sandbox.logs, shown: `--logs ${JSON.stringify(sandbox.logs)}` },
     configFile: { value: configFile, shown: `--config ${JSON.stringify(configFile)}` },
@@ -253,13 +254,13 @@ describe('the extqs command', function () {
     afterEach(async () => stack?.stop());
 
     it('runs the compiled JavaScript in build/, with no TypeScript loader, in every process', async function () {
-      stack = await startStack(sandbox, ['--workers', '2']);
+      stack = await startStack(sandbox, ['--workers', '2', '--proxy-workers', '2']);
       const descendants = (pid: number): number[] => {
         const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
         return children.flatMap((child) => [child, ...descendants(child)]);
       };
       const processes = [stack.child.pid!, ...descendants(stack.child.pid!)];
-      expect(processes).to.have.length(5); // launcher, proxy, host primary, two workers
+      expect(processes).to.have.length(7); // launcher, proxy primary, two proxy workers, host primary, two host workers
       for (const pid of processes) {
         const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
         expect(cmdline.join(' '), `pid ${pid}`).not.to.match(/tsx/);

@@ -88,7 +88,8 @@ describe('start-up validation', function () {
       const port = new URL(first.url).port;
       const result = run(['--port', port, '--listen', '127.0.0.1', '--www', sandbox.www, '--logs', sandbox.logs]);
       expect(result.status).to.equal(1);
-      expect(result.stderr).to.match(/cannot listen: listen EADDRINUSE/);
+      // One proxy process binds in listen(); the primary of several proxy workers in its cluster's bind().
+      expect(result.stderr).to.match(/extqs proxy: cannot listen: (listen|bind) EADDRINUSE/);
       expect(result.stderr).to.contain('proxy exited with code 1 before it was ready');
     } finally {
       await first.stop();

@@ -37,7 +37,8 @@ for (const forwarder of FORWARDERS) {
       writeFileSync(join(sandbox.controllers, 'Who.ts'), `export default () => ({ host: process.env.WHICH_HOST });\n`);
       await Promise.all([startHost('a'), startHost('b')]);
       const upstreams = ['--upstream', `unix:${socket('a')}`, '--upstream', `unix:${socket('b')}`];
-      proxy = await startProxy(sandbox, [...upstreams, '--upstream-fail-timeout', '1', '--forwarder', forwarder]);
+      // Turns and failure counts are each proxy process's own (nginx's without a shared zone): one process here.
+      proxy = await startProxy(sandbox, [...upstreams, '--upstream-fail-timeout', '1', '--forwarder', forwarder, '--proxy-workers', '1']);
     });
 
     afterEach(async function () {

@@ -197,7 +197,9 @@ describe('processes killed under load', function () {
         10_000,
         'the failed restart on stderr',
       );
-      expect(stack.stderr()).to.match(/extqs proxy: cannot listen: listen EADDRINUSE: address already in use 127\.0\.0\.1:\d+/);
+      expect(stack.stderr()).to.match(
+        /extqs proxy: cannot listen: (listen EADDRINUSE: address already in use|bind EADDRINUSE) 127\.0\.0\.1:\d+/,
+      );
       expect(stack.child.exitCode).to.equal(null);
     } finally {
       await new Promise((resolve) => squatter.close(resolve));

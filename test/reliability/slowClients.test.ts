@@ -187,7 +187,7 @@ describe('slow and oversized clients', function () {
   });
 });
 
-describe('with keep-alive off (--keep-alive-timeout 0) and a connection cap (--max-connections 2)', function () {
+describe('with keep-alive off (--keep-alive-timeout 0) and a connection cap (--max-connections 2, two proxy workers)', function () {
   let sandbox: Sandbox;
   let stack: Running;
   let port: number;
@@ -195,7 +195,8 @@ describe('with keep-alive off (--keep-alive-timeout 0) and a connection cap (--m
 
   before(async function () {
     sandbox = makeSandbox();
-    stack = await startStack(sandbox, ['--keep-alive-timeout', '0', '--max-connections', '2']);
+    // Two proxy workers, each with its share of the cap (one connection): the cap holds over both.
+    stack = await startStack(sandbox, ['--keep-alive-timeout', '0', '--max-connections', '2', '--proxy-workers', '2']);
     port = Number(new URL(stack.url).port);
   });
 

@@ -89,6 +89,7 @@ describe('config', () => {
         hostListen: '127.0.0.1',
         hostPort: 0,
         workers: Math.min(availableParallelism(), 256),
+        proxyWorkers: Math.min(availableParallelism(), 256),
         maxRequests: 0,
         maxExecutionTime: 30,
         postMaxSize: 8 * 1024 * 1024,

@@ -1,0 +1,32 @@
+// The proxy's lines about itself (started, reloaded, stopping) and its ready line: written once per
+// proxy, by its process, or with --proxy-workers by the primary for all its workers.
+import { describeSettings } from '../common/config.ts';
+import type { ErrorEntry } from '../common/logFormat.ts';
+import { readyLine } from '../common/ready.ts';
+import type { ProxyConfig } from '../common/settings.ts';
+import type { ErrorLog } from './errorLog.ts';
+
+/** Says the proxy serves on `address`:`port`, in error.log and as the ready line on stdout. */
+export function announceStart(errorLog: ErrorLog, config: ProxyConfig, address: string, port: number): void {
+  const url = `http://${address.includes(':') ? `[${address}]` : address}:${port}`;
+  errorLog.write({
+    module: 'mpm_event',
+    level: 'notice',
+    message: `extqs proxy ${process.pid} configured -- resuming normal operations (${url})`,
+  });
+  errorLog.write({ module: 'mpm_event', level: 'info', message: `settings: ${describeSettings(config)}` });
+  process.stdout.write(`${readyLine(url)}\n`);
+}
+
+/** A SIGHUP's line: which files were opened again and what the configuration read again changed. */
+export function reloadedEntry(reopened: readonly (string | false)[], note: string, kept: boolean): ErrorEntry {
+  return {
+    module: 'mpm_event',
+    level: kept ? 'error' : 'notice',
+    message: `SIGHUP received: reopened ${reopened.filter(Boolean).join(', ') || 'no log file'}; ${note}`,
+  };
+}
+
+export function stoppingEntry(reason: string): ErrorEntry {
+  return { module: 'mpm_event', level: 'notice', message: `caught ${reason}, shutting down` };
+}

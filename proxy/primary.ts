@@ -1,0 +1,155 @@
+// The proxy's primary with --proxy-workers N > 1 (nginx's master process): forks N workers that share the
+// port (node:cluster), writes access.log and error.log for all of them, gathers their tallies for
+// /server-status, passes SIGHUP on, replaces a worker that dies, and stops them all on SIGTERM.
+import cluster, { type Address, type Worker } from 'node:cluster';
+import { once } from 'node:events';
+import { logSettingsOf } from '../common/config.ts';
+import { siblingFile } from '../common/entryFile.ts';
+import { childEndpoint, IpcChannel } from '../common/ipc.ts';
+import { openLineLog, rotationOf } from '../common/lineLog.ts';
+import type { Reloads } from '../common/reload.ts';
+import type { ProxyConfig } from '../common/settings.ts';
+import { onShutdownSignal } from '../common/shutdown.ts';
+import { openErrorLog } from './errorLog.ts';
+import { announceStart, reloadedEntry, stoppingEntry } from './lifecycle.ts';
+import type { LineBatch, ProxyPrimarySays, ProxyWorkerSays, Tally } from './workerMessages.ts';
+
+const TALLY_TIMEOUT_MS = 1_000;
+/** More unexpected exits than twice the workers within CRASH_WINDOW_MS and replacements wait RESTART_DELAY_MS. */
+const CRASH_WINDOW_MS = 10_000;
+const RESTART_DELAY_MS = 1_000;
+/** Workers cut their connections at --shutdown-timeout; one that hangs past it by this much is killed,
+ *  within the launcher's own margin for the proxy (common/shutdown.ts). */
+const HARD_STOP_MS = 2_000;
+
+export async function runProxyPrimary(config: ProxyConfig, reloads: Reloads<ProxyConfig>): Promise<void> {
+  const accessLines = openLineLog(config.logs, 'access.log', rotationOf(config));
+  const errorLines = openLineLog(config.logs, 'error.log', rotationOf(config));
+  const errorLog = openErrorLog(config.logs, logSettingsOf(config), errorLines);
+  let current = config;
+  // Node counts --max-connections per process: each worker takes its share (nginx's worker_connections
+  // is per worker outright).
+  // The port stays the one the first workers asked for: the cluster shares one listening socket per
+  // address and port asked, and a replacement asking for the port it got (a reload's settings carry it
+  // after --port 0) would try to bind it a second time.
+  const workerConfig = (): ProxyConfig => ({
+    ...current,
+    port: config.port,
+    maxConnections: current.maxConnections > 0 ? Math.ceil(current.maxConnections / config.proxyWorkers) : 0,
+  });
+  const live = new Set<Worker>();
+  const channels = new WeakMap<Worker, IpcChannel<ProxyPrimarySays, ProxyWorkerSays>>();
+  const crashes: number[] = [];
+  let stopping = false;
+
+  reloads((settings, note, kept) => {
+    current = settings;
+    const reopened = [accessLines.reopen(rotationOf(settings)) && 'access.log', errorLog.reopen(settings) && 'error.log'];
+    errorLog.write(reloadedEntry(reopened, note, kept));
+    for (const worker of live) channels.get(worker)?.notify('reload', { config: workerConfig(), note, kept });
+  });
+
+  const writeLines = ({ access, error }: LineBatch) => {
+    for (const line of access) accessLines.write(line);
+    for (const line of error) errorLines.write(line);
+  };
+
+  /** Every worker's tally; one that does not answer in time is left out. */
+  async function tallies(): Promise<Tally[]> {
+    const asked = [...live].flatMap((worker) => {
+      const channel = channels.get(worker);
+      return channel ? [channel.request('tally', null, TALLY_TIMEOUT_MS).catch(() => undefined)] : [];
+    });
+    return (await Promise.all(asked)).filter((tally): tally is Tally => tally !== undefined);
+  }
+
+  function listenTo(worker: Worker): void {
+    const channel = new IpcChannel<ProxyPrimarySays, ProxyWorkerSays>(childEndpoint(worker.process));
+    channels.set(worker, channel);
+    channel.answer('config', workerConfig);
+    channel.on('lines', writeLines);
+    channel.answer('flush', (batch) => {
+      writeLines(batch);
+      return null;
+    });
+    channel.answer('tallies', tallies);
+  }
+
+  /** Starts a worker; resolves with the address it listens on. */
+  function fork(): Promise<Address> {
+    const worker = cluster.fork();
+    let listening = false;
+    let failure: Error | undefined;
+    live.add(worker);
+    listenTo(worker);
+    channels.get(worker)?.answer('failed', ({ message, code }) => {
+      failure = Object.assign(new Error(message), { code });
+      return null;
+    });
+    worker.once('exit', (code, signal) => {
+      live.delete(worker);
+      // One that never listened is reported by its fork()'s rejection.
+      if (stopping || !listening) return;
+      errorLog.write({
+        module: 'mpm_event',
+        level: 'error',
+        message: `proxy worker ${worker.process.pid} exited with ${signal ? `signal ${signal}` : `code ${code}`}; starting a new one`,
+      });
+      replace();
+    });
+    return new Promise((resolve, reject) => {
+      worker.once('listening', (address) => {
+        listening = true;
+        resolve(address);
+      });
+      worker.once('exit', () => reject(failure ?? new Error(`proxy worker ${worker.process.pid} exited before listening`)));
+    });
+  }
+
+  /** Starts a worker in place of one gone, after a pause when they keep dying, until one listens. */
+  function replace(): void {
+    const now = Date.now();
+    crashes.push(now);
+    while (crashes.length > 0 && crashes[0] < now - CRASH_WINDOW_MS) crashes.shift();
+    const delay = crashes.length > config.proxyWorkers * 2 ? RESTART_DELAY_MS : 0;
+    setTimeout(() => {
+      if (stopping) return;
+      fork().catch((err: Error) => {
+        if (stopping) return;
+        errorLog.write({ module: 'mpm_event', level: 'error', message: `Could not start a proxy worker: ${err.message}` });
+        replace();
+      });
+    }, delay);
+  }
+
+  // Round-robin: the primary accepts and hands connections out in turn. Left to the kernel (SCHED_NONE),
+  // Linux wakes the same worker for most of them, and one core does the work.
+  cluster.schedulingPolicy = cluster.SCHED_RR;
+  cluster.setupPrimary({ exec: siblingFile(import.meta.url, 'workerMain'), args: [], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  let addresses: Address[];
+  try {
+    addresses = await Promise.all(Array.from({ length: config.proxyWorkers }, fork));
+  } catch (err) {
+    stopping = true;
+    for (const worker of live) worker.process.kill('SIGTERM');
+    await Promise.all([accessLines.drain(), errorLog.drain()]);
+    throw err;
+  }
+  announceStart(errorLog, config, addresses[0].address ?? config.listen, addresses[0].port ?? config.port);
+
+  onShutdownSignal(async (reason) => {
+    stopping = true;
+    errorLog.write(stoppingEntry(reason));
+    const exits = [...live].map((worker) => once(worker, 'exit'));
+    for (const worker of live) worker.process.kill('SIGTERM');
+    const hardStop = setTimeout(
+      () => {
+        for (const worker of live) worker.process.kill('SIGKILL');
+      },
+      config.shutdownTimeout * 1000 + HARD_STOP_MS,
+    );
+    await Promise.all(exits);
+    clearTimeout(hardStop);
+    await Promise.all([accessLines.drain(), errorLog.drain()]);
+  });
+}

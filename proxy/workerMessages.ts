@@ -1,0 +1,49 @@
+// What the proxy's primary and its workers (--proxy-workers > 1) say to each other over the cluster
+// channel. The primary is the one writer of access.log and error.log, as the host's primary is of
+// host.log: workers send a turn's lines in one notice, so size rotation and SIGHUP reopening stay in
+// one process.
+import type { Conversation } from '../common/ipc.ts';
+import type { ReloadNotice } from '../common/launcherProtocol.ts';
+import type { ProxyConfig } from '../common/settings.ts';
+
+/** Finished lines for each file, in the order they were written. */
+export interface LineBatch {
+  access: string[];
+  error: string[];
+}
+
+/** One worker's share of /server-status. */
+export interface Tally {
+  startedAt: string;
+  requests: number;
+  bytes: number;
+  statuses: Record<string, number>;
+  inFlight: number;
+  connections: number;
+}
+
+export interface ProxyWorkerSays extends Conversation {
+  requests: {
+    /** The settings to serve with. */
+    config: { body: null; reply: ProxyConfig };
+    /** These lines, and an answer once they are in the primary's hands (a worker about to exit). */
+    flush: { body: LineBatch; reply: null };
+    /** Every worker's tally, for a /server-status this worker answers. */
+    tallies: { body: null; reply: Tally[] };
+    /** Why this worker cannot serve (the port is taken…): the primary's start fails with it. */
+    failed: { body: { message: string; code?: string }; reply: null };
+  };
+  notices: {
+    lines: LineBatch;
+  };
+}
+
+export interface ProxyPrimarySays extends Conversation {
+  requests: {
+    tally: { body: null; reply: Tally };
+  };
+  notices: {
+    /** A SIGHUP reached the primary: apply the live settings (the primary reopened the files). */
+    reload: ReloadNotice;
+  };
+}
