@@ -25,8 +25,8 @@ export function memoryOfTree(pid: number, roleOf: (pid: number) => string): Proc
   return [pid, ...descendants(pid)].map((p) => ({ role: roleOf(p), rssMb: rssMb(p), pssMb: pssMb(p) }));
 }
 
-/** Starts the stack of the checkout at `root`, measures it at rest, and stops it. */
-export async function measureIdleStack(root: string, workers = 2): Promise<IdleStack> {
+/** Starts the stack of the checkout at `root` (with `extraArgs`), measures it at rest, and stops it. */
+export async function measureIdleStack(root: string, workers = 2, extraArgs: string[] = []): Promise<IdleStack> {
   const tree = makeSandbox();
   const started = performance.now();
   const child = spawn(
@@ -44,6 +44,7 @@ export async function measureIdleStack(root: string, workers = 2): Promise<IdleS
       tree.www,
       '--logs',
       tree.logs,
+      ...extraArgs,
     ],
     { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] },
   );

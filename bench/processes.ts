@@ -66,11 +66,14 @@ export function pssMb(pid: number): number {
   return Number(kb) / 1024;
 }
 
-/** What an `extqs start` process is: launcher, proxy, host (the pool's primary), host worker or a worker's esbuild. */
+/**
+ * What an `extqs start` process is: launcher, proxy (alone, or the primary of proxy workers), proxy worker,
+ * host (the pool's primary), host worker or a worker's esbuild.
+ */
 export function roleOf(pid: number): string {
   const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ');
-  // node:cluster marks its workers with NODE_UNIQUE_ID in their environment.
-  if (readFileSync(`/proc/${pid}/environ`, 'utf8').includes('NODE_UNIQUE_ID=')) return 'host worker';
+  if (/proxy\/workerMain/.test(cmdline)) return 'proxy worker';
+  if (/host\/workerMain/.test(cmdline)) return 'host worker';
   if (/ host\b|host\/main/.test(cmdline)) return 'host';
   if (/ proxy\b|proxy\/main/.test(cmdline)) return 'proxy';
   if (/esbuild/.test(cmdline)) return 'esbuild';

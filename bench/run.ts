@@ -52,7 +52,10 @@ const SCENARIOS: Scenario[] = [
 /** The front's CPU per request at most this many times nginx's, on every path. */
 const CPU_TARGET = 2;
 const RELOAD_P99_TARGET_MS = 50;
+/** CPU time one second of a 16-core machine holds, in µs. */
+const SIXTEEN_CORES_US = 16 * 1e6;
 const IDLE_TARGETS_MB = { all: 200, launcher: 40 };
+const IDLE_ROLES = ['launcher', 'proxy', 'proxy worker', 'host', 'host worker'];
 
 function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
@@ -261,6 +264,7 @@ async function main(): Promise<void> {
   // Measured first, while nothing else runs: `extqs start --workers 2` as an operator starts it.
   process.stderr.write(`load generator: ${LOAD_GENERATOR}\n`);
   const idle = await measureIdleStack(ROOT, 2);
+  const idleOneProxy = await measureIdleStack(ROOT, 2, ['--proxy-workers', '1']);
   const sandbox = makeSandbox();
   writeFileSync(join(sandbox.controllers, 'Echo.ts'), `export default ({ query }: any) => ({ sn: query.sn, no: query.no, ok: true });\n`);
   // A 1.4 KB page, like a small static file of the legacy site.
@@ -287,7 +291,8 @@ async function main(): Promise<void> {
       'json',
     ]);
     processes.push(host);
-    const proxyArgs = (forwarder: string, logs: string) => {
+    // Each front gets one process (nginx: one worker), and extqs also two proxy workers, for the scaling.
+    const proxyArgs = (forwarder: string, logs: string, proxyWorkers = 1) => {
       mkdirSync(logs, { recursive: true });
       return [
         '--port',
@@ -302,16 +307,21 @@ async function main(): Promise<void> {
         `unix:${socket}`,
         '--forwarder',
         forwarder,
+        '--proxy-workers',
+        String(proxyWorkers),
       ];
     };
     const proxy = await startCommand('proxy', proxyArgs('undici', sandbox.logs));
     processes.push(proxy);
     const httpProxy = await startCommand('proxy', proxyArgs('http-proxy', join(sandbox.dir, 'logs-http-proxy')));
     processes.push(httpProxy);
+    const twoWorkers = await startCommand('proxy', proxyArgs('undici', join(sandbox.dir, 'logs-two-workers'), 2));
+    processes.push(twoWorkers);
     const nodeFloor = await startNode(['--import', 'tsx', join(ROOT, 'bench', 'nodeFloor.ts'), socket, sandbox.publicDir], 'nodeFloor.ts');
     processes.push(nodeFloor);
-    const fronts: { name: 'extqs' | 'extqs-http-proxy' | 'node-floor' | 'nginx'; url: string; pid: number }[] = [
+    const fronts: { name: 'extqs' | 'extqs-2-workers' | 'extqs-http-proxy' | 'node-floor' | 'nginx'; url: string; pid: number }[] = [
       { name: 'extqs', url: proxy.url, pid: proxy.child.pid! },
+      { name: 'extqs-2-workers', url: twoWorkers.url, pid: twoWorkers.child.pid! },
       { name: 'extqs-http-proxy', url: httpProxy.url, pid: httpProxy.child.pid! },
       { name: 'node-floor', url: nodeFloor.url, pid: nodeFloor.child.pid! },
     ];
@@ -326,7 +336,7 @@ async function main(): Promise<void> {
       process.stderr.write('nginx is not on PATH (Debian: nginx-light): extqs only, no ratios\n');
     }
 
-    const results: Record<string, Record<string, (LoadResult & { cpuMicrosPerRequest: number })[]>> = {};
+    const results: Record<string, Record<string, (LoadResult & { cpuMicrosPerRequest: number; hostCpuMicrosPerRequest: number })[]>> = {};
     for (const scenario of SCENARIOS) {
       results[scenario.name] = {};
       const expectedOf = (front: (typeof fronts)[number]) => scenario.expected[front.name === 'nginx' ? 'nginx' : 'extqs'];
@@ -334,8 +344,13 @@ async function main(): Promise<void> {
       for (let round = 0; round < ROUNDS; round++) {
         for (const front of fronts) {
           const cpuBefore = cpuMicros(front.pid);
+          const hostCpuBefore = cpuMicros(host.child.pid!);
           const load = await runLoad(front.url, scenario.paths, expectedOf(front), SECONDS);
-          const result = { ...load, cpuMicrosPerRequest: (cpuMicros(front.pid) - cpuBefore) / Math.max(load.total, 1) };
+          const result = {
+            ...load,
+            cpuMicrosPerRequest: (cpuMicros(front.pid) - cpuBefore) / Math.max(load.total, 1),
+            hostCpuMicrosPerRequest: (cpuMicros(host.child.pid!) - hostCpuBefore) / Math.max(load.total, 1),
+          };
           (results[scenario.name][front.name] ??= []).push(result);
           process.stderr.write(`${scenario.name} / ${front.name} round ${round + 1}: ${Math.round(result.requestsPerSecond)} req/s\n`);
         }
@@ -354,9 +369,11 @@ async function main(): Promise<void> {
           unexpected: runs.reduce((s, r) => s + r.unexpected, 0),
           errors: runs.reduce((s, r) => s + r.errors + r.timeouts, 0),
           cpuMicrosPerRequest: median(runs.map((r) => r.cpuMicrosPerRequest)),
+          hostCpuMicrosPerRequest: median(runs.map((r) => r.hostCpuMicrosPerRequest)),
         };
       };
       const extqs = summary('extqs')!;
+      const twoProxyWorkers = summary('extqs-2-workers')!;
       const viaHttpProxy = summary('extqs-http-proxy')!;
       const floor = summary('node-floor')!;
       const nginxSummary = summary('nginx');
@@ -366,6 +383,10 @@ async function main(): Promise<void> {
         scenario: scenario.name,
         target: scenario.target,
         extqs,
+        twoProxyWorkers,
+        // What one 16-core machine would carry on this path, from CPU alone: the front with workers (their
+        // log relay included) and the host each take their CPU per request, and nothing else runs.
+        sixteenCores: SIXTEEN_CORES_US / (twoProxyWorkers.cpuMicrosPerRequest + twoProxyWorkers.hostCpuMicrosPerRequest),
         httpProxy: viaHttpProxy,
         nodeFloor: floor,
         nginx: nginxSummary,
@@ -386,7 +407,7 @@ async function main(): Promise<void> {
     const idleLauncher = totalMb(idle.processes, 'rssMb', 'launcher');
     const lines = [
       `load generator ${LOAD_GENERATOR}, 50 connections, ${ROUNDS} rounds of ${SECONDS} s per front, medians`,
-      `${pad('scenario', 24)}${pad('CPU us/req extqs/nginx', 24)}${pad('extqs req/s', 13)}${pad('nginx req/s', 13)}${pad('ratio', 17)}${pad('p50/p99 ms', 14)}${pad('unexp/err', 11)}${pad('Node floor', 24)}http-proxy engine`,
+      `${pad('scenario', 24)}${pad('CPU us/req extqs/nginx', 24)}${pad('extqs req/s', 13)}${pad('nginx req/s', 13)}${pad('ratio', 17)}${pad('p50/p99 ms', 14)}${pad('unexp/err', 11)}${pad('Node floor', 24)}${pad('2 proxy workers', 24)}${pad('16 cores', 12)}http-proxy engine`,
       ...rows.map(
         (r) =>
           `${pad(r.scenario, 24)}` +
@@ -395,14 +416,25 @@ async function main(): Promise<void> {
           `${pad(`${fixed(r.ratio)}${r.target === undefined ? '' : ` >=${r.target}${verdict(r.met)}`}`, 17)}` +
           `${pad(`${fixed(r.extqs.p50, 1)}/${fixed(r.extqs.p99, 1)}`, 14)}${pad(`${r.extqs.unexpected}/${r.extqs.errors}`, 11)}` +
           `${pad(`${Math.round(r.nodeFloor.cpuMicrosPerRequest)} us/req, ${Math.round(r.nodeFloor.requestsPerSecond)} req/s`, 24)}` +
+          `${pad(`${Math.round(r.twoProxyWorkers.cpuMicrosPerRequest)} us/req, ${Math.round(r.twoProxyWorkers.requestsPerSecond)} req/s`, 24)}` +
+          `${pad(`${Math.round(r.sixteenCores / 1000)}k req/s`, 12)}` +
           `${Math.round(r.httpProxy.cpuMicrosPerRequest)} us/req, ${Math.round(r.httpProxy.requestsPerSecond)} req/s`,
       ),
       `reload latency to the first new answer p50 ${reload.reloadP50Ms.toFixed(1)} ms, p99 ${reload.reloadP99Ms.toFixed(1)} ms (target ${RELOAD_P99_TARGET_MS}${verdict(reload.reloadP99Ms <= RELOAD_P99_TARGET_MS)}); ` +
         `to the new version installed p50 ${reload.installedP50Ms.toFixed(1)} ms, p99 ${reload.installedP99Ms.toFixed(1)} ms; failed requests ${reload.failedDuringReloads} (target 0)`,
       `host RSS ${reload.rssBeforeMb.toFixed(1)} MB -> ${reload.rssAfterMb.toFixed(1)} MB over ${RELOADS_FOR_MEMORY} reloads: ${reload.rssGrowthMb.toFixed(1)} MB (target 10)`,
-      `idle RSS/PSS MB, extqs start --workers 2 (ready in ${Math.round(idle.readyMs)} ms): ` +
-        ['launcher', 'proxy', 'host', 'host worker'].map((role) => `${role} ${memory(idle.processes, role)}`).join(', ') +
-        `; all ${memory(idle.processes)} (targets: all ${IDLE_TARGETS_MB.all}${verdict(idleAll <= IDLE_TARGETS_MB.all)}, launcher ${IDLE_TARGETS_MB.launcher}${verdict(idleLauncher <= IDLE_TARGETS_MB.launcher)})`,
+      ...(
+        [
+          ['', idle],
+          [' --proxy-workers 1', idleOneProxy],
+        ] as const
+      ).map(
+        ([args, stack]) =>
+          `idle RSS/PSS MB, extqs start --workers 2${args} (ready in ${Math.round(stack.readyMs)} ms): ` +
+          IDLE_ROLES.map((role) => `${role} ${memory(stack.processes, role)}`).join(', ') +
+          `; all ${memory(stack.processes)}`,
+      ),
+      `idle targets, default stack: all ${IDLE_TARGETS_MB.all}${verdict(idleAll <= IDLE_TARGETS_MB.all)}, launcher ${IDLE_TARGETS_MB.launcher}${verdict(idleLauncher <= IDLE_TARGETS_MB.launcher)}`,
       nginxIdle ? `idle RSS/PSS MB, nginx (1 worker): ${memory(nginxIdle)}` : 'nginx: not measured',
     ];
     process.stdout.write(`\n${lines.join('\n')}\n`);
@@ -419,7 +451,7 @@ async function main(): Promise<void> {
           workers: WORKERS,
           rows,
           reload,
-          idle: { extqs: idle, nginx: nginxIdle },
+          idle: { extqs: idle, extqsOneProxy: idleOneProxy, nginx: nginxIdle },
           raw: results,
         },
         null,

@@ -11,7 +11,7 @@ const root = process.argv[2] ?? ROOT;
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 const runs: IdleStack[] = [];
 for (let run = 0; run < RUNS; run++) runs.push(await measureIdleStack(root));
-const roles = ['launcher', 'proxy', 'host', 'host worker'];
+const roles = ['launcher', 'proxy', 'proxy worker', 'host', 'host worker'];
 const perRole = (measure: 'rssMb' | 'pssMb') =>
   Object.fromEntries(roles.map((role) => [role, Math.round(median(runs.map((r) => totalMb(r.processes, measure, role))))]));
 console.log(
