@@ -28,9 +28,9 @@ export async function runProxyPrimary(config: ProxyConfig, reloads: Reloads<Prox
   const errorLog = openErrorLog(config.logs, logSettingsOf(config), errorLines);
   let current = config;
   // Each worker's server counts its own connections: it takes its share of --max-connections (nginx's
-  // worker_connections is per worker outright). The port stays the one the first workers asked for: the cluster shares one listening socket per
-  // address and port asked, and a replacement asking for the port it got (a reload's settings carry it
-  // after --port 0) would try to bind it a second time.
+  // worker_connections is per worker outright). The port stays the one the first workers asked for: the
+  // cluster shares one listening socket per address and port asked, and a replacement asking for the port
+  // it got (a reload's settings carry it after --port 0) would try to bind it a second time.
   const workerConfig = (): ProxyConfig => ({
     ...current,
     port: config.port,
