@@ -10,6 +10,7 @@ import { describeSettings, logSettingsOf } from '../common/config.ts';
 import { siblingFile } from '../common/entryFile.ts';
 import { childEndpoint, IpcChannel } from '../common/ipc.ts';
 import { readyLine } from '../common/ready.ts';
+import { RESTART_DELAY_MS, RestartPace } from '../common/restartPace.ts';
 import type { Reloads } from '../common/reload.ts';
 import { formatUpstream } from '../common/settingParsers.ts';
 import type { HostConfig } from '../common/settings.ts';
@@ -20,9 +21,6 @@ import { removeUploadsOf } from './uploadDir.ts';
 import { addDeparted, departedNone, summarize, type WorkerSnapshot } from './stats.ts';
 
 const SNAPSHOT_TIMEOUT_MS = 1_000;
-/** More unexpected exits than this within CRASH_WINDOW_MS and replacements wait RESTART_DELAY_MS. */
-const CRASH_WINDOW_MS = 10_000;
-const RESTART_DELAY_MS = 1_000;
 
 export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>): Promise<void> {
   const log = openHostLog(config.logs, logSettingsOf(config));
@@ -39,7 +37,7 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
   /** Workers whose server listens; the others show as `starting` on /status without being asked. */
   const up = new WeakSet<Worker>();
   const retiring = new Set<Worker>();
-  const crashes: number[] = [];
+  const pace = new RestartPace(config.workers);
   // Counters of workers gone: from a retiring worker's final stats; a crashed worker's are lost.
   const departed = departedNone();
   let stopping = false;
@@ -120,10 +118,7 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
         removeUploadsOf(pid).catch((err: Error) => log.error(`Could not delete the uploads of worker ${pid}: ${err.message}`));
       const wasRetiring = retiring.delete(worker);
       if (stopping || wasRetiring || (recycling && !listening)) return;
-      const now = Date.now();
-      crashes.push(now);
-      while (crashes.length > 0 && crashes[0] < now - CRASH_WINDOW_MS) crashes.shift();
-      const delay = crashes.length > config.workers * 2 ? RESTART_DELAY_MS : 0;
+      const delay = pace.delayAfterExit();
       log.error(
         `Worker ${worker.process.pid} exited with ${signal ? `signal ${signal}` : `code ${code}`}; starting a new one${delay ? ` in ${delay} ms` : ''}`,
       );

@@ -8,6 +8,7 @@ import { siblingFile } from '../common/entryFile.ts';
 import { childEndpoint, IpcChannel } from '../common/ipc.ts';
 import { openLineLog, rotationOf } from '../common/lineLog.ts';
 import type { Reloads } from '../common/reload.ts';
+import { RestartPace } from '../common/restartPace.ts';
 import type { ProxyConfig } from '../common/settings.ts';
 import { onShutdownSignal } from '../common/shutdown.ts';
 import { openErrorLog } from './errorLog.ts';
@@ -15,9 +16,6 @@ import { announceStart, reloadedEntry, stoppingEntry } from './lifecycle.ts';
 import type { LineBatch, ProxyPrimarySays, ProxyWorkerSays, Tally } from './workerMessages.ts';
 
 const TALLY_TIMEOUT_MS = 1_000;
-/** More unexpected exits than twice the workers within CRASH_WINDOW_MS and replacements wait RESTART_DELAY_MS. */
-const CRASH_WINDOW_MS = 10_000;
-const RESTART_DELAY_MS = 1_000;
 /** Workers cut their connections at --shutdown-timeout; one that hangs past it by this much is killed,
  *  within the launcher's own margin for the proxy (common/shutdown.ts). */
 const HARD_STOP_MS = 2_000;
@@ -38,7 +36,7 @@ export async function runProxyPrimary(config: ProxyConfig, reloads: Reloads<Prox
   });
   const live = new Set<Worker>();
   const channels = new WeakMap<Worker, IpcChannel<ProxyPrimarySays, ProxyWorkerSays>>();
-  const crashes: number[] = [];
+  const pace = new RestartPace(config.proxyWorkers);
   let stopping = false;
 
   reloads((settings, note, kept) => {
@@ -62,7 +60,7 @@ export async function runProxyPrimary(config: ProxyConfig, reloads: Reloads<Prox
     return (await Promise.all(asked)).filter((tally): tally is Tally => tally !== undefined);
   }
 
-  function listenTo(worker: Worker): void {
+  function listenTo(worker: Worker): IpcChannel<ProxyPrimarySays, ProxyWorkerSays> {
     const channel = new IpcChannel<ProxyPrimarySays, ProxyWorkerSays>(childEndpoint(worker.process));
     channels.set(worker, channel);
     channel.answer('config', workerConfig);
@@ -72,6 +70,7 @@ export async function runProxyPrimary(config: ProxyConfig, reloads: Reloads<Prox
       return null;
     });
     channel.answer('tallies', tallies);
+    return channel;
   }
 
   /** Starts a worker; resolves with the address it listens on. */
@@ -80,8 +79,7 @@ export async function runProxyPrimary(config: ProxyConfig, reloads: Reloads<Prox
     let listening = false;
     let failure: Error | undefined;
     live.add(worker);
-    listenTo(worker);
-    channels.get(worker)?.answer('failed', ({ message, code }) => {
+    listenTo(worker).answer('failed', ({ message, code }) => {
       failure = Object.assign(new Error(message), { code });
       return null;
     });
@@ -107,10 +105,7 @@ export async function runProxyPrimary(config: ProxyConfig, reloads: Reloads<Prox
 
   /** Starts a worker in place of one gone, after a pause when they keep dying, until one listens. */
   function replace(): void {
-    const now = Date.now();
-    crashes.push(now);
-    while (crashes.length > 0 && crashes[0] < now - CRASH_WINDOW_MS) crashes.shift();
-    const delay = crashes.length > config.proxyWorkers * 2 ? RESTART_DELAY_MS : 0;
+    const delay = pace.delayAfterExit();
     setTimeout(() => {
       if (stopping) return;
       fork().catch((err: Error) => {

@@ -254,15 +254,16 @@ export function createProxyServer({
   // later read maxConnections 0 as "refuse all".
   let connections = 0;
   let dropped = 0;
-  server.on('connection', (socket: Socket) => {
-    if (limits.maxConnections > 0 && connections >= limits.maxConnections) {
+  if (limits.maxConnections > 0) server.on('connection', countConnection);
+  function countConnection(socket: Socket): void {
+    if (connections >= limits.maxConnections) {
       socket.destroy();
       reportDrop();
       return;
     }
     connections += 1;
     socket.once('close', () => (connections -= 1));
-  });
+  }
   function reportDrop(): void {
     if (dropped++ > 0) return;
     setTimeout(() => {

@@ -1,6 +1,7 @@
 // The entry of a proxy worker (--proxy-workers > 1, forked by primary.ts with node:cluster): it asks the
 // primary for its settings, then serves the shared port; its reloads come from the primary.
 import { IpcChannel, parentEndpoint } from '../common/ipc.ts';
+import type { Reloads } from '../common/reload.ts';
 import type { ProxyConfig } from '../common/settings.ts';
 import { serveProxy } from './main.ts';
 import type { ProxyPrimarySays, ProxyWorkerSays } from './workerMessages.ts';
@@ -16,7 +17,7 @@ process.on('SIGHUP', () => {});
 const channel = new IpcChannel<ProxyWorkerSays, ProxyPrimarySays>(parentEndpoint());
 try {
   const config = await channel.request('config', null, CONFIG_TIMEOUT_MS);
-  const reloads = (apply: (config: ProxyConfig, note: string, kept: boolean) => void) =>
+  const reloads: Reloads<ProxyConfig> = (apply) =>
     channel.on('reload', ({ config: fresh, note, kept }) => apply(fresh as ProxyConfig, note, kept));
   await serveProxy(config, reloads, channel);
 } catch (err) {
