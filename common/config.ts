@@ -9,10 +9,12 @@ import { ConfigError, ConfigErrors, UsageError } from './configError.ts';
 import {
   labelOf,
   LIVE_KEYS,
+  LOG_KEYS,
   SETTING_KEYS,
   specOf,
   type Config,
   type HostConfig,
+  type LiveSettings,
   type LogSettings,
   type ProxyConfig,
   type Role,
@@ -172,7 +174,12 @@ export function sliceFor<R extends Role>(role: R, config: Partial<Config>): R ex
 }
 
 export function logSettingsOf(config: LogSettings): LogSettings {
-  return Object.fromEntries(LIVE_KEYS.map((key) => [key, config[key]])) as unknown as LogSettings;
+  return Object.fromEntries(LOG_KEYS.map((key) => [key, config[key]])) as unknown as LogSettings;
+}
+
+/** The live settings `config` holds (a process's slice holds its own). */
+export function liveSettingsOf(config: Partial<LiveSettings>): Partial<LiveSettings> {
+  return Object.fromEntries(LIVE_KEYS.filter((key) => key in config).map((key) => [key, config[key]]));
 }
 
 function shown(key: SettingKey, value: unknown): string {

@@ -1,6 +1,6 @@
 // How each kind of setting value is read from its text: pure functions that return the value or throw
 // the ConfigError `fail` builds (it names the setting; the parser says what is allowed).
-import { accessSync, constants, mkdirSync, statSync } from 'node:fs';
+import { accessSync, constants, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { join, resolve } from 'node:path';
 
@@ -56,6 +56,22 @@ export const size: Parser<number> = (raw, { fail }) => {
 
 /** A path, relative to the working directory; empty means none. */
 export const optionalPath: Parser<string | undefined> = (raw, { cwd }) => (raw === '' ? undefined : resolve(cwd, raw));
+
+/** A PEM file (certificate chain or private key), read now so a bad path stops start-up; empty means none. */
+export function pemFile(holding: string): Parser<string | undefined> {
+  return (raw, { cwd, fail }) => {
+    if (raw === '') return undefined;
+    const path = resolve(cwd, raw);
+    let text: string;
+    try {
+      text = readFileSync(path, 'latin1');
+    } catch (err) {
+      return fail(`a readable PEM file holding ${holding} (${(err as Error).message})`);
+    }
+    if (!text.includes('-----BEGIN ')) fail(`a PEM file holding ${holding} (${path} has no -----BEGIN line)`);
+    return path;
+  };
+}
 
 /** The www root: a directory holding public/ and controllers/. */
 export const wwwDirectory: Parser<string> = (raw, { cwd, fail }) => {

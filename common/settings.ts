@@ -2,6 +2,7 @@
 // that use it, whether a SIGHUP applies it live, and its help. The Config types, the validation, each
 // command's options and --help, the SIGHUP report and the README's tables all come from this table.
 import { availableParallelism } from 'node:os';
+import { tlsPairProblem } from './tlsPair.ts';
 import { LOG_FORMATS, LOG_LEVELS } from './logFormat.ts';
 import {
   address,
@@ -12,6 +13,7 @@ import {
   logDirectory,
   oneOf,
   optionalPath,
+  pemFile,
   port,
   size,
   upstreamList,
@@ -23,7 +25,7 @@ import {
 export type Role = 'proxy' | 'host';
 
 /** How the README groups the settings. */
-export type SettingGroup = 'service' | 'host' | 'input' | 'upstreams' | 'logs' | 'limits';
+export type SettingGroup = 'service' | 'tls' | 'host' | 'input' | 'upstreams' | 'logs' | 'limits';
 
 export interface SettingSpec<T, R extends readonly Role[], L extends boolean = boolean> {
   flag: string;
@@ -83,6 +85,71 @@ export const SETTINGS = {
     placeholder: 'ADDR',
     help: 'address the proxy binds',
     group: 'service',
+  }),
+  tlsPort: setting({
+    flag: 'tls-port',
+    env: 'TLS_PORT',
+    default: '8443',
+    parse: port,
+    roles: ['proxy'],
+    placeholder: 'PORT',
+    help: 'port of the HTTPS listener (HTTP/2 and HTTP/1.1), opened when --tls-cert is given; 0 picks a free one',
+    group: 'tls',
+  }),
+  tlsCert: setting({
+    flag: 'tls-cert',
+    env: 'TLS_CERT',
+    default: '',
+    defaultText: 'none (no HTTPS)',
+    parse: pemFile('a certificate, then its chain'),
+    roles: ['proxy'],
+    live: true,
+    placeholder: 'FILE',
+    help: "PEM certificate, followed by its intermediates (certbot's fullchain.pem); read again on SIGHUP",
+    group: 'tls',
+  }),
+  tlsKey: setting({
+    flag: 'tls-key',
+    env: 'TLS_KEY',
+    default: '',
+    defaultText: 'none',
+    parse: pemFile('a private key'),
+    // A certificate without its key (or a key that is not the certificate's) would fail every handshake.
+    relation: (key, other, fail) => {
+      const cert = other('tlsCert') as string | undefined;
+      if ((key === undefined) !== (cert === undefined)) fail('given together with --tls-cert (TLS_CERT), or neither');
+      const problem = cert !== undefined && key !== undefined ? tlsPairProblem(cert, key) : undefined;
+      if (problem) fail(`the private key of the certificate in --tls-cert (${problem})`);
+    },
+    roles: ['proxy'],
+    live: true,
+    placeholder: 'FILE',
+    help: "PEM private key of --tls-cert (certbot's privkey.pem); read again on SIGHUP",
+    group: 'tls',
+  }),
+  tlsRedirect: setting({
+    flag: 'tls-redirect',
+    env: 'TLS_REDIRECT',
+    default: 'off',
+    parse: oneOf(['off', 'on']),
+    relation: (value, other, fail) => {
+      if (value === 'on' && other('tlsCert') === undefined) fail('off without --tls-cert (there is no HTTPS to send clients to)');
+    },
+    roles: ['proxy'],
+    live: true,
+    placeholder: 'SWITCH',
+    help: 'on: every plain HTTP request is answered 301 to the same URL on HTTPS',
+    group: 'tls',
+  }),
+  h2MaxConcurrentStreams: setting({
+    flag: 'h2-max-concurrent-streams',
+    env: 'H2_MAX_CONCURRENT_STREAMS',
+    default: '100',
+    parse: integer(1, 10_000),
+    roles: ['proxy'],
+    placeholder: 'N',
+    help: 'HTTP/2 streams one connection may have open at once (Apache H2MaxSessionStreams 100)',
+    group: 'tls',
   }),
   proxyWorkers: setting({
     flag: 'proxy-workers',
@@ -436,7 +503,9 @@ type KeysOf<R extends Role> = { [K in SettingKey]: R extends Settings[K]['roles'
 export type ProxyConfig = Pick<Config, KeysOf<'proxy'>>;
 export type HostConfig = Pick<Config, KeysOf<'host'>>;
 /** The settings a SIGHUP applies without a restart. */
-export type LogSettings = Pick<Config, LiveKeys>;
+export type LiveSettings = Pick<Config, LiveKeys>;
+/** The live settings every process takes: how its log files are written. */
+export type LogSettings = Pick<Config, LiveKeys & KeysOf<'proxy'> & KeysOf<'host'>>;
 
 export const SETTING_KEYS = Object.keys(SETTINGS) as SettingKey[];
 
@@ -452,3 +521,4 @@ export function labelOf(key: SettingKey): string {
 }
 
 export const LIVE_KEYS = SETTING_KEYS.filter((key) => specOf(key).live) as LiveKeys[];
+export const LOG_KEYS = LIVE_KEYS.filter((key) => specOf(key).roles.length === 2) as (keyof LogSettings)[];

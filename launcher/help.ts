@@ -12,10 +12,12 @@ const COMMAND_SUMMARIES: Readonly<Record<Command, string>> = {
 
 const COMMAND_NOTES: Readonly<Record<Command, string>> = {
   start:
-    'Prints "listening on http://ADDR:PORT" when the proxy is ready. SIGTERM or SIGINT stops the proxy, then the host;\n' +
-    'SIGHUP reopens every log and applies the log settings read again. The host listens on a private unix socket.',
+    'Prints "listening on http://ADDR:PORT" (then " https://ADDR:PORT" with --tls-cert) when the proxy is ready.\n' +
+    'SIGTERM or SIGINT stops the proxy, then the host; SIGHUP reopens every log and applies the live settings read\n' +
+    'again (log settings, the TLS certificate). The host listens on a private unix socket.',
   proxy:
-    'Prints "listening on http://ADDR:PORT" when ready. SIGTERM or SIGINT stops; SIGHUP reopens the logs and reads the settings again.',
+    'Prints "listening on http://ADDR:PORT" (then " https://ADDR:PORT" with --tls-cert) when ready. SIGTERM or SIGINT\n' +
+    'stops; SIGHUP reopens the logs and reads the settings again, the TLS certificate and key included.',
   host:
     'Prints "listening on unix:PATH" or "listening on http://ADDR:PORT" when ready. Serves /External/<Name> from\n' +
     'www/controllers, and /status and /ping to whoever reaches its socket: let only the proxies reach it.',

@@ -12,6 +12,12 @@ import type { HostConfig, ProxyConfig } from '../common/settings.ts';
 import { STOP_MARGIN_S } from '../common/shutdown.ts';
 import { Supervisor } from './supervisor.ts';
 
+/** The port of a ready line's URL; the URL leaves out 80 and 443. */
+function portOf(url: string): number {
+  const { port, protocol } = new URL(url);
+  return Number(port) || (protocol === 'https:' ? 443 : 80);
+}
+
 export async function start(argv: readonly string[], initial: Config): Promise<void> {
   let config = initial;
   // The host listens on a socket in a directory only this user can enter (0700); the socket itself is 0600.
@@ -22,8 +28,9 @@ export async function start(argv: readonly string[], initial: Config): Promise<v
   // With --port 0 the first proxy picks a free port; a restarted one must come back on that same port,
   // or every client would lose the service.
   let port = config.port;
+  let tlsPort = config.tlsPort;
   const hostConfig = (): HostConfig => ({ ...sliceFor('host', config), socket });
-  const proxyConfig = (): ProxyConfig => ({ ...sliceFor('proxy', config), port, upstreams: [{ kind: 'unix', path: socket }] });
+  const proxyConfig = (): ProxyConfig => ({ ...sliceFor('proxy', config), port, tlsPort, upstreams: [{ kind: 'unix', path: socket }] });
 
   const host = new Supervisor({
     role: 'host',
@@ -35,9 +42,10 @@ export async function start(argv: readonly string[], initial: Config): Promise<v
   const proxy = new Supervisor({
     role: 'proxy',
     config: proxyConfig,
-    onReady: (url) => {
-      port = Number(new URL(url).port);
-      process.stdout.write(`${readyLine(url)}\n`);
+    onReady: (urls) => {
+      port = portOf(urls[0]);
+      if (urls[1]) tlsPort = portOf(urls[1]);
+      process.stdout.write(`${readyLine(...urls)}\n`);
     },
     onEvent: say,
     stopTimeoutMs: (config.shutdownTimeout + STOP_MARGIN_S.proxy) * 1000,

@@ -7,7 +7,7 @@ import { createInterface } from 'node:readline';
 import { siblingFile } from '../common/entryFile.ts';
 import { childEndpoint, IpcChannel } from '../common/ipc.ts';
 import type { ChildSays, LauncherSays, ReloadNotice } from '../common/launcherProtocol.ts';
-import { parseReadyLine } from '../common/ready.ts';
+import { parseReadyUrls } from '../common/ready.ts';
 import type { HostConfig, ProxyConfig, Role } from '../common/settings.ts';
 
 /** What every child runs: it asks for its settings over IPC (launcher/child.ts). */
@@ -27,8 +27,8 @@ export interface ChildSpec {
   role: Role;
   /** The child's settings, read at every start (a restart may need different ones). */
   config: () => ProxyConfig | HostConfig;
-  /** Called with the URL of every ready line (first start and restarts). */
-  onReady(url: string): void;
+  /** Called with the URLs of every ready line (first start and restarts). */
+  onReady(urls: string[]): void;
   /** Called with what went wrong when a running child exited or could not be restarted. */
   onEvent(message: string): void;
   /** How long stop() waits after SIGTERM before SIGKILL: longer than the child's own graceful stop. */
@@ -62,14 +62,14 @@ export class Supervisor {
       this.channel = channel;
       let ready = false;
       createInterface({ input: child.stdout! }).on('line', (line) => {
-        const url = parseReadyLine(line);
-        if (url === undefined) {
+        const urls = parseReadyUrls(line);
+        if (urls === undefined) {
           process.stdout.write(`${line}\n`);
           return;
         }
         ready = true;
-        this.spec.onReady(url);
-        resolve(url);
+        this.spec.onReady(urls);
+        resolve(urls[0]);
       });
       child.once('error', (err) => {
         if (!ready) reject(err);

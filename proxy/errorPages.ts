@@ -2,6 +2,7 @@
 // without the server signature and without echoing the URL back.
 import type { ServerResponse } from 'node:http';
 import { STATUS_CODES } from 'node:http';
+import { isHttp2 } from './protocols.ts';
 
 const explanations: Record<number, string> = {
   400: '<p>Your browser sent a request that this server could not understand.<br />\n</p>',
@@ -48,10 +49,9 @@ export function sendErrorPage(res: ServerResponse, status: number, headers: Reco
     return;
   }
   const page = errorPage(status);
-  res.writeHead(status, reasonOf(status), {
-    ...headers,
-    'Content-Type': 'text/html; charset=iso-8859-1',
-    'Content-Length': String(page.length),
-  });
+  const fields = { ...headers, 'Content-Type': 'text/html; charset=iso-8859-1', 'Content-Length': String(page.length) };
+  // HTTP/2 has no reason phrase (RFC 9113 §8.3.2); Node warns when given one.
+  if (isHttp2(res.req)) res.writeHead(status, fields);
+  else res.writeHead(status, reasonOf(status), fields);
   res.end(res.req.method === 'HEAD' ? undefined : page);
 }

@@ -21,7 +21,10 @@ import {
   type Forward,
   type ForwarderOptions,
 } from './forwarding.ts';
+import { isHttp2 } from './protocols.ts';
 import type { UpstreamState } from './upstreams.ts';
+
+const HTTP2_FRAMED = ['transfer-encoding'] as const;
 
 /** How the failure line reads when the host says it ended without headers: as when it closed the connection. */
 const HUNG_UP = Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
@@ -71,9 +74,16 @@ export function createHttpProxyForwarder(options: ForwarderOptions): Forward {
       proxyRes.resume();
       return;
     }
-    proxyRes.headers = responseHeaders(proxyRes.headers);
-    // http-proxy copies the client's Connection header otherwise, which we removed: say what Node will do.
-    proxyRes.headers.connection = res.shouldKeepAlive ? 'keep-alive' : 'close';
+    if (isHttp2(req)) {
+      // HTTP/2 frames the body itself and has neither connection-specific fields nor reason phrases: Node
+      // throws on the first (crashing the process) and warns on the second.
+      proxyRes.headers = responseHeaders(proxyRes.headers, HTTP2_FRAMED);
+      proxyRes.statusMessage = '';
+    } else {
+      proxyRes.headers = responseHeaders(proxyRes.headers);
+      // http-proxy copies the client's Connection header otherwise, which we removed: say what Node will do.
+      proxyRes.headers.connection = res.shouldKeepAlive ? 'keep-alive' : 'close';
+    }
     if (proxyRes.headers['content-length'] === undefined) proxyRes.on('data', (chunk: Buffer) => countBodyBytes(res, chunk.length));
     // pipe() does not pass errors on: a host dying mid-body would leave the client waiting forever.
     proxyRes.once('close', () => {

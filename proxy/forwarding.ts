@@ -6,6 +6,7 @@ import { PassThrough, type Readable } from 'node:stream';
 import { CONTROLLER_PREFIX, decodeStderr, ENDED_WITHOUT_HEADERS_FIELD, HOST_STDERR_FIELD } from '../common/protocol.ts';
 import { sendErrorPage } from './errorPages.ts';
 import { clientAddress, clientOf, type ClientSocket, type ErrorLog } from './errorLog.ts';
+import { authorityOf, schemeOf } from './protocols.ts';
 import type { Upstreams, UpstreamState } from './upstreams.ts';
 
 export type Forward = (req: IncomingMessage, res: ServerResponse, url: string, requestId: string) => void;
@@ -153,13 +154,16 @@ export function forwardedHeaders(
   const out: Record<string, string | string[]> = {};
   for (const name in incoming) {
     const value = incoming[name];
-    if (value === undefined || NEVER_FORWARDED.has(name) || name.startsWith('x-forwarded-')) continue;
+    // HTTP/2's pseudo-header fields (`:path`…) are no fields of the HTTP/1.1 request to the host.
+    if (value === undefined || NEVER_FORWARDED.has(name) || name.startsWith('x-forwarded-') || name.startsWith(':')) continue;
     if (nominated.includes(name) || engineFramed.includes(name)) continue;
     out[name] = value;
   }
+  const authority = authorityOf(req);
+  if (authority !== undefined) out.host = authority;
   out['x-forwarded-for'] = clientAddress(req.socket.remoteAddress);
-  out['x-forwarded-proto'] = 'http';
-  if (incoming.host) out['x-forwarded-host'] = incoming.host;
+  out['x-forwarded-proto'] = schemeOf(req);
+  if (authority !== undefined) out['x-forwarded-host'] = authority;
   out['x-request-id'] = requestId;
   return out;
 }

@@ -6,16 +6,20 @@ import { readyLine } from '../common/ready.ts';
 import type { ProxyConfig } from '../common/settings.ts';
 import type { ErrorLog } from './errorLog.ts';
 
-/** Says the proxy serves on `address`:`port`, in error.log and as the ready line on stdout. */
-export function announceStart(errorLog: ErrorLog, config: ProxyConfig, address: string, port: number): void {
-  const url = `http://${address.includes(':') ? `[${address}]` : address}:${port}`;
+/** Where a listener is, as a URL. */
+export function listenerUrl(scheme: 'http' | 'https', address: string, port: number): string {
+  return `${scheme}://${address.includes(':') ? `[${address}]` : address}:${port}`;
+}
+
+/** Says the proxy serves at `urls` (plain, then TLS), in error.log and as the ready line on stdout. */
+export function announceStart(errorLog: ErrorLog, config: ProxyConfig, urls: string[]): void {
   errorLog.write({
     module: 'mpm_event',
     level: 'notice',
-    message: `extqs proxy ${process.pid} configured -- resuming normal operations (${url})`,
+    message: `extqs proxy ${process.pid} configured -- resuming normal operations (${urls.join(', ')})`,
   });
   errorLog.write({ module: 'mpm_event', level: 'info', message: `settings: ${describeSettings(config)}` });
-  process.stdout.write(`${readyLine(url)}\n`);
+  process.stdout.write(`${readyLine(...urls)}\n`);
 }
 
 /** A SIGHUP's line: which files were opened again and what the configuration read again changed. */

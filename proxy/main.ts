@@ -3,6 +3,8 @@
 // which both hand it a validated configuration. With --proxy-workers N > 1 it is the primary of N
 // workers (primary.ts), each of which serves here as a worker: its log lines and /server-status tally go
 // through the primary.
+import type { Server } from 'node:http';
+import type { Http2SecureServer } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { ConfigError } from '../common/configError.ts';
@@ -13,11 +15,12 @@ import { labelOf, type Forwarder, type ProxyConfig } from '../common/settings.ts
 import { onShutdownSignal } from '../common/shutdown.ts';
 import { openAccessLog } from './accessLog.ts';
 import { openErrorLog } from './errorLog.ts';
-import { announceStart, reloadedEntry, stoppingEntry } from './lifecycle.ts';
+import { announceStart, listenerUrl, reloadedEntry, stoppingEntry } from './lifecycle.ts';
 import { logRelay } from './logRelay.ts';
 import { createProxyServer } from './server.ts';
 import { allowList } from './serverStatus.ts';
 import { StaticCache } from './staticCache.ts';
+import { tlsOptionsOf } from './tls.ts';
 import { Upstreams } from './upstreams.ts';
 import type { ProxyPrimarySays, ProxyWorkerSays } from './workerMessages.ts';
 
@@ -29,6 +32,18 @@ async function loadForwarder(forwarder: Forwarder) {
   return forwarder === 'undici'
     ? (await import('./forwardUndici.ts')).createUndiciForwarder
     : (await import('./forwardHttpProxy.ts')).createHttpProxyForwarder;
+}
+
+/** Listens on `port` at `address`; resolves with the address bound (port 0 picks one). */
+async function listen(server: Server | Http2SecureServer, port: number, address: string): Promise<AddressInfo> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, address, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  return server.address() as AddressInfo;
 }
 
 export async function runProxy(config: ProxyConfig, reloads: Reloads<ProxyConfig>): Promise<void> {
@@ -54,9 +69,12 @@ export async function serveProxy(
   const relay = primary && logRelay(primary);
   const accessLog = openAccessLog(config.logs, logSettingsOf(config), relay?.('access.log'));
   const errorLog = openErrorLog(config.logs, logSettingsOf(config), relay?.('error.log'));
+  // Registered first, so a SIGHUP during start-up reopens the logs rather than ending the process.
+  let reloadCertificate = (_settings: ProxyConfig): void => {};
   reloads((settings, note, kept) => {
     const reopened = [accessLog.reopen(settings) && 'access.log', errorLog.reopen(settings) && 'error.log'];
     if (!primary) errorLog.write(reloadedEntry(reopened, note, kept));
+    if (!kept) reloadCertificate(settings);
   });
   const upstreams = new Upstreams(
     config.upstreams,
@@ -64,14 +82,7 @@ export async function serveProxy(
     (message) => errorLog.write({ module: 'proxy', level: 'warn', message }),
   );
   const staticCache = new StaticCache(join(config.www, 'public'));
-  await staticCache.watch((err) =>
-    errorLog.write({
-      module: 'core',
-      level: 'error',
-      message: `Watching ${config.www}/public failed; files are served from disk from now on: ${String(err)}`,
-    }),
-  );
-  const { server, stop, tally } = createProxyServer({
+  const { server, tlsServer, stop, tally, reloadTls } = createProxyServer({
     www: config.www,
     staticCache,
     upstreams,
@@ -82,16 +93,40 @@ export async function serveProxy(
     accessLog,
     errorLog,
     tallies: primary && (() => primary.request('tallies', null, TALLIES_TIMEOUT_MS)),
+    tls: config.tlsCert === undefined ? undefined : tlsOptionsOf(config),
   });
   primary?.answer('tally', tally);
+  /** The certificate and key read again (certbot renews them in place), for new handshakes. */
+  reloadCertificate = (settings) => {
+    if (!tlsServer && settings.tlsCert === undefined) return;
+    if (!tlsServer || settings.tlsCert === undefined) {
+      errorLog.write({ module: 'ssl', level: 'error', message: 'turning HTTPS on or off (--tls-cert) needs a restart; nothing changed' });
+      return;
+    }
+    try {
+      reloadTls(tlsOptionsOf(settings));
+    } catch (err) {
+      errorLog.write({
+        module: 'ssl',
+        level: 'error',
+        message: `the certificate was not read again, the old one is kept: ${(err as Error).message}`,
+      });
+    }
+  };
 
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(config.port, config.listen, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
+  await staticCache.watch((err) =>
+    errorLog.write({
+      module: 'core',
+      level: 'error',
+      message: `Watching ${config.www}/public failed; files are served from disk from now on: ${String(err)}`,
+    }),
+  );
+  const { address, port } = await listen(server, config.port, config.listen);
+  const urls = [listenerUrl('http', address, port)];
+  if (tlsServer) {
+    const tlsAddress = await listen(tlsServer, config.tlsPort, config.listen);
+    urls.push(listenerUrl('https', tlsAddress.address, tlsAddress.port));
+  }
   const stopServing = async (graceMs: number) => {
     await stop(graceMs);
     await staticCache.close();
@@ -102,8 +137,7 @@ export async function serveProxy(
     onShutdownSignal(() => stopServing(config.shutdownTimeout * 1000));
     return;
   }
-  const { address, port } = server.address() as AddressInfo;
-  announceStart(errorLog, config, address, port);
+  announceStart(errorLog, config, urls);
   onShutdownSignal(async (reason) => {
     errorLog.write(stoppingEntry(reason));
     await stopServing(config.shutdownTimeout * 1000);

@@ -12,7 +12,7 @@ import { RestartPace } from '../common/restartPace.ts';
 import type { ProxyConfig } from '../common/settings.ts';
 import { onShutdownSignal } from '../common/shutdown.ts';
 import { openErrorLog } from './errorLog.ts';
-import { announceStart, reloadedEntry, stoppingEntry } from './lifecycle.ts';
+import { announceStart, listenerUrl, reloadedEntry, stoppingEntry } from './lifecycle.ts';
 import type { LineBatch, ProxyPrimarySays, ProxyWorkerSays, Tally } from './workerMessages.ts';
 
 const TALLY_TIMEOUT_MS = 1_000;
@@ -32,6 +32,7 @@ export async function runProxyPrimary(config: ProxyConfig, reloads: Reloads<Prox
   const workerConfig = (): ProxyConfig => ({
     ...current,
     port: config.port,
+    tlsPort: config.tlsPort,
     maxConnections: current.maxConnections > 0 ? Math.ceil(current.maxConnections / config.proxyWorkers) : 0,
   });
   const live = new Set<Worker>();
@@ -73,8 +74,11 @@ export async function runProxyPrimary(config: ProxyConfig, reloads: Reloads<Prox
     return channel;
   }
 
-  /** Starts a worker; resolves with the address it listens on. */
-  function fork(): Promise<Address> {
+  /** A worker listens on the plain port, then on the HTTPS one when there is a certificate. */
+  const listeners = config.tlsCert === undefined ? 1 : 2;
+
+  /** Starts a worker; resolves with the addresses it listens on, in that order. */
+  function fork(): Promise<Address[]> {
     const worker = cluster.fork();
     let listening = false;
     let failure: Error | undefined;
@@ -95,9 +99,11 @@ export async function runProxyPrimary(config: ProxyConfig, reloads: Reloads<Prox
       replace();
     });
     return new Promise((resolve, reject) => {
-      worker.once('listening', (address) => {
+      const addresses: Address[] = [];
+      worker.on('listening', (address) => {
+        if (addresses.push(address) < listeners) return;
         listening = true;
-        resolve(address);
+        resolve(addresses);
       });
       worker.once('exit', () => reject(failure ?? new Error(`proxy worker ${worker.process.pid} exited before listening`)));
     });
@@ -122,14 +128,19 @@ export async function runProxyPrimary(config: ProxyConfig, reloads: Reloads<Prox
   cluster.setupPrimary({ exec: siblingFile(import.meta.url, 'workerMain'), args: [], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   let addresses: Address[];
   try {
-    addresses = await Promise.all(Array.from({ length: config.proxyWorkers }, fork));
+    [addresses] = await Promise.all(Array.from({ length: config.proxyWorkers }, fork));
   } catch (err) {
     stopping = true;
     for (const worker of live) worker.process.kill('SIGTERM');
     await Promise.all([accessLines.drain(), errorLog.drain()]);
     throw err;
   }
-  announceStart(errorLog, config, addresses[0].address ?? config.listen, addresses[0].port ?? config.port);
+  const schemes = ['http', 'https'] as const;
+  announceStart(
+    errorLog,
+    config,
+    addresses.map(({ address, port }, i) => listenerUrl(schemes[i], address ?? config.listen, port)),
+  );
 
   onShutdownSignal(async (reason) => {
     stopping = true;

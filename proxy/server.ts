@@ -1,7 +1,9 @@
 // The web-server role: every request gets an id and an access-log line, then is either forwarded to
 // the host (/External/…) or answered from www/public.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { BlockList, Socket } from 'node:net';
+import { createSecureServer, type Http2SecureServer, type Http2Session } from 'node:http2';
+import { isIP, type AddressInfo, type BlockList, type Socket } from 'node:net';
+import type { TLSSocket } from 'node:tls';
 import { join } from 'node:path';
 import type { ProxyConfig } from '../common/settings.ts';
 import type { Forward, ForwarderOptions } from './forwarding.ts';
@@ -9,17 +11,26 @@ import type { Tally } from './workerMessages.ts';
 import type { AccessLog } from './accessLog.ts';
 import { errorPage, reasonOf, sendErrorPage } from './errorPages.ts';
 import { clientOf, type ErrorLog } from './errorLog.ts';
+import { authorityOf, isHttp2 } from './protocols.ts';
 import { requestIdOf } from './requestId.ts';
 import { routeRequest } from './route.ts';
 import { ProxyCounters, serverStatus } from './serverStatus.ts';
 import type { StaticCache } from './staticCache.ts';
 import { staticFiles } from './staticFiles.ts';
+import { TLS_DEFAULTS, type TlsOptions } from './tls.ts';
 import type { Upstreams } from './upstreams.ts';
 
 /** The proxy's timeouts and limits against slow or hostile clients, as configured. */
 export type ClientLimits = Pick<
   ProxyConfig,
-  'headerTimeout' | 'requestTimeout' | 'keepAliveTimeout' | 'maxHeaderSize' | 'maxHeaderFields' | 'maxConnections' | 'limitRequestBody'
+  | 'headerTimeout'
+  | 'requestTimeout'
+  | 'keepAliveTimeout'
+  | 'maxHeaderSize'
+  | 'maxHeaderFields'
+  | 'maxConnections'
+  | 'limitRequestBody'
+  | 'h2MaxConcurrentStreams'
 >;
 
 export interface ProxyOptions {
@@ -39,10 +50,16 @@ export interface ProxyOptions {
   limits: ClientLimits;
   /** Every worker's tally, when this process is one of several (--proxy-workers): /server-status sums them. */
   tallies?: () => Promise<Tally[]>;
+  /** HTTPS (HTTP/2 and HTTP/1.1 by ALPN) beside plain HTTP, when a certificate is configured. */
+  tls?: TlsOptions;
 }
 
 export interface ProxyServer {
   server: Server;
+  /** The HTTPS listener, when `tls` was given (not listening yet, as `server`). */
+  tlsServer?: Http2SecureServer;
+  /** A SIGHUP's TLS settings: the pair read again (new handshakes use it) and the redirect. */
+  reloadTls: (tls: TlsOptions) => void;
   /**
    * Graceful stop: no new connections, `Connection: close` on every answer from now on (keep-alive
    * clients would otherwise go on sending), and resolves when every response has ended, or were cut
@@ -64,7 +81,8 @@ function requestLineOf(rawPacket: Buffer | undefined): string {
 }
 
 /** What llhttp lets through but this server refuses, before anything reads the body; the error.log message. */
-function framingProblem(req: IncomingMessage): { status: number; message: string } | undefined {
+function framingProblem(req: IncomingMessage, maxHeaderSize: number): { status: number; message: string } | undefined {
+  if (isHttp2(req)) return headerListProblem(req, maxHeaderSize);
   const target = JSON.stringify(req.url);
   // llhttp also parses `HTTP/2.0` and HTTP/0.9 request lines (a CR LF injected into a target makes one).
   if (req.httpVersionMajor !== 1) return { status: 505, message: `Unsupported HTTP version ${req.httpVersion} in ${target}` };
@@ -78,6 +96,19 @@ function framingProblem(req: IncomingMessage): { status: number; message: string
     return { status: 400, message: `AH00569: client sent HTTP/1.1 request without hostname (see RFC7230 section 5.4): ${req.url ?? ''}` };
   }
   return undefined;
+}
+
+/**
+ * --max-header-size for an HTTP/2 request, counted as SETTINGS_MAX_HEADER_LIST_SIZE counts (RFC 9113
+ * §6.5.2: name, value and 32 bytes a field), pseudo-fields included. Node's own limit is set above it
+ * (createProxyServer) and resets the stream without a word; this answers 431 and logs, as for HTTP/1.1.
+ */
+function headerListProblem(req: IncomingMessage, maxHeaderSize: number): { status: number; message: string } | undefined {
+  let size = 0;
+  const raw = req.rawHeaders;
+  for (let i = 0; i < raw.length; i += 2) size += raw[i].length + raw[i + 1].length + 32;
+  if (size <= maxHeaderSize) return undefined;
+  return { status: 431, message: `HTTP/2 header list of ${size} bytes is larger than the limit of ${maxHeaderSize}` };
 }
 
 /**
@@ -130,6 +161,7 @@ export function createProxyServer({
   statusAllow,
   limits,
   tallies,
+  tls,
 }: ProxyOptions): ProxyServer {
   const forward = createForwarder({ upstreams, errorLog, upstreamTimeoutMs, limitRequestBody: limits.limitRequestBody });
   const serveStatic = staticFiles(join(www, 'public'), errorLog, staticCache);
@@ -144,97 +176,141 @@ export function createProxyServer({
       // Apache's defaults (common/settings.ts): RequestReadTimeout header=20, Timeout 60,
       // KeepAliveTimeout 5 (below the host's 75 s, host/app.ts). A client past a deadline gets 408 and is cut.
       // 0 turns keep-alive off (nginx keepalive_timeout 0; handleRequest below): to Node it would mean never time out.
-      keepAliveTimeout: limits.keepAliveTimeout * 1000,
-      headersTimeout: limits.headerTimeout * 1000,
-      requestTimeout: limits.requestTimeout * 1000,
-      connectionsCheckingInterval: Math.min(DEADLINE_CHECK_MS, limits.headerTimeout * 250),
-      // Past it Node's parser fails with HPE_HEADER_OVERFLOW: 431 (the clientError handler below).
-      maxHeaderSize: limits.maxHeaderSize,
+      ...http1Limits(limits),
       // A request without Host is refused by framingProblem(), with Apache's page and an access-log line.
       requireHostHeader: false,
     },
-    function handleRequest(req: IncomingMessage, res: ServerResponse) {
-      const arrivedAt = Date.now();
-      const url = req.url ?? '-';
-      const remoteAddress = req.socket.remoteAddress;
-      open.add(res);
-      if (!res.socket) closeWithConnection(req.socket, res);
-      res.once('close', () => {
-        accessLog.record(req, res, url, arrivedAt, remoteAddress);
-        counters.record(req, res);
-        open.delete(res);
-        if (open.size === 0) onIdle?.();
+    handleRequest,
+  );
+  const servers: (Server | Http2SecureServer)[] = [server];
+  let redirect = tls?.redirect === true;
+
+  /** HTTP/1.1 connections of the HTTPS listener (HTTP/2 ones are sessions), for a graceful stop. */
+  const tlsHttp1Sockets = new Set<TLSSocket>();
+  const sessions = new Set<Http2Session>();
+  let tlsServer: Http2SecureServer | undefined;
+  if (tls) {
+    tlsServer = createSecureServer({
+      ...TLS_DEFAULTS,
+      ...tls.pair,
+      allowHTTP1: true,
+      settings: {
+        maxConcurrentStreams: limits.h2MaxConcurrentStreams,
+        // Twice ours: Node resets a stream past its own limit silently; below it this server answers 431.
+        maxHeaderListSize: limits.maxHeaderSize * 2,
+      },
+      maxHeaderListPairs: (limits.maxHeaderFields + 4) * 2,
+    });
+    // node:http2's compatibility API: Http2ServerRequest and Http2ServerResponse have what the handler,
+    // the engines and send use of IncomingMessage and ServerResponse (protocols.ts tells them apart).
+    tlsServer.on('request', handleRequest as unknown as (req: unknown, res: unknown) => void);
+    // Its HTTP/1.1 connections are served by node:http's code, which reads these from the server object.
+    Object.assign(tlsServer, http1Limits(limits), { requireHostHeader: false });
+    // A session idle this long is closed (GOAWAY): the HTTP/1.1 keep-alive wait, at least the time a
+    // client has to send a whole request, as a stream in flight keeps the session busy only when bytes move.
+    tlsServer.setTimeout(Math.max(limits.keepAliveTimeout, limits.requestTimeout) * 1000);
+    tlsServer.on('session', (session: Http2Session) => {
+      sessions.add(session);
+      session.once('close', () => sessions.delete(session));
+      if (stopping) session.close();
+    });
+    tlsServer.on('secureConnection', (socket: TLSSocket) => {
+      if (socket.alpnProtocol === 'h2') return;
+      tlsHttp1Sockets.add(socket);
+      socket.once('close', () => tlsHttp1Sockets.delete(socket));
+    });
+    tlsServer.on('sessionError', (err: NodeJS.ErrnoException) => {
+      errorLog.write({ module: 'http2', level: 'info', message: `HTTP/2 session failed: ${err.code ?? ''} ${err.message}` });
+    });
+    servers.push(tlsServer);
+  }
+
+  function handleRequest(req: IncomingMessage, res: ServerResponse): void {
+    const arrivedAt = Date.now();
+    const url = req.url ?? '-';
+    const remoteAddress = req.socket.remoteAddress;
+    open.add(res);
+    if (!res.socket) closeWithConnection(req.socket, res);
+    res.once('close', () => {
+      accessLog.record(req, res, url, arrivedAt, remoteAddress);
+      counters.record(req, res);
+      open.delete(res);
+      if (open.size === 0) onIdle?.();
+    });
+    if (stopping || limits.keepAliveTimeout === 0) res.shouldKeepAlive = false;
+    const requestId = requestIdOf(req);
+    res.setHeader('X-Request-Id', requestId);
+    const framing = framingProblem(req, limits.maxHeaderSize);
+    if (framing) {
+      errorLog.write({
+        module: 'core',
+        level: 'info',
+        client: clientOf(req.socket),
+        message: framing.message,
+        requestId,
       });
-      if (stopping || limits.keepAliveTimeout === 0) res.shouldKeepAlive = false;
-      const requestId = requestIdOf(req);
-      res.setHeader('X-Request-Id', requestId);
-      const framing = framingProblem(req);
-      if (framing) {
-        errorLog.write({
-          module: 'core',
-          level: 'info',
-          client: clientOf(req.socket),
-          message: framing.message,
-          requestId,
-        });
-        res.shouldKeepAlive = false;
-        return sendErrorPage(res, framing.status);
-      }
-      // Apache refuses a request over LimitRequestFields; Node has no such refusal (see maxHeadersCount below).
-      if (req.rawHeaders.length / 2 > limits.maxHeaderFields) {
-        errorLog.write({
-          module: 'core',
-          level: 'info',
-          client: clientOf(req.socket),
-          message: `request failed: the number of request header fields exceeds this server's limit (${limits.maxHeaderFields})`,
-          requestId,
-        });
-        res.shouldKeepAlive = false;
-        return sendErrorPage(res, 400);
-      }
-      // LimitRequestBody, for a declared length; forwarding counts a chunked body as it passes (forwarding.ts).
-      const declared = req.headers['content-length'];
-      if (limits.limitRequestBody > 0 && declared !== undefined && Number(declared) > limits.limitRequestBody) {
-        errorLog.write({
-          module: 'http',
-          level: 'info',
-          client: clientOf(req.socket),
-          message: `AH01588: Requested content-length of ${declared} is larger than the configured limit of ${limits.limitRequestBody}`,
-          requestId,
-        });
-        res.shouldKeepAlive = false;
-        return sendErrorPage(res, 413);
-      }
-      const route = routeRequest(req.url ?? '');
-      switch (route.kind) {
-        case 'forward':
-          return forward(req, res, route.url, requestId);
-        case 'static':
-          return serveStatic(req, res, route.path, requestId);
-        case 'status':
-          return void handleServerStatus(req, res, route.query, requestId).catch((err: Error) => {
-            errorLog.write({
-              module: 'status',
-              level: 'error',
-              client: clientOf(req.socket),
-              message: `/server-status failed: ${err.message}`,
-              requestId,
-            });
-            if (res.headersSent) res.destroy();
-            else sendErrorPage(res, 500);
-          });
-        case 'bad-request':
+      res.shouldKeepAlive = false;
+      return sendErrorPage(res, framing.status);
+    }
+    // Apache refuses a request over LimitRequestFields; Node has no such refusal (see maxHeadersCount below).
+    // HTTP/2's four pseudo-fields are the request line's parts, not fields.
+    if (req.rawHeaders.length / 2 - (isHttp2(req) ? 4 : 0) > limits.maxHeaderFields) {
+      errorLog.write({
+        module: 'core',
+        level: 'info',
+        client: clientOf(req.socket),
+        message: `request failed: the number of request header fields exceeds this server's limit (${limits.maxHeaderFields})`,
+        requestId,
+      });
+      res.shouldKeepAlive = false;
+      return sendErrorPage(res, 400);
+    }
+    // ACME's HTTP-01 challenges stay on plain HTTP, as certbot's own nginx and Apache configurations leave them.
+    if (redirect && !isHttp2(req) && !(req.socket as TLSSocket).encrypted && !req.url?.startsWith(ACME_CHALLENGE)) {
+      return redirectToHttps(req, res, requestId);
+    }
+    // LimitRequestBody, for a declared length; forwarding counts a chunked body as it passes (forwarding.ts).
+    const declared = req.headers['content-length'];
+    if (limits.limitRequestBody > 0 && declared !== undefined && Number(declared) > limits.limitRequestBody) {
+      errorLog.write({
+        module: 'http',
+        level: 'info',
+        client: clientOf(req.socket),
+        message: `AH01588: Requested content-length of ${declared} is larger than the configured limit of ${limits.limitRequestBody}`,
+        requestId,
+      });
+      res.shouldKeepAlive = false;
+      return sendErrorPage(res, 413);
+    }
+    const route = routeRequest(req.url ?? '');
+    switch (route.kind) {
+      case 'forward':
+        return forward(req, res, route.url, requestId);
+      case 'static':
+        return serveStatic(req, res, route.path, requestId);
+      case 'status':
+        return void handleServerStatus(req, res, route.query, requestId).catch((err: Error) => {
           errorLog.write({
-            module: 'core',
-            level: 'info',
+            module: 'status',
+            level: 'error',
             client: clientOf(req.socket),
-            message: `Invalid request target ${JSON.stringify(req.url)}`,
+            message: `/server-status failed: ${err.message}`,
             requestId,
           });
-          return sendErrorPage(res, route.status);
-      }
-    },
-  );
+          if (res.headersSent) res.destroy();
+          else sendErrorPage(res, 500);
+        });
+      case 'bad-request':
+        errorLog.write({
+          module: 'core',
+          level: 'info',
+          client: clientOf(req.socket),
+          message: `Invalid request target ${JSON.stringify(req.url)}`,
+          requestId,
+        });
+        return sendErrorPage(res, route.status);
+    }
+  }
 
   const tally = async (): Promise<Tally> => ({
     startedAt: counters.startedAt.toISOString(),
@@ -242,7 +318,7 @@ export function createProxyServer({
     bytes: counters.bytes,
     statuses: { ...counters.statuses },
     inFlight: open.size,
-    connections: await new Promise<number>((resolve) => server.getConnections((err, count) => resolve(err ? 0 : count))),
+    connections: (await Promise.all(servers.map(connectionsOf))).reduce((sum, count) => sum + count, 0),
   });
   const handleServerStatus = serverStatus({ tallies: tallies ?? (async () => [await tally()]), upstreams, allow: statusAllow, errorLog });
   // Node's own field limit drops the fields past it silently, Host among them when it comes last (then
@@ -254,7 +330,7 @@ export function createProxyServer({
   // later read maxConnections 0 as "refuse all".
   let connections = 0;
   let dropped = 0;
-  if (limits.maxConnections > 0) server.on('connection', countConnection);
+  if (limits.maxConnections > 0) for (const listener of servers) listener.on('connection', countConnection);
   function countConnection(socket: Socket): void {
     if (connections >= limits.maxConnections) {
       socket.destroy();
@@ -277,7 +353,16 @@ export function createProxyServer({
   }
 
   // A request Node's parser rejects never reaches the handler: answer 400 as Apache does, and log it.
-  server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
+  // (HTTP/1.1 over TLS is parsed by the same code, which tells the HTTPS listener.)
+  for (const listener of servers) listener.on('clientError', refuseUnparsed);
+  function refuseUnparsed(err: NodeJS.ErrnoException, socket: Socket): void {
+    // node:http2 passes TLS handshake failures on as client errors (a scanner, an old client): Apache logs
+    // them at info (mod_ssl AH02008), and there is no HTTP to answer with.
+    if (err.code?.startsWith('ERR_SSL_')) {
+      errorLog.write({ module: 'ssl', level: 'info', client: clientOf(socket), message: `SSL handshake failed: ${err.message.trim()}` });
+      socket.destroy();
+      return;
+    }
     errorLog.write({ module: 'core', level: 'info', client: clientOf(socket), message: `Bad request: ${err.code ?? ''} ${err.message}` });
     const answering = (socket as Socket & { _httpMessage?: unknown })._httpMessage;
     // Bytes after a `Connection: close` request are never parsed (so never served), but the request before
@@ -292,11 +377,14 @@ export function createProxyServer({
     const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
     const bytes = answerAndClose(socket, status);
     accessLog.recordRefused(socket.remoteAddress, requestLineOf((err as ParserError).rawPacket), status, bytes);
-  });
+  }
 
   // CONNECT (RFC 9110 §9.3.6) asks for a tunnel; this is no forward proxy. Node would drop the connection
   // without a word: answer 405 as Apache without mod_proxy_connect does, and log it.
-  server.on('connect', (req: IncomingMessage, socket: Socket) => {
+  for (const listener of servers) listener.on('connect', refuseTunnel);
+  function refuseTunnel(req: IncomingMessage, socket: Socket): void {
+    // HTTP/2's CONNECT (RFC 9113 §8.5) comes here too, with a response for a socket: answered as any request.
+    if (isHttp2(req)) return handleRequest(req, socket as unknown as ServerResponse);
     errorLog.write({
       module: 'core',
       level: 'info',
@@ -306,7 +394,7 @@ export function createProxyServer({
     socket.on('error', () => {}); // the client may be gone already
     const bytes = answerAndClose(socket, 405, 'Allow: GET, HEAD\r\n');
     accessLog.recordRefused(socket.remoteAddress, `CONNECT ${req.url ?? ''} HTTP/${req.httpVersion}`, 405, bytes);
-  });
+  }
 
   /**
    * Writes Apache's page for `status` straight to a socket Node's server no longer answers on, then closes
@@ -328,12 +416,64 @@ export function createProxyServer({
       onIdle = resolve;
       if (open.size === 0) resolve();
     });
-    server.close();
+    for (const listener of servers) listener.close();
     server.closeIdleConnections();
-    const grace = setTimeout(() => server.closeAllConnections(), graceMs);
+    // GOAWAY: each session ends when its open streams have (RFC 9113 §6.8).
+    for (const session of sessions) session.close();
+    for (const socket of tlsHttp1Sockets) if (!(socket as Socket & { _httpMessage?: unknown })._httpMessage) socket.destroy();
+    const grace = setTimeout(() => {
+      server.closeAllConnections();
+      for (const session of sessions) session.destroy();
+      for (const socket of tlsHttp1Sockets) socket.destroy();
+    }, graceMs);
     await idle;
     clearTimeout(grace);
   }
 
-  return { server, stop, tally };
+  function reloadTls(next: TlsOptions): void {
+    tlsServer?.setSecureContext({ ...TLS_DEFAULTS, ...next.pair });
+    redirect = next.redirect;
+  }
+
+  /**
+   * 301 to the same target on HTTPS (nginx `return 301 https://$host$request_uri`). A Host that is no
+   * host name or address is not echoed into Location: the address the client reached is used instead.
+   */
+  function redirectToHttps(req: IncomingMessage, res: ServerResponse, requestId: string): void {
+    const tlsPort = (tlsServer!.address() as AddressInfo).port;
+    const named = authorityOf(req)?.match(HOST_NAME)?.[1];
+    const local = req.socket.localAddress ?? '';
+    const host = named ?? (isIP(local) === 6 ? `[${local}]` : local);
+    errorLog.write({
+      module: 'rewrite',
+      level: 'debug',
+      client: clientOf(req.socket),
+      message: `redirect to HTTPS: ${req.url ?? ''}`,
+      requestId,
+    });
+    sendErrorPage(res, 301, { Location: `https://${host}${tlsPort === 443 ? '' : `:${tlsPort}`}${req.url ?? '/'}` });
+  }
+
+  return { server, tlsServer, stop, tally, reloadTls };
+}
+
+const ACME_CHALLENGE = '/.well-known/acme-challenge/';
+
+/** A Host field's host name or address, without its port. */
+const HOST_NAME = /^([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
+
+function connectionsOf(listener: Server | Http2SecureServer): Promise<number> {
+  return new Promise((resolve) => listener.getConnections((err, count) => resolve(err ? 0 : count)));
+}
+
+/** node:http's limits for a listener's HTTP/1.x connections (both listeners' HTTP/1.1 is node:http). */
+function http1Limits(limits: ClientLimits) {
+  return {
+    keepAliveTimeout: limits.keepAliveTimeout * 1000,
+    headersTimeout: limits.headerTimeout * 1000,
+    requestTimeout: limits.requestTimeout * 1000,
+    connectionsCheckingInterval: Math.min(DEADLINE_CHECK_MS, limits.headerTimeout * 250),
+    // Past it Node's parser fails with HPE_HEADER_OVERFLOW: 431 (the clientError handler).
+    maxHeaderSize: limits.maxHeaderSize,
+  };
 }

@@ -16,6 +16,12 @@ const FILE_NOT_FOUND_STATUS = '(OS 2)The system cannot find the file specified. 
 
 const ALLOWED_METHODS = 'GET, HEAD';
 
+/**
+ * RFC 8615's `/.well-known/` is the one dot-directory served (certbot's HTTP-01 challenges, security.txt):
+ * nothing below it may start with a dot either.
+ */
+export const WELL_KNOWN = /^\/\.well-known\/(?:[^./][^/]*\/?)*$/;
+
 interface SendError extends Error {
   status?: number;
   code?: string;
@@ -155,7 +161,7 @@ export function staticFiles(root: string, errorLog: ErrorLog, cache: StaticCache
 
     let file: string | undefined;
     const version = cache.version;
-    send(req, urlPath, { root, dotfiles: 'ignore', index: ['index.html'] })
+    send(req, urlPath, { root, dotfiles: WELL_KNOWN.test(urlPath) ? 'allow' : 'ignore', index: ['index.html'] })
       .on('error', (err: SendError) => fail(req, res, urlPath, requestId, err, version))
       .on('file', (path: string) => (file = path))
       .on('directory', () => redirectToDirectory(res, urlPath))

@@ -12,6 +12,7 @@ export const END = '<!-- settings:end -->';
 
 const GROUP_TITLES: Readonly<Record<SettingGroup, string>> = {
   service: 'The service',
+  tls: 'HTTPS and HTTP/2',
   host: 'The host and its controllers',
   input: "The controllers' request input (php.ini's names and defaults)",
   upstreams: 'Proxy and host on different machines',

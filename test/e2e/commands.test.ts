@@ -7,6 +7,7 @@ import { join, resolve } from 'node:path';
 import { expect } from 'chai';
 import { COMMANDS, takes, type Command } from '../../common/config.ts';
 import { SETTING_KEYS, specOf, type SettingKey } from '../../common/settings.ts';
+import { makeCertificate } from '../helpers/tls.ts';
 import {
   eventually,
   makeSandbox,
@@ -37,9 +38,15 @@ function samples(sandbox: Sandbox): Record<SettingKey, { value: string; shown: s
   const configFile = join(sandbox.dir, 'extqs.conf');
   writeFileSync(configFile, '# nothing but a comment\n');
   const socket = join(sandbox.dir, 'own.sock');
+  const { cert, key } = makeCertificate(sandbox.dir);
   return {
     port: { value: '0', shown: '--port 0' },
     listen: { value: '127.0.0.1', shown: '--listen "127.0.0.1"' },
+    tlsPort: { value: '0', shown: '--tls-port 0' },
+    tlsCert: { value: cert, shown: `--tls-cert ${JSON.stringify(cert)}` },
+    tlsKey: { value: key, shown: `--tls-key ${JSON.stringify(key)}` },
+    tlsRedirect: { value: 'on', shown: '--tls-redirect "on"' },
+    h2MaxConcurrentStreams: { value: '50', shown: '--h2-max-concurrent-streams 50' },
     proxyWorkers: { value: '2', shown: '--proxy-workers 2' },
     www: { value: sandbox.www, shown: `--www ${JSON.stringify(sandbox.www)}` },
     logs: { value: sandbox.logs, shown: `--logs ${JSON.stringify(sandbox.logs)}` },
@@ -151,7 +158,7 @@ describe('the extqs command', function () {
       it(`extqs ${command} --help lists exactly the flags it takes, with their variables`, function () {
         const result = extqs([command, '--help']);
         expect(result.status).to.equal(0);
-        const listed = [...result.stdout.matchAll(/^ {2}--([a-z-]+) [A-Z]+ +([A-Z_]+),/gm)].map((m) => [m[1], m[2]]);
+        const listed = [...result.stdout.matchAll(/^ {2}--([a-z0-9-]+) [A-Z]+ +([A-Z0-9_]+),/gm)].map((m) => [m[1], m[2]]);
         const expected = SETTING_KEYS.filter((key) => takes(command, key)).map((key) => [specOf(key).flag, specOf(key).env]);
         expect(listed).to.deep.equal(expected);
       });

@@ -6,7 +6,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { parseReadyLine } from '../../common/ready.ts';
+import { parseReadyUrls } from '../../common/ready.ts';
 import type { Sandbox } from '../../tools/sandbox.ts';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -18,6 +18,8 @@ export interface Running {
   child: ChildProcess;
   /** The URL of the ready line. */
   url: string;
+  /** The HTTPS listener's URL, when the ready line names one. */
+  tlsUrl?: string;
   stdout(): string;
   stderr(): string;
   /** SIGTERM, then the exit code (signal name if killed). */
@@ -31,9 +33,10 @@ export function spawnReady(args: string[], env: NodeJS.ProcessEnv = {}): Promise
   let err = '';
   child.stderr.on('data', (chunk) => (err += chunk));
   const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
-  const running = (url: string): Running => ({
+  const running = ([url, tlsUrl]: string[]): Running => ({
     child,
     url,
+    tlsUrl,
     stdout: () => out,
     stderr: () => err,
     async stop() {
@@ -49,10 +52,10 @@ export function spawnReady(args: string[], env: NodeJS.ProcessEnv = {}): Promise
     }, READY_TIMEOUT_MS);
     createInterface({ input: child.stdout }).on('line', (line) => {
       out += `${line}\n`;
-      const url = parseReadyLine(line);
-      if (url !== undefined) {
+      const urls = parseReadyUrls(line);
+      if (urls !== undefined) {
         clearTimeout(timer);
-        resolve(running(url));
+        resolve(running(urls));
       }
     });
     void exited.then(([code, signal]) => {

@@ -1,0 +1,220 @@
+// HTTP/2 attacks against the HTTPS listener, frame by frame over raw TLS: rapid reset (CVE-2023-44487),
+// CONTINUATION flood (CVE-2024-27316), header lists past the limits, and stream identifiers a client may
+// not use. Each must end in a refused stream or a closed connection, the proxy must stay the same process
+// and keep serving, and its resident memory must come back near where it was.
+import { once } from 'node:events';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { connect } from 'node:tls';
+import { expect } from 'chai';
+import { curl } from '../helpers/clients.ts';
+import { eventually, makeSandbox, readLog, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
+import { makeCertificate } from '../helpers/tls.ts';
+
+/** What the attacks may leave in the proxy once they are over (the load suite's slack). */
+const RSS_SLACK_MB = 50;
+/** Each attack's connection must be closed (or its streams refused) within this bound. */
+const ATTACK_BOUND_MS = 10_000;
+
+const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
+const FRAME = { DATA: 0x0, HEADERS: 0x1, RST_STREAM: 0x3, SETTINGS: 0x4, GOAWAY: 0x7, CONTINUATION: 0x9 } as const;
+const END_STREAM = 0x1;
+const END_HEADERS = 0x4;
+const CANCEL = 0x8;
+
+function frame(type: number, flags: number, streamId: number, payload: Buffer = Buffer.alloc(0)): Buffer {
+  const head = Buffer.alloc(9);
+  head.writeUIntBE(payload.length, 0, 3);
+  head[3] = type;
+  head[4] = flags;
+  head.writeUInt32BE(streamId, 5);
+  return Buffer.concat([head, payload]);
+}
+
+/** An HPACK string literal, not Huffman-coded (lengths below 127). */
+function literal(text: string): Buffer {
+  return Buffer.concat([Buffer.from([text.length]), Buffer.from(text, 'latin1')]);
+}
+
+/** HPACK for `GET <path>` over https to localhost: static-table entries and literals without indexing. */
+function requestBlock(path: string): Buffer {
+  return Buffer.concat([Buffer.from([0x82, 0x87, 0x04]), literal(path), Buffer.from([0x01]), literal('localhost')]);
+}
+
+/** A header field `x-pad-N: <value>` as a literal without indexing, its name new (its length below 127). */
+function padField(n: number, value: string): Buffer {
+  const length = Buffer.alloc(3);
+  // A 7-bit prefix integer for lengths from 127 up (RFC 7541 §5.1), for values longer than a byte can say.
+  length[0] = 0x7f;
+  length[1] = ((value.length - 127) & 0x7f) | 0x80;
+  length[2] = (value.length - 127) >> 7;
+  return Buffer.concat([Buffer.from([0x00]), literal(`x-pad-${n}`), length, Buffer.from(value, 'latin1')]);
+}
+
+interface Outcome {
+  /** Frame types the server sent, in order. */
+  types: number[];
+  /** The GOAWAY error code, if one came. */
+  goaway?: number;
+  rstCodes: number[];
+  /** The streams the server answered (HEADERS frames). */
+  answered: number[];
+  closed: boolean;
+}
+
+/**
+ * Opens an h2 connection, writes the preface and `chunks`, and reads frames until the server closes the
+ * connection or sends GOAWAY, or `untilMs` passes. (After a GOAWAY for a flood, Node leaves the connection
+ * to the idle timeout; no further stream is served on it.)
+ */
+async function attack(port: number, chunks: Buffer[], untilMs = ATTACK_BOUND_MS): Promise<Outcome> {
+  const socket = connect({ host: '127.0.0.1', port, servername: 'localhost', ALPNProtocols: ['h2'], rejectUnauthorized: false });
+  await once(socket, 'secureConnect');
+  expect(socket.alpnProtocol).to.equal('h2');
+  const outcome: Outcome = { types: [], rstCodes: [], answered: [], closed: false };
+  let goaway: () => void = () => {};
+  const ended = new Promise<void>((resolve) => {
+    goaway = resolve;
+    socket.once('close', () => {
+      outcome.closed = true;
+      resolve();
+    });
+  });
+  let pending = Buffer.alloc(0);
+  socket.on('data', (chunk: Buffer) => {
+    pending = Buffer.concat([pending, chunk]);
+    while (pending.length >= 9) {
+      const length = pending.readUIntBE(0, 3);
+      if (pending.length < 9 + length) break;
+      const type = pending[3];
+      const payload = pending.subarray(9, 9 + length);
+      outcome.types.push(type);
+      if (type === FRAME.GOAWAY) {
+        outcome.goaway = payload.readUInt32BE(4);
+        goaway();
+      }
+      if (type === FRAME.RST_STREAM) outcome.rstCodes.push(payload.readUInt32BE(0));
+      if (type === FRAME.HEADERS) outcome.answered.push(pending.readUInt32BE(5));
+      pending = pending.subarray(9 + length);
+    }
+  });
+  socket.on('error', () => {}); // a reset after the GOAWAY is part of the answer
+  socket.write(Buffer.concat([PREFACE, frame(FRAME.SETTINGS, 0, 0)]));
+  for (const chunk of chunks) {
+    if (socket.destroyed) break;
+    // once() rejects on the EPIPE of a connection the server has closed: that is the end of the attack.
+    if (!socket.write(chunk)) await Promise.race([once(socket, 'drain').catch(() => undefined), ended]);
+  }
+  await Promise.race([ended, new Promise((resolve) => setTimeout(resolve, untilMs))]);
+  socket.destroy();
+  return outcome;
+}
+
+function rssMb(pid: number): number {
+  return Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]) / 1024;
+}
+
+describe('hostile HTTP/2', function () {
+  this.timeout(120_000);
+  let sandbox: Sandbox;
+  let stack: Running;
+  let port: number;
+  let proxyPid: number;
+  let idleRss: number;
+
+  before(async function () {
+    sandbox = makeSandbox();
+    const pair = makeCertificate(sandbox.dir);
+    writeFileSync(join(sandbox.publicDir, 'hello.txt'), 'hello\n');
+    // One proxy process, so its memory is the memory that serves.
+    stack = await startStack(sandbox, ['--proxy-workers', '1', '--tls-port', '0', '--tls-cert', pair.cert, '--tls-key', pair.key]);
+    port = Number(new URL(stack.tlsUrl!).port);
+    proxyPid = await eventually(() => {
+      const line = readLog(sandbox, 'error.log').find((l) => /extqs proxy \d+ configured/.test(l));
+      return line ? Number(/extqs proxy (\d+) configured/.exec(line)![1]) : undefined;
+    });
+    // Warm up: the modules and buffers of an ordinary h2 request are idle memory, not the attack's.
+    for (let i = 0; i < 20; i++) expect((await curl(`${stack.tlsUrl}/hello.txt`, ['--http2'])).status).to.equal(200);
+    idleRss = rssMb(proxyPid);
+  });
+
+  afterEach(async function () {
+    const reply = await curl(`${stack.tlsUrl}/hello.txt`, ['--http2']);
+    expect([reply.status, reply.httpVersion], 'the proxy serves after the attack').to.deep.equal([200, '2']);
+    expect(
+      readLog(sandbox, 'error.log').filter((l) => /extqs proxy \d+ configured/.test(l)),
+      'no restart',
+    ).to.have.length(1);
+    expect(rssMb(proxyPid), 'resident memory after the attack').to.be.below(idleRss + RSS_SLACK_MB);
+  });
+
+  after(async function () {
+    await stack?.stop();
+    sandbox?.remove();
+  });
+
+  it('rapid reset (CVE-2023-44487): of 20,000 streams opened and cancelled at once, few are served before GOAWAY', async function () {
+    const pairs: Buffer[] = [];
+    for (let i = 0; i < 20_000; i++) {
+      const id = 2 * i + 1;
+      pairs.push(
+        frame(FRAME.HEADERS, END_HEADERS | END_STREAM, id, requestBlock('/hello.txt')),
+        frame(FRAME.RST_STREAM, 0, id, Buffer.from([0, 0, 0, CANCEL])),
+      );
+    }
+    const outcome = await attack(port, [Buffer.concat(pairs)]);
+    expect(outcome.goaway, 'GOAWAY').to.be.a('number');
+    // Far fewer answers than streams: the server stopped doing work for the attacker.
+    expect(outcome.types.filter((t) => t === FRAME.HEADERS).length).to.be.below(2_000);
+  });
+
+  it('CONTINUATION flood (CVE-2024-27316): endless header fragments are cut off, not buffered', async function () {
+    const fragment = padField(0, 'a'.repeat(4000));
+    const chunks = [frame(FRAME.HEADERS, 0, 1, requestBlock('/hello.txt'))];
+    // 64 MB of CONTINUATION frames, none ending the header block, written as the server reads them.
+    for (let i = 0; i < 256; i++) chunks.push(Buffer.concat(Array.from({ length: 64 }, () => frame(FRAME.CONTINUATION, 0, 1, fragment))));
+    const outcome = await attack(port, chunks);
+    expect(outcome.closed || outcome.goaway !== undefined, 'the connection is closed').to.equal(true);
+    expect(outcome.types).to.not.include(FRAME.DATA);
+  });
+
+  it('answers a header list past --max-header-size with 431, and resets one far past it', async function () {
+    const over = await curl(`${stack.tlsUrl}/hello.txt`, ['--http2', '-H', `X-Big: ${'b'.repeat(20_000)}`]);
+    expect(over.status).to.equal(431);
+    await eventually(() => readLog(sandbox, 'error.log').find((l) => l.includes('HTTP/2 header list of')));
+    const fields = Array.from({ length: 40 }, (_, n) => padField(n, 'c'.repeat(4000)));
+    const block = Buffer.concat([requestBlock('/hello.txt'), ...fields]);
+    const chunks = [frame(FRAME.HEADERS, END_STREAM, 1, block.subarray(0, 16_000))];
+    for (let at = 16_000; at < block.length; at += 16_000) {
+      const last = at + 16_000 >= block.length;
+      chunks.push(frame(FRAME.CONTINUATION, last ? END_HEADERS : 0, 1, block.subarray(at, at + 16_000)));
+    }
+    const outcome = await attack(port, [Buffer.concat(chunks)], 3_000);
+    const refused = outcome.closed || outcome.goaway !== undefined || outcome.rstCodes.length > 0;
+    expect(refused, 'the stream is refused or the connection ended').to.equal(true);
+    expect(outcome.types).to.not.include(FRAME.DATA);
+  });
+
+  it('ends a connection (GOAWAY) that uses stream identifiers a client may not use, and serves no reused one', async function () {
+    const request = (id: number) => frame(FRAME.HEADERS, END_HEADERS | END_STREAM, id, requestBlock('/hello.txt'));
+    const cases: Record<string, Buffer[]> = {
+      'an even (server) stream id': [request(2)],
+      'HEADERS on stream 0': [request(0)],
+      'RST_STREAM on an idle stream': [frame(FRAME.RST_STREAM, 0, 9, Buffer.from([0, 0, 0, CANCEL]))],
+    };
+    for (const [name, chunks] of Object.entries(cases)) {
+      const outcome = await attack(port, chunks);
+      expect(outcome.goaway, name).to.be.a('number');
+    }
+    // A stream id below one used before names a closed stream (RFC 9113 §5.1.1): never served.
+    const reused = await attack(port, [request(5), request(3)], 1_000);
+    expect(reused.answered).to.deep.equal([5]);
+  });
+
+  it('refuses streams past --h2-max-concurrent-streams', async function () {
+    // 150 requests whose bodies never come: the first 100 stay open, the rest are refused.
+    const opened = Array.from({ length: 150 }, (_, i) => frame(FRAME.HEADERS, END_HEADERS, 2 * i + 1, requestBlock('/hello.txt')));
+    const outcome = await attack(port, [Buffer.concat(opened)], 2_000);
+    expect(outcome.rstCodes.filter((code) => code === 0x7).length, 'REFUSED_STREAM').to.be.at.least(50);
+  });
+});
