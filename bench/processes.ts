@@ -6,13 +6,15 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { parseReadyLine } from '../common/ready.ts';
+import { parseReadyUrls } from '../common/ready.ts';
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 export interface Running {
   child: ChildProcess;
   url: string;
+  /** The HTTPS listener's, when the ready line names one. */
+  tlsUrl?: string;
   stop(): Promise<void>;
 }
 
@@ -30,11 +32,12 @@ export function startNode(args: string[], what: string): Promise<Running> {
   const exited = once(child, 'exit');
   return new Promise((resolve, reject) => {
     createInterface({ input: child.stdout }).on('line', (line) => {
-      const url = parseReadyLine(line);
-      if (url === undefined) return;
+      const urls = parseReadyUrls(line);
+      if (urls === undefined) return;
       resolve({
         child,
-        url,
+        url: urls[0],
+        tlsUrl: urls[1],
         async stop() {
           if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
           await exited;

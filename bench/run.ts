@@ -5,18 +5,18 @@
 // The first figure is the front's CPU time per request (steady across runs); the req/s ratio is the default
 // engine (undici) against nginx. The Node floor (nodeFloor.ts) is the least a Node.js front does on each
 // path: what is left above it is extqs's own work.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { once } from 'node:events';
-import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { request } from 'node:http';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { makeSandbox } from '../tools/sandbox.ts';
 import { measureIdleStack, memoryOfTree, totalMb, type ProcessMemory } from './idleStack.ts';
 import { ROOT, startCommand, startNode, type Running } from './processes.ts';
 import { LOAD_GENERATOR, runLoad, type LoadResult } from './load.ts';
+import { cpuMicros, median } from './measure.ts';
+import { SCENARIOS, writeSite } from './scenarios.ts';
+import { getBody, hasNginx, startNginx } from './nginx.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -26,29 +26,6 @@ const RELOADS_FOR_MEMORY = 1000;
 /** Reloads before the memory baseline, as test/fixtures/reloadMemory.ts does. */
 const RELOADS_WARM_UP = 500;
 
-interface Scenario {
-  name: string;
-  /** Requested in turn on every connection. */
-  paths: string[];
-  /** Statuses each front is expected to answer (nginx passes on the host's empty 500 for a missing controller). */
-  expected: { extqs: number[]; nginx: number[] };
-  /** Minimum req/s ratio to nginx, same run (README, Performance). */
-  target?: number;
-}
-
-const SCENARIOS: Scenario[] = [
-  { name: 'controller JSON', paths: ['/External/Echo?sn=123&no=1'], expected: { extqs: [200], nginx: [200] }, target: 0.8 },
-  { name: 'missing controller', paths: ['/External/Latest?sn=123&no='], expected: { extqs: [500], nginx: [500] }, target: 1.5 },
-  { name: 'missing favicon', paths: ['/favicon.ico'], expected: { extqs: [404], nginx: [404] }, target: 0.7 },
-  { name: 'small static (1.4 KB)', paths: ['/index.html'], expected: { extqs: [200], nginx: [200] }, target: 0.8 },
-  // What the legacy deployment received: the seed's four requests, in turn.
-  {
-    name: 'observed traffic',
-    paths: ['/External/Latest?sn=123&no=1', '/External/Latest?sn=123&no=', '/External/Alarm?all_alarm&all', '/favicon.ico'],
-    expected: { extqs: [500, 404], nginx: [500, 404] },
-  },
-];
-
 /** The front's CPU per request at most this many times nginx's, on every path. */
 const CPU_TARGET = 2;
 const RELOAD_P99_TARGET_MS = 50;
@@ -57,103 +34,9 @@ const SIXTEEN_CORES_US = 16 * 1e6;
 const IDLE_TARGETS_MB = { all: 200, launcher: 40 };
 const IDLE_ROLES = ['launcher', 'proxy', 'proxy worker', 'host', 'host worker'];
 
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-}
-
 function percentile(values: number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-    server.on('error', reject);
-  });
-}
-
-const CLOCK_TICKS_PER_SECOND = (() => {
-  try {
-    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
-  } catch {
-    return 100;
-  }
-})();
-
-/**
- * CPU time (user + system, all threads) of a process and its direct children, from /proc, in µs: the
- * front's cost per request is far steadier across runs than req/s on a shared 2-core machine.
- */
-function cpuMicros(pid: number): number {
-  const ticksOf = (p: number) => {
-    try {
-      const fields = readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1].split(' ');
-      return Number(fields[11]) + Number(fields[12]); // utime, stime
-    } catch {
-      return 0;
-    }
-  };
-  let children: number[];
-  try {
-    children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
-  } catch {
-    children = [];
-  }
-  return ((ticksOf(pid) + children.reduce((sum, child) => sum + ticksOf(child), 0)) * 1e6) / CLOCK_TICKS_PER_SECOND;
-}
-
-function hasNginx(): boolean {
-  try {
-    execFileSync('nginx', ['-v'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-function getBody(url: string, socketPath?: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const target = new URL(url);
-    const req = request(
-      { host: target.hostname, port: target.port, path: target.pathname + target.search, socketPath, agent: false },
-      (res) => {
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (c) => (body += c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-      },
-    );
-    req.on('error', reject);
-    req.end();
-  });
-}
-
-async function startNginx(dir: string, socket: string, publicDir: string): Promise<{ url: string; child: ChildProcess }> {
-  const port = await freePort();
-  mkdirSync(join(dir, 'tmp'), { recursive: true });
-  const conf = readFileSync(join(ROOT, 'bench', 'nginx.conf'), 'utf8')
-    .replaceAll('__DIR__', dir)
-    .replaceAll('__SOCKET__', socket)
-    .replaceAll('__PUBLIC__', publicDir)
-    .replaceAll('__PORT__', String(port));
-  writeFileSync(join(dir, 'nginx.conf'), conf);
-  const child = spawn('nginx', ['-c', join(dir, 'nginx.conf'), '-p', dir], { stdio: 'inherit' });
-  const url = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 100; i++) {
-    try {
-      await getBody(`${url}/index.html`);
-      return { url, child };
-    } catch {
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-  throw new Error('nginx did not start');
 }
 
 /**
@@ -266,12 +149,7 @@ async function main(): Promise<void> {
   const idle = await measureIdleStack(ROOT, 2);
   const idleOneProxy = await measureIdleStack(ROOT, 2, ['--proxy-workers', '1']);
   const sandbox = makeSandbox();
-  writeFileSync(join(sandbox.controllers, 'Echo.ts'), `export default ({ query }: any) => ({ sn: query.sn, no: query.no, ok: true });\n`);
-  // A 1.4 KB page, like a small static file of the legacy site.
-  writeFileSync(
-    join(sandbox.publicDir, 'index.html'),
-    `<!DOCTYPE html>\n<html><head><title>extqs</title></head><body>\n${'<p>External Query Service static page.</p>\n'.repeat(32)}</body></html>\n`,
-  );
+  writeSite(sandbox);
   const socket = join(sandbox.dir, 'host.sock');
   const processes: Running[] = [];
   let nginx: ChildProcess | undefined;
@@ -328,9 +206,9 @@ async function main(): Promise<void> {
     if (hasNginx()) {
       const nginxDir = join(sandbox.dir, 'nginx');
       mkdirSync(nginxDir);
-      const started = await startNginx(nginxDir, socket, sandbox.publicDir);
+      const started = await startNginx('nginx.conf', nginxDir, { SOCKET: socket, PUBLIC: sandbox.publicDir });
       nginx = started.child;
-      fronts.push({ name: 'nginx', url: started.url, pid: started.child.pid! });
+      fronts.push({ name: 'nginx', url: `http://127.0.0.1:${started.port}`, pid: started.child.pid! });
       nginxIdle = memoryOfTree(started.child.pid!, nginxRole);
     } else {
       process.stderr.write('nginx is not on PATH (Debian: nginx-light): extqs only, no ratios\n');

@@ -7,7 +7,7 @@ import { join, resolve } from 'node:path';
 import { expect } from 'chai';
 import { COMMANDS, takes, type Command } from '../../common/config.ts';
 import { SETTING_KEYS, specOf, type SettingKey } from '../../common/settings.ts';
-import { makeCertificate } from '../helpers/tls.ts';
+import { makeCertificate } from '../../tools/certificate.ts';
 import {
   eventually,
   makeSandbox,

@@ -12,7 +12,7 @@ import { chromium } from 'playwright-core';
 import { curl, output, sClient } from '../helpers/clients.ts';
 import { get } from '../helpers/http.ts';
 import { eventually, makeSandbox, readLog, ROOT, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
-import { makeCertificate, type CertificateFiles } from '../helpers/tls.ts';
+import { makeCertificate, type CertificateFiles } from '../../tools/certificate.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
 const CHROMIUM_FLAGS = [
@@ -282,6 +282,32 @@ describe('HTTPS settings', function () {
       expect((await h2get(session, '/missing.txt')).status).to.equal(404);
     } finally {
       session.close();
+    }
+  });
+
+  it('answers 408 to an HTTP/2 request whose body is still arriving at --request-timeout, and logs it', async function () {
+    writeFileSync(join(sandbox.controllers, 'Upload.ts'), `export default async ({ body }) => ({ length: (await body.text()).length });\n`);
+    const pair = makeCertificate(sandbox.dir);
+    const limits = ['--header-timeout', '1', '--request-timeout', '1'];
+    running = await startStack(sandbox, ['--tls-port', '0', '--tls-cert', pair.cert, '--tls-key', pair.key, ...limits]);
+    const session = connect(running.tlsUrl!, { rejectUnauthorized: false });
+    try {
+      const stream = session.request({
+        ':method': 'POST',
+        ':path': '/External/Upload',
+        'content-length': '100',
+        'user-agent': 'slow-body',
+      });
+      stream.on('error', () => {});
+      const answer = once(stream, 'response') as Promise<[Record<string, string | number>]>;
+      stream.write('a'); // and never the other 99 bytes
+      const [headers] = await answer;
+      expect(headers[':status']).to.equal(408);
+      await once(stream, 'close');
+      await eventually(() => readLog(sandbox, 'access.log').find((l) => l.includes('"POST /External/Upload HTTP/2.0" 408 ')));
+      await eventually(() => readLog(sandbox, 'error.log').find((l) => l.includes('AH01382: Request body read timeout')));
+    } finally {
+      session.destroy();
     }
   });
 

@@ -9,7 +9,7 @@ import { connect } from 'node:tls';
 import { expect } from 'chai';
 import { curl } from '../helpers/clients.ts';
 import { eventually, makeSandbox, readLog, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
-import { makeCertificate } from '../helpers/tls.ts';
+import { makeCertificate } from '../../tools/certificate.ts';
 
 /** What the attacks may leave in the proxy once they are over (the load suite's slack). */
 const RSS_SLACK_MB = 50;

@@ -80,6 +80,11 @@ describe('config', () => {
       expect(config).to.deep.equal({
         port: 8080,
         listen: '0.0.0.0',
+        tlsPort: 8443,
+        tlsCert: undefined,
+        tlsKey: undefined,
+        tlsRedirect: 'off',
+        h2MaxConcurrentStreams: 100,
         www: join(cwd, 'www'),
         logs: join(cwd, 'logs'),
         upstreams: [],

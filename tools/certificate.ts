@@ -1,5 +1,5 @@
-// Self-signed certificates for the HTTPS tests, made by the tests themselves with openssl (Debian's
-// package, as an operator would make one), for localhost and 127.0.0.1, valid for a day.
+// Self-signed certificates for the HTTPS tests and the bench, made with openssl (Debian's
+// package, as an operator would make one) for localhost and 127.0.0.1, valid for a day.
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 

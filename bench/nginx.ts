@@ -1,0 +1,69 @@
+// nginx for the bench, from a configuration template in bench/ whose __NAMES__ are filled in, one worker,
+// started in the foreground and ready once its port accepts connections.
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { request } from 'node:http';
+import { connect } from 'node:net';
+import { join } from 'node:path';
+import { freePort } from './measure.ts';
+import { ROOT } from './processes.ts';
+
+export function hasNginx(): boolean {
+  try {
+    execFileSync('nginx', ['-v'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export function getBody(url: string, socketPath?: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const target = new URL(url);
+    const req = request(
+      { host: target.hostname, port: target.port, path: target.pathname + target.search, socketPath, agent: false },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (c) => (body += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      },
+    );
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+async function accepts(port: number): Promise<boolean> {
+  const socket = connect({ host: '127.0.0.1', port });
+  try {
+    await once(socket, 'connect');
+    return true;
+  } catch {
+    return false;
+  } finally {
+    socket.destroy();
+  }
+}
+
+/** nginx with `bench/<template>` in `dir`, `__DIR__` and `__PORT__` filled in, then `names`. */
+export async function startNginx(
+  template: string,
+  dir: string,
+  names: Record<string, string>,
+): Promise<{ port: number; child: ChildProcess }> {
+  const port = await freePort();
+  mkdirSync(join(dir, 'tmp'), { recursive: true });
+  let conf = readFileSync(join(ROOT, 'bench', template), 'utf8')
+    .replaceAll('__DIR__', dir)
+    .replaceAll('__PORT__', String(port));
+  for (const [name, value] of Object.entries(names)) conf = conf.replaceAll(`__${name}__`, value);
+  writeFileSync(join(dir, 'nginx.conf'), conf);
+  const child = spawn('nginx', ['-c', join(dir, 'nginx.conf'), '-p', dir], { stdio: 'inherit' });
+  for (let i = 0; i < 100; i++) {
+    if (await accepts(port)) return { port, child };
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error('nginx did not start');
+}

@@ -1,0 +1,150 @@
+// `npm run bench:tls`: the bench's scenarios over HTTPS and HTTP/2, driven by h2load (Debian's
+// nghttp2-client: 50 connections, 10 streams each, asking for gzip and brotli), through an extqs proxy
+// (one process) and through nginx configured the same way (bench/nginx-tls.conf: one worker, TLS 1.2/1.3,
+// http2, gzip on), both in front of the same host, interleaved so drift cancels. Prints CPU µs per request
+// and req/s for each, with their ratios, and writes bench/results/tls-<time>.json.
+import { execFile, type ChildProcess } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { makeCertificate } from '../tools/certificate.ts';
+import { makeSandbox } from '../tools/sandbox.ts';
+import { cpuMicros, median } from './measure.ts';
+import { hasNginx, startNginx } from './nginx.ts';
+import { ROOT, startCommand, type Running } from './processes.ts';
+import { SCENARIOS, writeSite } from './scenarios.ts';
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const CONNECTIONS = 50;
+const STREAMS_PER_CONNECTION = 10;
+
+interface H2Result {
+  requestsPerSecond: number;
+  done: number;
+  /** Answers by status class (`2xx` …), as h2load counts them. */
+  classes: Record<string, number>;
+  failed: number;
+}
+
+function h2load(urls: string[], seconds: number): Promise<H2Result> {
+  const args = ['-D', String(seconds), '-c', String(CONNECTIONS), '-m', String(STREAMS_PER_CONNECTION), '-t', '1'];
+  args.push('-H', 'Accept-Encoding: gzip, br', ...urls);
+  return new Promise((resolve, reject) =>
+    execFile('h2load', args, { maxBuffer: 16 * 1024 * 1024 }, (err, stdout) => {
+      if (err) return reject(new Error(`h2load failed: ${err.message}\n${stdout}`));
+      const rate = /finished in [\d.]+s, ([\d.]+) req\/s/.exec(stdout);
+      const requests = /requests: \d+ total, \d+ started, (\d+) done, \d+ succeeded, (\d+) failed/.exec(stdout);
+      const codes = /status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx/.exec(stdout);
+      if (!rate || !requests || !codes || !/Application protocol: h2/.test(stdout)) return reject(new Error(`h2load said:\n${stdout}`));
+      resolve({
+        requestsPerSecond: Number(rate[1]),
+        done: Number(requests[1]),
+        failed: Number(requests[2]),
+        classes: { '2xx': Number(codes[1]), '3xx': Number(codes[2]), '4xx': Number(codes[3]), '5xx': Number(codes[4]) },
+      });
+    }),
+  );
+}
+
+/** Answers outside the statuses the scenario expects, by class (h2load counts no finer). */
+function unexpected(result: H2Result, statuses: number[]): number {
+  const allowed = new Set(statuses.map((status) => `${Math.floor(status / 100)}xx`));
+  return Object.entries(result.classes).reduce((sum, [cls, n]) => sum + (allowed.has(cls) ? 0 : n), 0) + result.failed;
+}
+
+async function main(): Promise<void> {
+  if (!hasNginx()) process.stderr.write('nginx is not on PATH (Debian: nginx-light): extqs only, no ratios\n');
+  const sandbox = makeSandbox();
+  writeSite(sandbox);
+  const pair = makeCertificate(sandbox.dir);
+  const socket = join(sandbox.dir, 'host.sock');
+  const processes: Running[] = [];
+  let nginx: ChildProcess | undefined;
+  try {
+    processes.push(await startCommand('host', ['--www', sandbox.www, '--logs', sandbox.logs, '--socket', socket, '--workers', '1']));
+    const proxy = await startCommand('proxy', [
+      ...['--port', '0', '--listen', '127.0.0.1', '--www', sandbox.www, '--logs', sandbox.logs, '--upstream', `unix:${socket}`],
+      ...['--proxy-workers', '1', '--tls-port', '0', '--tls-cert', pair.cert, '--tls-key', pair.key],
+    ]);
+    processes.push(proxy);
+    const fronts: { name: 'extqs' | 'nginx'; url: string; pid: number }[] = [{ name: 'extqs', url: proxy.tlsUrl!, pid: proxy.child.pid! }];
+    if (hasNginx()) {
+      const dir = join(sandbox.dir, 'nginx');
+      mkdirSync(dir);
+      const started = await startNginx('nginx-tls.conf', dir, {
+        SOCKET: socket,
+        PUBLIC: sandbox.publicDir,
+        CERT: pair.cert,
+        KEY: pair.key,
+      });
+      nginx = started.child;
+      fronts.push({ name: 'nginx', url: `https://127.0.0.1:${started.port}`, pid: started.child.pid! });
+    }
+
+    const rows = [];
+    for (const scenario of SCENARIOS) {
+      const runs: Record<string, { requestsPerSecond: number; cpuMicrosPerRequest: number; unexpected: number }[]> = {};
+      for (const front of fronts)
+        await h2load(
+          scenario.paths.map((path) => front.url + path),
+          1,
+        ); // warm-up
+      for (let round = 0; round < ROUNDS; round++) {
+        for (const front of fronts) {
+          const cpuBefore = cpuMicros(front.pid);
+          const result = await h2load(
+            scenario.paths.map((path) => front.url + path),
+            SECONDS,
+          );
+          (runs[front.name] ??= []).push({
+            requestsPerSecond: result.requestsPerSecond,
+            cpuMicrosPerRequest: (cpuMicros(front.pid) - cpuBefore) / Math.max(result.done, 1),
+            unexpected: unexpected(result, scenario.expected[front.name]),
+          });
+          process.stderr.write(`h2 ${scenario.name} / ${front.name} round ${round + 1}: ${Math.round(result.requestsPerSecond)} req/s\n`);
+        }
+      }
+      const summary = (name: string) =>
+        runs[name] && {
+          requestsPerSecond: median(runs[name].map((r) => r.requestsPerSecond)),
+          cpuMicrosPerRequest: median(runs[name].map((r) => r.cpuMicrosPerRequest)),
+          unexpected: runs[name].reduce((sum, r) => sum + r.unexpected, 0),
+        };
+      const extqs = summary('extqs');
+      const nginxSummary = summary('nginx');
+      rows.push({
+        scenario: scenario.name,
+        extqs,
+        nginx: nginxSummary,
+        ratio: nginxSummary && extqs.requestsPerSecond / nginxSummary.requestsPerSecond,
+        cpuRatio: nginxSummary && extqs.cpuMicrosPerRequest / nginxSummary.cpuMicrosPerRequest,
+      });
+    }
+
+    const pad = (text: string, width: number) => text.padEnd(width);
+    const fixed = (n: number | undefined) => (n === undefined ? '-' : n.toFixed(2));
+    const lines = [
+      `HTTPS + HTTP/2 (h2load -c ${CONNECTIONS} -m ${STREAMS_PER_CONNECTION}, gzip and br asked), ${ROUNDS} rounds of ${SECONDS} s, medians`,
+      `${pad('scenario', 24)}${pad('CPU us/req extqs/nginx', 26)}${pad('extqs req/s', 13)}${pad('nginx req/s', 13)}${pad('ratio', 8)}unexpected`,
+      ...rows.map(
+        (r) =>
+          `${pad(r.scenario, 24)}${pad(`${Math.round(r.extqs.cpuMicrosPerRequest)}/${r.nginx ? Math.round(r.nginx.cpuMicrosPerRequest) : '-'} (${fixed(r.cpuRatio)}x)`, 26)}` +
+          `${pad(String(Math.round(r.extqs.requestsPerSecond)), 13)}${pad(r.nginx ? String(Math.round(r.nginx.requestsPerSecond)) : '-', 13)}` +
+          `${pad(fixed(r.ratio), 8)}${r.extqs.unexpected}/${r.nginx?.unexpected ?? '-'}`,
+      ),
+    ];
+    process.stdout.write(`${lines.join('\n')}\n`);
+    const resultsDir = join(ROOT, 'bench', 'results');
+    mkdirSync(resultsDir, { recursive: true });
+    const file = join(resultsDir, `tls-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
+    writeFileSync(file, JSON.stringify({ node: process.version, seconds: SECONDS, rounds: ROUNDS, rows }, null, 2));
+    process.stdout.write(`results: ${file}\n`);
+    if (rows.some((r) => r.extqs.unexpected > 0 || (r.nginx?.unexpected ?? 0) > 0)) process.exitCode = 1;
+  } finally {
+    nginx?.kill('SIGTERM');
+    for (const running of processes.reverse()) await running.stop();
+    sandbox.remove();
+  }
+}
+
+await main();
