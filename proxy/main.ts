@@ -1,8 +1,8 @@
 // The proxy process (web-server role): the public port. Serves www/public, forwards /External to the
 // host, and writes logs/access.log and logs/error.log. Started by `extqs proxy` or by the launcher,
 // which both hand it a validated configuration. With --proxy-workers N > 1 it is the primary of N
-// workers (primary.ts), each of which serves here as a worker: its log lines and /server-status tally go
-// through the primary.
+// workers (primary.ts), each of which serves here as a worker: its log lines, /server-status tally and
+// /metrics share go through the primary.
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { ConfigError } from '../common/configError.ts';
@@ -21,7 +21,7 @@ import { StaticCache } from './staticCache.ts';
 import { Upstreams } from './upstreams.ts';
 import type { ProxyPrimarySays, ProxyWorkerSays } from './workerMessages.ts';
 
-/** A worker's /server-status waits this long for every worker's tally. */
+/** A worker's /server-status or /metrics waits this long for every worker's share. */
 const TALLIES_TIMEOUT_MS = 2_000;
 
 /** Only the chosen engine is loaded: undici takes 18 MB of resident memory, http-proxy 4 MB. */
@@ -71,7 +71,7 @@ export async function serveProxy(
       message: `Watching ${config.www}/public failed; files are served from disk from now on: ${String(err)}`,
     }),
   );
-  const { server, stop, tally } = createProxyServer({
+  const { server, stop, tally, metrics } = createProxyServer({
     www: config.www,
     staticCache,
     upstreams,
@@ -82,8 +82,10 @@ export async function serveProxy(
     accessLog,
     errorLog,
     tallies: primary && (() => primary.request('tallies', null, TALLIES_TIMEOUT_MS)),
+    everyMetrics: primary && (() => primary.request('all-metrics', null, TALLIES_TIMEOUT_MS)),
   });
   primary?.answer('tally', tally);
+  primary?.answer('metrics', metrics);
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
