@@ -1,6 +1,7 @@
 // The proxy's primary with --proxy-workers N > 1 (nginx's master process): forks N workers that share the
 // port (node:cluster), writes access.log and error.log for all of them, gathers their tallies for
-// /server-status and their metrics for /metrics, passes SIGHUP on, replaces a worker that dies, and stops them all on SIGTERM.
+// /server-status and their shares of /metrics, passes SIGHUP on, replaces a worker that dies, and stops
+// them all on SIGTERM.
 import cluster, { type Address, type Worker } from 'node:cluster';
 import { once } from 'node:events';
 import { logSettingsOf } from '../common/config.ts';
