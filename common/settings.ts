@@ -299,7 +299,7 @@ export const SETTINGS = {
     format: (list) => JSON.stringify(formatAllowList(list)),
     roles: ['proxy'],
     placeholder: 'LIST',
-    help: 'addresses and CIDR subnets allowed /server-status',
+    help: 'addresses and CIDR subnets allowed /server-status and /metrics',
     group: 'service',
   }),
   upstreams: setting({

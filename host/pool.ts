@@ -117,7 +117,9 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
       if (pid !== undefined)
         removeUploadsOf(pid).catch((err: Error) => log.error(`Could not delete the uploads of worker ${pid}: ${err.message}`));
       const wasRetiring = retiring.delete(worker);
+      if (wasRetiring && !stopping) departed.restarts.recycled += 1;
       if (stopping || wasRetiring || (recycling && !listening)) return;
+      departed.restarts.exited += 1;
       const delay = pace.delayAfterExit();
       log.error(
         `Worker ${worker.process.pid} exited with ${signal ? `signal ${signal}` : `code ${code}`}; starting a new one${delay ? ` in ${delay} ms` : ''}`,

@@ -5,6 +5,8 @@ export interface ControllerCounters {
   requests: number;
   errors: number;
   loadFailures: number;
+  /** Versions installed because the file changed on disk (the first load on a request not counted). */
+  reloads: number;
   /** ISO time of the last (re)load, and the version it installed. */
   lastReload: string | undefined;
   version: string | undefined;
@@ -35,7 +37,7 @@ export class WorkerStats {
   controller(name: string): ControllerCounters {
     let counters = this.controllers.get(name);
     if (!counters) {
-      counters = { requests: 0, errors: 0, loadFailures: 0, lastReload: undefined, version: undefined };
+      counters = { requests: 0, errors: 0, loadFailures: 0, reloads: 0, lastReload: undefined, version: undefined };
       this.controllers.set(name, counters);
     }
     return counters;
@@ -53,8 +55,9 @@ export class WorkerStats {
     this.lastDurationMs = Math.round((performance.now() - startedAt) * 1000) / 1000;
   }
 
-  loaded(name: string, version: string): void {
+  loaded(name: string, version: string, reason: 'request' | 'reload'): void {
     const counters = this.controller(name);
+    if (reason === 'reload') counters.reloads += 1;
     counters.lastReload = new Date().toISOString();
     counters.version = version;
   }
@@ -83,6 +86,8 @@ export interface PoolStatus {
   states: Record<WorkerSnapshot['state'], number>;
   /** Since the pool started, workers gone included (php-fpm's "accepted conn": it never goes down). */
   acceptedRequests: number;
+  /** Workers replaced since the pool started: after an unexpected exit, or recycled on their own request. */
+  restarts: { exited: number; recycled: number };
   /** Per controller, since the pool started; versions lists each distinct version served now. */
   controllers: Record<string, Omit<ControllerCounters, 'version'> & { versions: string[] }>;
   /** Only with ?full. */
@@ -92,20 +97,22 @@ export interface PoolStatus {
 /** What the workers that have gone did, kept by the pool so its totals never go backwards. */
 export interface Departed {
   requests: number;
-  controllers: Record<string, { requests: number; errors: number; loadFailures: number }>;
+  controllers: Record<string, { requests: number; errors: number; loadFailures: number; reloads: number }>;
+  restarts: PoolStatus['restarts'];
 }
 
 export function departedNone(): Departed {
-  return { requests: 0, controllers: {} };
+  return { requests: 0, controllers: {}, restarts: { exited: 0, recycled: 0 } };
 }
 
 export function addDeparted(departed: Departed, gone: WorkerSnapshot): void {
   departed.requests += gone.requests;
   for (const [name, c] of Object.entries(gone.controllers)) {
-    const total = (departed.controllers[name] ??= { requests: 0, errors: 0, loadFailures: 0 });
+    const total = (departed.controllers[name] ??= { requests: 0, errors: 0, loadFailures: 0, reloads: 0 });
     total.requests += c.requests;
     total.errors += c.errors;
     total.loadFailures += c.loadFailures;
+    total.reloads += c.reloads;
   }
 }
 
@@ -113,12 +120,13 @@ export function addDeparted(departed: Departed, gone: WorkerSnapshot): void {
 export function summarize(pid: number, startedAt: string, snapshots: WorkerSnapshot[], departed: Departed, full: boolean): PoolStatus {
   const controllers: PoolStatus['controllers'] = {};
   const totalOf = (name: string) =>
-    (controllers[name] ??= { requests: 0, errors: 0, loadFailures: 0, lastReload: undefined, versions: [] });
+    (controllers[name] ??= { requests: 0, errors: 0, loadFailures: 0, reloads: 0, lastReload: undefined, versions: [] });
   for (const [name, c] of Object.entries(departed.controllers)) {
     const total = totalOf(name);
     total.requests += c.requests;
     total.errors += c.errors;
     total.loadFailures += c.loadFailures;
+    total.reloads += c.reloads;
   }
   for (const worker of snapshots) {
     for (const [name, c] of Object.entries(worker.controllers)) {
@@ -126,6 +134,7 @@ export function summarize(pid: number, startedAt: string, snapshots: WorkerSnaps
       total.requests += c.requests;
       total.errors += c.errors;
       total.loadFailures += c.loadFailures;
+      total.reloads += c.reloads;
       if (c.lastReload && (!total.lastReload || c.lastReload > total.lastReload)) total.lastReload = c.lastReload;
       if (c.version && !total.versions.includes(c.version)) total.versions.push(c.version);
     }
@@ -139,6 +148,7 @@ export function summarize(pid: number, startedAt: string, snapshots: WorkerSnaps
     workers: snapshots.length,
     states,
     acceptedRequests: departed.requests + snapshots.reduce((sum, w) => sum + w.requests, 0),
+    restarts: { ...departed.restarts },
     controllers,
   };
   if (full) status.processes = snapshots;

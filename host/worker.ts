@@ -30,7 +30,7 @@ export async function runWorker(config: HostConfig, pool: IpcChannel<WorkerSays,
 
   const registry = new ControllerRegistry(controllersDir, {
     loaded: (c, reason) => {
-      stats.loaded(c.name, c.version);
+      stats.loaded(c.name, c.version, reason);
       log.info(`Loaded controller ${c.name} from ${c.file} (version ${c.version}, on ${reason})`);
     },
     removed: (name, file) => log.info(`Unloaded controller ${name}: ${file} was removed`),

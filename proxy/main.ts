@@ -1,8 +1,8 @@
 // The proxy process (web-server role): the public port. Serves www/public, forwards /External to the
 // host, and writes logs/access.log and logs/error.log. Started by `extqs proxy` or by the launcher,
 // which both hand it a validated configuration. With --proxy-workers N > 1 it is the primary of N
-// workers (primary.ts), each of which serves here as a worker: its log lines and /server-status tally go
-// through the primary.
+// workers (primary.ts), each of which serves here as a worker: its log lines, /server-status tally and
+// /metrics share go through the primary.
 import type { Server } from 'node:http';
 import type { Http2SecureServer } from 'node:http2';
 import type { AddressInfo } from 'node:net';
@@ -24,7 +24,7 @@ import { tlsOptionsOf } from './tls.ts';
 import { Upstreams } from './upstreams.ts';
 import type { ProxyPrimarySays, ProxyWorkerSays } from './workerMessages.ts';
 
-/** A worker's /server-status waits this long for every worker's tally. */
+/** A worker's /server-status or /metrics waits this long for every worker's share. */
 const TALLIES_TIMEOUT_MS = 2_000;
 
 /** Only the chosen engine is loaded: undici takes 18 MB of resident memory, http-proxy 4 MB. */
@@ -82,7 +82,7 @@ export async function serveProxy(
     (message) => errorLog.write({ module: 'proxy', level: 'warn', message }),
   );
   const staticCache = new StaticCache(join(config.www, 'public'));
-  const { server, tlsServer, stop, tally, reloadTls } = createProxyServer({
+  const { server, tlsServer, stop, tally, metrics, reloadTls } = createProxyServer({
     www: config.www,
     staticCache,
     upstreams,
@@ -93,9 +93,11 @@ export async function serveProxy(
     accessLog,
     errorLog,
     tallies: primary && (() => primary.request('tallies', null, TALLIES_TIMEOUT_MS)),
+    everyMetrics: primary && (() => primary.request('all-metrics', null, TALLIES_TIMEOUT_MS)),
     tls: config.tlsCert === undefined ? undefined : tlsOptionsOf(config),
   });
   primary?.answer('tally', tally);
+  primary?.answer('metrics', metrics);
   /** The certificate and key read again (certbot renews them in place), for new handshakes. */
   reloadCertificate = (settings) => {
     if (!tlsServer && settings.tlsCert === undefined) return;

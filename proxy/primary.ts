@@ -1,6 +1,7 @@
 // The proxy's primary with --proxy-workers N > 1 (nginx's master process): forks N workers that share the
 // port (node:cluster), writes access.log and error.log for all of them, gathers their tallies for
-// /server-status, passes SIGHUP on, replaces a worker that dies, and stops them all on SIGTERM.
+// /server-status and their shares of /metrics, passes SIGHUP on, replaces a worker that dies, and stops
+// them all on SIGTERM.
 import cluster, { type Address, type Worker } from 'node:cluster';
 import { once } from 'node:events';
 import { logSettingsOf } from '../common/config.ts';
@@ -13,7 +14,7 @@ import type { ProxyConfig } from '../common/settings.ts';
 import { onShutdownSignal } from '../common/shutdown.ts';
 import { openErrorLog } from './errorLog.ts';
 import { announceStart, listenerUrl, reloadedEntry, stoppingEntry } from './lifecycle.ts';
-import type { LineBatch, ProxyPrimarySays, ProxyWorkerSays, Tally } from './workerMessages.ts';
+import type { LineBatch, ProxyPrimarySays, ProxyWorkerSays } from './workerMessages.ts';
 
 const TALLY_TIMEOUT_MS = 1_000;
 /** Workers cut their connections at --shutdown-timeout; one that hangs past it by this much is killed,
@@ -52,13 +53,13 @@ export async function runProxyPrimary(config: ProxyConfig, reloads: Reloads<Prox
     for (const line of error) errorLines.write(line);
   };
 
-  /** Every worker's tally; one that does not answer in time is left out. */
-  async function tallies(): Promise<Tally[]> {
+  /** Every worker's answer to `kind` (its tally, its metrics); one that does not answer in time is left out. */
+  async function askEvery<K extends 'tally' | 'metrics'>(kind: K): Promise<ProxyPrimarySays['requests'][K]['reply'][]> {
     const asked = [...live].flatMap((worker) => {
       const channel = channels.get(worker);
-      return channel ? [channel.request('tally', null, TALLY_TIMEOUT_MS).catch(() => undefined)] : [];
+      return channel ? [channel.request(kind, null, TALLY_TIMEOUT_MS).catch(() => undefined)] : [];
     });
-    return (await Promise.all(asked)).filter((tally): tally is Tally => tally !== undefined);
+    return (await Promise.all(asked)).filter((reply) => reply !== undefined);
   }
 
   function listenTo(worker: Worker): IpcChannel<ProxyPrimarySays, ProxyWorkerSays> {
@@ -70,7 +71,8 @@ export async function runProxyPrimary(config: ProxyConfig, reloads: Reloads<Prox
       writeLines(batch);
       return null;
     });
-    channel.answer('tallies', tallies);
+    channel.answer('tallies', () => askEvery('tally'));
+    channel.answer('all-metrics', () => askEvery('metrics'));
     return channel;
   }
 

@@ -3,12 +3,16 @@ import { CONTROLLER_PREFIX } from '../common/protocol.ts';
 
 /** Apache mod_status's usual Location. */
 const SERVER_STATUS = '/server-status';
+/** Where Prometheus looks by default (its scrape config's metrics_path). */
+const METRICS = '/metrics';
 
 export type ProxyRoute =
   | { kind: 'forward'; url: string; path: string }
   | { kind: 'static'; path: string }
   /** /server-status, with its query (`auto`, `json`, `refresh=N`). */
   | { kind: 'status'; query: string }
+  /** /metrics, Prometheus's text format; the query is ignored. */
+  | { kind: 'metrics' }
   /** 400 for a target this server cannot take, 414 for one past Apache's LimitRequestLine. */
   | { kind: 'bad-request'; status: 400 | 414 };
 
@@ -63,6 +67,7 @@ export function routeRequest(target: string): ProxyRoute {
   const path = normalizePath(rawPath);
   if (path === undefined) return { kind: 'bad-request', status: 400 };
   if (path === SERVER_STATUS) return { kind: 'status', query: q === -1 ? '' : target.slice(q + 1) };
+  if (path === METRICS) return { kind: 'metrics' };
   if (path.startsWith(CONTROLLER_PREFIX)) {
     return { kind: 'forward', path, url: path === rawPath ? target : path + (q === -1 ? '' : target.slice(q)) };
   }

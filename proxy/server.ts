@@ -8,10 +8,11 @@ import { join } from 'node:path';
 import type { ProxyConfig } from '../common/settings.ts';
 import type { Forward, ForwarderOptions } from './forwarding.ts';
 import type { Tally } from './workerMessages.ts';
-import type { AccessLog } from './accessLog.ts';
+import { bodyBytes, type AccessLog } from './accessLog.ts';
 import { errorPage, reasonOf, sendErrorPage } from './errorPages.ts';
 import { clientOf, type ErrorLog } from './errorLog.ts';
 import { authorityOf, isHttp2 } from './protocols.ts';
+import { KIND, metricsEndpoint, processMetricsJson, RequestMetrics, type MetricJson, type RouteKind } from './metrics.ts';
 import { requestIdOf } from './requestId.ts';
 import { routeRequest } from './route.ts';
 import { ProxyCounters, serverStatus } from './serverStatus.ts';
@@ -52,6 +53,8 @@ export interface ProxyOptions {
   tallies?: () => Promise<Tally[]>;
   /** HTTPS (HTTP/2 and HTTP/1.1 by ALPN) beside plain HTTP, when a certificate is configured. */
   tls?: TlsOptions;
+  /** Every worker's share of /metrics, likewise. */
+  everyMetrics?: () => Promise<MetricJson[][]>;
 }
 
 export interface ProxyServer {
@@ -68,6 +71,8 @@ export interface ProxyServer {
   stop: (graceMs: number) => Promise<void>;
   /** This process's share of /server-status. */
   tally: () => Promise<Tally>;
+  /** This process's share of /metrics. */
+  metrics: () => Promise<MetricJson[]>;
 }
 
 /** Node's parser error: the bytes it had of the request it refused. */
@@ -162,12 +167,14 @@ export function createProxyServer({
   limits,
   tallies,
   tls,
+  everyMetrics,
 }: ProxyOptions): ProxyServer {
   const forward = createForwarder({ upstreams, errorLog, upstreamTimeoutMs, limitRequestBody: limits.limitRequestBody });
   const serveStatic = staticFiles(join(www, 'public'), errorLog, staticCache);
 
   const open = new Set<ServerResponse>();
   const counters = new ProxyCounters();
+  const requestMetrics = new RequestMetrics();
   let stopping = false;
   let onIdle: (() => void) | undefined;
 
@@ -227,13 +234,17 @@ export function createProxyServer({
 
   function handleRequest(req: IncomingMessage, res: ServerResponse): void {
     const arrivedAt = Date.now();
+    const startedAt = performance.now(); // monotonic, for the duration; arrivedAt is the access log's %t
+    let kind: RouteKind = KIND.refused; // until the route says otherwise
     const url = req.url ?? '-';
     const remoteAddress = req.socket.remoteAddress;
     open.add(res);
     if (!res.socket) closeWithConnection(req.socket, res);
     res.once('close', () => {
       accessLog.record(req, res, url, arrivedAt, remoteAddress);
-      counters.record(req, res);
+      const bytes = bodyBytes(req, res);
+      counters.record(res.statusCode, bytes);
+      requestMetrics.record(kind, req.method, res.statusCode, (performance.now() - startedAt) / 1000, bytes);
       open.delete(res);
       if (open.size === 0) onIdle?.();
     });
@@ -286,21 +297,19 @@ export function createProxyServer({
     const route = routeRequest(req.url ?? '');
     switch (route.kind) {
       case 'forward':
+        kind = KIND.controller;
         return forward(req, res, route.url, requestId);
       case 'static':
+        kind = KIND.static;
         return serveStatic(req, res, route.path, requestId);
       case 'status':
-        return void handleServerStatus(req, res, route.query, requestId).catch((err: Error) => {
-          errorLog.write({
-            module: 'status',
-            level: 'error',
-            client: clientOf(req.socket),
-            message: `/server-status failed: ${err.message}`,
-            requestId,
-          });
-          if (res.headersSent) res.destroy();
-          else sendErrorPage(res, 500);
-        });
+        kind = KIND.status;
+        return void handleServerStatus(req, res, route.query, requestId).catch((err: Error) =>
+          pageFailed(req, res, '/server-status', requestId, err),
+        );
+      case 'metrics':
+        kind = KIND.metrics;
+        return void handleMetrics(req, res, requestId).catch((err: Error) => pageFailed(req, res, '/metrics', requestId, err));
       case 'bad-request':
         errorLog.write({
           module: 'core',
@@ -313,15 +322,37 @@ export function createProxyServer({
     }
   }
 
+  /** A page about the server that failed: logged, and a 500 unless it began to answer. */
+  function pageFailed(req: IncomingMessage, res: ServerResponse, page: string, requestId: string, err: Error): void {
+    errorLog.write({
+      module: 'status',
+      level: 'error',
+      client: clientOf(req.socket),
+      message: `${page} failed: ${err.message}`,
+      requestId,
+    });
+    if (res.headersSent) res.destroy();
+    else sendErrorPage(res, 500);
+  }
+
   const tally = async (): Promise<Tally> => ({
     startedAt: counters.startedAt.toISOString(),
     requests: counters.requests,
     bytes: counters.bytes,
     statuses: { ...counters.statuses },
     inFlight: open.size,
-    connections: (await Promise.all(servers.map(connectionsOf))).reduce((sum, count) => sum + count, 0),
+    connections: await openConnections(),
   });
+  const openConnections = async () => (await Promise.all(servers.map(connectionsOf))).reduce((sum, count) => sum + count, 0);
   const handleServerStatus = serverStatus({ tallies: tallies ?? (async () => [await tally()]), upstreams, allow: statusAllow, errorLog });
+  const metrics = async (): Promise<MetricJson[]> =>
+    processMetricsJson(requestMetrics, { inFlight: open.size, connections: await openConnections() }, upstreams);
+  const handleMetrics = metricsEndpoint({
+    processes: everyMetrics ?? (async () => [await metrics()]),
+    upstreams,
+    allow: statusAllow,
+    errorLog,
+  });
   // Node's own field limit drops the fields past it silently, Host among them when it comes last (then
   // Node answers a bare 400 itself): keep every field, which maxHeaderSize bounds, and count them above.
   server.maxHeadersCount = 0;
@@ -378,6 +409,7 @@ export function createProxyServer({
     const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
     const bytes = answerAndClose(socket, status);
     accessLog.recordRefused(socket.remoteAddress, requestLineOf((err as ParserError).rawPacket), status, bytes);
+    requestMetrics.count(KIND.refused, undefined, status, bytes);
   }
 
   // CONNECT (RFC 9110 §9.3.6) asks for a tunnel; this is no forward proxy. Node would drop the connection
@@ -395,6 +427,7 @@ export function createProxyServer({
     socket.on('error', () => {}); // the client may be gone already
     const bytes = answerAndClose(socket, 405, 'Allow: GET, HEAD\r\n');
     accessLog.recordRefused(socket.remoteAddress, `CONNECT ${req.url ?? ''} HTTP/${req.httpVersion}`, 405, bytes);
+    requestMetrics.count(KIND.refused, 'CONNECT', 405, bytes);
   }
 
   /**
@@ -481,7 +514,7 @@ export function createProxyServer({
     sendErrorPage(res, 301, { Location: `https://${host}${tlsPort === 443 ? '' : `:${tlsPort}`}${req.url ?? '/'}` });
   }
 
-  return { server, tlsServer, stop, tally, reloadTls };
+  return { server, tlsServer, stop, tally, metrics, reloadTls };
 }
 
 const ACME_CHALLENGE = '/.well-known/acme-challenge/';

@@ -1,10 +1,10 @@
 // /server-status (Apache mod_status): the proxy's counters, its upstreams' health and each host's own
 // /status summary, for clients on --status-allow only (loopback by default; others get 403 and a log line).
+// /metrics (metrics.ts) shares the guard and the hosts' /status.
 import { VERSION } from '../common/version.ts';
 import { request, type IncomingMessage, type ServerResponse } from 'node:http';
 import { BlockList, isIPv4 } from 'node:net';
 import type { AllowedClient } from '../common/settingParsers.ts';
-import { bodyBytes } from './accessLog.ts';
 import { sendErrorPage } from './errorPages.ts';
 import { clientOf, type ErrorLog } from './errorLog.ts';
 import { renderAuto, renderHtml, renderJson, type HostSummary, type StatusReport } from './statusPage.ts';
@@ -24,10 +24,11 @@ export class ProxyCounters {
   bytes = 0;
   readonly statuses: Record<string, number> = {};
 
-  record(req: IncomingMessage, res: ServerResponse): void {
+  /** A response that ended with `status` and `bytes` of body (the access log's %b). */
+  record(status: number, bytes: number): void {
     this.requests += 1;
-    this.bytes += bodyBytes(req, res);
-    this.statuses[res.statusCode] = (this.statuses[res.statusCode] ?? 0) + 1;
+    this.bytes += bytes;
+    this.statuses[status] = (this.statuses[status] ?? 0) + 1;
   }
 }
 
@@ -45,7 +46,40 @@ function allowed(list: BlockList, address: string | undefined): boolean {
   return list.check(address, isIPv4(address) ? 'ipv4' : 'ipv6');
 }
 
-function hostStatus(upstream: UpstreamState): Promise<StatusReport['hosts'][number]> {
+/**
+ * Answers 403 to a client not on --status-allow (with mod_authz_core's line) and 405 to a method other
+ * than GET or HEAD; true when it did. The guard of every page about the server (`path` names it).
+ */
+export function refused(
+  req: IncomingMessage,
+  res: ServerResponse,
+  path: string,
+  allow: BlockList,
+  errorLog: ErrorLog,
+  requestId: string,
+): boolean {
+  const client = clientOf(req.socket);
+  if (!allowed(allow, req.socket.remoteAddress)) {
+    errorLog.write({
+      module: 'authz_core',
+      level: 'error',
+      client,
+      message: `AH01630: client denied by server configuration: ${path}`,
+      requestId,
+    });
+    sendErrorPage(res, 403);
+    return true;
+  }
+  if (req.method !== 'GET' && req.method !== 'HEAD') {
+    errorLog.write({ module: 'core', level: 'info', client, message: `Method ${req.method} not allowed for ${path}`, requestId });
+    sendErrorPage(res, 405, { Allow: 'GET, HEAD' });
+    return true;
+  }
+  return false;
+}
+
+/** One host's /status, or why it could not be read. */
+export function hostStatus(upstream: UpstreamState): Promise<StatusReport['hosts'][number]> {
   const { upstream: target, name } = upstream;
   const where = target.kind === 'unix' ? { socketPath: target.path } : { host: target.host, port: target.port };
   return new Promise((resolve) => {
@@ -100,21 +134,8 @@ function sum(tallies: readonly Tally[]): Tally {
 
 export function serverStatus({ tallies, upstreams, allow, errorLog }: ServerStatusOptions) {
   return async function handleServerStatus(req: IncomingMessage, res: ServerResponse, query: string, requestId: string): Promise<void> {
+    if (refused(req, res, '/server-status', allow, errorLog, requestId)) return;
     const client = clientOf(req.socket);
-    if (!allowed(allow, req.socket.remoteAddress)) {
-      errorLog.write({
-        module: 'authz_core',
-        level: 'error',
-        client,
-        message: 'AH01630: client denied by server configuration: /server-status',
-        requestId,
-      });
-      return sendErrorPage(res, 403);
-    }
-    if (req.method !== 'GET' && req.method !== 'HEAD') {
-      errorLog.write({ module: 'core', level: 'info', client, message: `Method ${req.method} not allowed for /server-status`, requestId });
-      return sendErrorPage(res, 405, { Allow: 'GET, HEAD' });
-    }
     const params = new URLSearchParams(query);
     const refresh = params.get('refresh');
     if (refresh !== null && !(/^\d{1,4}$/.test(refresh) && Number(refresh) >= 1 && Number(refresh) <= MAX_REFRESH_SECONDS)) {

@@ -8,7 +8,9 @@ export interface HostSummary {
   workers: number;
   states: Record<string, number>;
   acceptedRequests: number;
-  controllers: Record<string, { requests: number; errors: number; loadFailures: number }>;
+  /** Absent from a host older than the proxy, as are `reloads`. */
+  restarts?: { exited: number; recycled: number };
+  controllers: Record<string, { requests: number; errors: number; loadFailures: number; reloads?: number }>;
 }
 
 export interface StatusReport {

@@ -5,6 +5,7 @@
 import type { Conversation } from '../common/ipc.ts';
 import type { ReloadNotice } from '../common/launcherProtocol.ts';
 import type { ProxyConfig } from '../common/settings.ts';
+import type { MetricJson } from './metrics.ts';
 
 /** Finished lines for each file, in the order they were written. */
 export interface LineBatch {
@@ -30,6 +31,8 @@ export interface ProxyWorkerSays extends Conversation {
     flush: { body: LineBatch; reply: null };
     /** Every worker's tally, for a /server-status this worker answers. */
     tallies: { body: null; reply: Tally[] };
+    /** Every worker's share of /metrics, for a /metrics this worker answers. */
+    'all-metrics': { body: null; reply: MetricJson[][] };
     /** Why this worker cannot serve (the port is taken…): the primary's start fails with it. */
     failed: { body: { message: string; code?: string }; reply: null };
   };
@@ -41,6 +44,8 @@ export interface ProxyWorkerSays extends Conversation {
 export interface ProxyPrimarySays extends Conversation {
   requests: {
     tally: { body: null; reply: Tally };
+    /** Its share of /metrics: prom-client's getMetricsAsJSON() form, which AggregatorRegistry.aggregate() sums. */
+    metrics: { body: null; reply: MetricJson[] };
   };
   notices: {
     /** A SIGHUP reached the primary: apply the live settings (the primary reopened the files). */

@@ -205,6 +205,13 @@ describe('HTTPS and HTTP/2', function () {
     expect(renegotiation).to.contain('no renegotiation');
   });
 
+  it('counts HTTP/2 requests in /metrics, scraped over HTTP/2', async function () {
+    const metrics = await curl(`${stack.tlsUrl}/metrics`, ['--http2']);
+    expect([metrics.status, metrics.httpVersion]).to.deep.equal([200, '2']);
+    const staticOk = /^extqs_http_requests_total\{kind="static",method="GET",status_class="2xx"\} (\d+)$/m.exec(metrics.body.toString());
+    expect(Number(staticOk?.[1])).to.be.at.least(2); // hello.txt over h2 and over HTTP/1.1, above
+  });
+
   it('serves a browser over HTTP/2 (Chromium)', async function () {
     const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_FLAGS });
     try {

@@ -207,6 +207,14 @@ describe('routeRequest', () => {
       expect(routeRequest('/server-status/')).to.deep.equal({ kind: 'static', path: '/server-status/' });
     });
 
+    it('answers /metrics itself, whatever its query, however the path is spelled', () => {
+      expect(routeRequest('/metrics')).to.deep.equal({ kind: 'metrics' });
+      expect(routeRequest('/metrics?name[]=up')).to.deep.equal({ kind: 'metrics' });
+      expect(routeRequest('/%6detrics')).to.deep.equal({ kind: 'metrics' });
+      expect(routeRequest('/External/../metrics')).to.deep.equal({ kind: 'metrics' });
+      expect(routeRequest('/metrics/')).to.deep.equal({ kind: 'static', path: '/metrics/' });
+    });
+
     it('rejects a relative path as a bad request', () => {
       expect(routeRequest('External/Latest')).to.deep.equal({ kind: 'bad-request', status: 400 });
     });

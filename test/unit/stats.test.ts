@@ -21,10 +21,10 @@ const worker = (
 describe('the pool status', () => {
   it('sums requests, errors and load failures per controller over the workers, and lists each version', () => {
     const a = worker(1, 'idle', 5, {
-      Latest: { requests: 4, errors: 1, loadFailures: 0, lastReload: '2026-11-22T01:00:00.000Z', version: 'aaa' },
+      Latest: { requests: 4, errors: 1, loadFailures: 0, reloads: 1, lastReload: '2026-11-22T01:00:00.000Z', version: 'aaa' },
     });
     const b = worker(2, 'busy', 3, {
-      Latest: { requests: 2, errors: 0, loadFailures: 1, lastReload: '2026-11-22T02:00:00.000Z', version: 'bbb' },
+      Latest: { requests: 2, errors: 0, loadFailures: 1, reloads: 1, lastReload: '2026-11-22T02:00:00.000Z', version: 'bbb' },
     });
     const status = summarize(9, 'start', [a, b], departedNone(), false);
     expect(status.acceptedRequests).to.equal(8);
@@ -32,6 +32,7 @@ describe('the pool status', () => {
       requests: 6,
       errors: 1,
       loadFailures: 1,
+      reloads: 2,
       lastReload: '2026-11-22T02:00:00.000Z',
       versions: ['aaa', 'bbb'],
     });
@@ -44,24 +45,24 @@ describe('the pool status', () => {
     const before = summarize(
       9,
       'start',
-      [worker(1, 'idle', 7, { A: { requests: 7, errors: 2, loadFailures: 0, lastReload: undefined, version: 'v' } })],
+      [worker(1, 'idle', 7, { A: { requests: 7, errors: 2, loadFailures: 0, reloads: 1, lastReload: undefined, version: 'v' } })],
       departed,
       false,
     );
     addDeparted(
       departed,
-      worker(1, 'retiring', 7, { A: { requests: 7, errors: 2, loadFailures: 0, lastReload: undefined, version: 'v' } }),
+      worker(1, 'retiring', 7, { A: { requests: 7, errors: 2, loadFailures: 0, reloads: 1, lastReload: undefined, version: 'v' } }),
     );
     const after = summarize(
       9,
       'start',
-      [worker(2, 'idle', 1, { A: { requests: 1, errors: 0, loadFailures: 0, lastReload: undefined, version: 'v' } })],
+      [worker(2, 'idle', 1, { A: { requests: 1, errors: 0, loadFailures: 0, reloads: 1, lastReload: undefined, version: 'v' } })],
       departed,
       true,
     );
     expect(after.acceptedRequests).to.equal(8);
     expect(after.acceptedRequests).to.be.at.least(before.acceptedRequests);
-    expect(after.controllers.A).to.include({ requests: 8, errors: 2 });
+    expect(after.controllers.A).to.include({ requests: 8, errors: 2, reloads: 2 });
     expect(after.processes).to.have.length(1);
   });
 });

@@ -1,0 +1,262 @@
+// /metrics: the proxy's and its hosts' figures in Prometheus's text format, for clients on --status-allow.
+// Counting a request is a few additions into typed arrays (prom-client's own observe() builds a label
+// key string per call, about 0.35 µs); prom-client is loaded and its metrics built only when scraped.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { BlockList } from 'node:net';
+import type { ErrorLog } from './errorLog.ts';
+import { hostStatus, refused } from './serverStatus.ts';
+import type { StatusReport } from './statusPage.ts';
+import type { Upstreams } from './upstreams.ts';
+
+/** A metric as prom-client's getMetricsAsJSON() gives it and AggregatorRegistry.aggregate() takes it. */
+export interface MetricJson {
+  name: string;
+  help: string;
+  type: string;
+  aggregator: string;
+  values: { labels: Record<string, string | number>; value: number; metricName?: string }[];
+}
+
+/** What the route decided for a request; `refused` is one answered before or instead of routing (400, 413, 505…). */
+const ROUTE_KINDS = ['controller', 'static', 'status', 'metrics', 'refused'] as const;
+/** Indices into ROUTE_KINDS, so counting needs no string. */
+export const KIND = { controller: 0, static: 1, status: 2, metrics: 3, refused: 4 } as const;
+export type RouteKind = (typeof KIND)[keyof typeof KIND];
+
+/** The methods labelled by name; any other is `OTHER`, so a client cannot mint label values. */
+const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'CONNECT', 'TRACE', 'OTHER'] as const;
+const CLASSES = ['1xx', '2xx', '3xx', '4xx', '5xx'] as const;
+/** Seconds; from a cached file (well under 1 ms) to the default max_execution_time (30 s). */
+export const DURATION_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30] as const;
+
+function methodIndex(method: string | undefined): number {
+  switch (method) {
+    case 'GET':
+      return 0;
+    case 'HEAD':
+      return 1;
+    case 'POST':
+      return 2;
+    case 'PUT':
+      return 3;
+    case 'DELETE':
+      return 4;
+    case 'PATCH':
+      return 5;
+    case 'OPTIONS':
+      return 6;
+    case 'CONNECT':
+      return 7;
+    case 'TRACE':
+      return 8;
+    default:
+      return 9;
+  }
+}
+
+const classIndex = (status: number) => Math.min(Math.max(Math.floor(status / 100), 1), 5) - 1;
+
+/** One process's counts since it started; record() allocates nothing. */
+export class RequestMetrics {
+  private readonly requests = new Float64Array(ROUTE_KINDS.length * METHODS.length * CLASSES.length);
+  private readonly bytes = new Float64Array(ROUTE_KINDS.length);
+  /** Per kind, observations per bucket (not cumulative), the last one past every bound. */
+  private readonly buckets = new Float64Array(ROUTE_KINDS.length * (DURATION_BUCKETS.length + 1));
+  private readonly durationSums = new Float64Array(ROUTE_KINDS.length);
+
+  /** A response that ended (finished or cut), `seconds` after its request arrived. */
+  record(kind: RouteKind, method: string | undefined, status: number, seconds: number, bytes: number): void {
+    this.count(kind, method, status, bytes);
+    let bucket = 0;
+    while (bucket < DURATION_BUCKETS.length && seconds > DURATION_BUCKETS[bucket]) bucket++;
+    this.buckets[kind * (DURATION_BUCKETS.length + 1) + bucket] += 1;
+    this.durationSums[kind] += seconds;
+  }
+
+  /** A request Node's parser refused, or a CONNECT: answered at once, so it has no duration. */
+  count(kind: RouteKind, method: string | undefined, status: number, bytes: number): void {
+    this.requests[(kind * METHODS.length + methodIndex(method)) * CLASSES.length + classIndex(status)] += 1;
+    this.bytes[kind] += bytes;
+  }
+
+  /** The request counters and the duration histogram, in prom-client's JSON form. */
+  async toJson(): Promise<MetricJson[]> {
+    const { Counter, Registry } = await import('prom-client');
+    const registry = new Registry();
+    const requests = new Counter({
+      name: 'extqs_http_requests_total',
+      help: 'Requests answered by the proxy (one per access.log line), by route kind, method and status class.',
+      labelNames: ['kind', 'method', 'status_class'],
+      registers: [registry],
+    });
+    const bytes = new Counter({
+      name: 'extqs_http_response_body_bytes_total',
+      help: "Response body bytes sent to clients (the access log's %b), by route kind.",
+      labelNames: ['kind'],
+      registers: [registry],
+    });
+    ROUTE_KINDS.forEach((kind, k) => {
+      let seen = false;
+      METHODS.forEach((method, m) =>
+        CLASSES.forEach((statusClass, c) => {
+          const n = this.requests[(k * METHODS.length + m) * CLASSES.length + c];
+          if (n === 0) return;
+          seen = true;
+          requests.inc({ kind, method, status_class: statusClass }, n);
+        }),
+      );
+      if (seen) bytes.inc({ kind }, this.bytes[k]);
+    });
+    return [...((await registry.getMetricsAsJSON()) as unknown as MetricJson[]), this.durationJson()];
+  }
+
+  /**
+   * prom-client's Histogram takes observations one at a time and has no way to be given bucket counts,
+   * so the histogram is written in the form its get() returns, which aggregate() sums bucket by bucket.
+   */
+  private durationJson(): MetricJson {
+    const name = 'extqs_http_request_duration_seconds';
+    const values: MetricJson['values'] = [];
+    ROUTE_KINDS.forEach((kind, k) => {
+      const counts = this.buckets.subarray(k * (DURATION_BUCKETS.length + 1), (k + 1) * (DURATION_BUCKETS.length + 1));
+      let cumulative = 0;
+      DURATION_BUCKETS.forEach((le, b) => {
+        cumulative += counts[b];
+        values.push({ labels: { le, kind }, value: cumulative, metricName: `${name}_bucket` });
+      });
+      cumulative += counts[DURATION_BUCKETS.length];
+      if (cumulative === 0) {
+        values.length -= DURATION_BUCKETS.length; // a kind never seen has no series
+        return;
+      }
+      values.push({ labels: { le: '+Inf', kind }, value: cumulative, metricName: `${name}_bucket` });
+      values.push({ labels: { kind }, value: this.durationSums[k], metricName: `${name}_sum` });
+      values.push({ labels: { kind }, value: cumulative, metricName: `${name}_count` });
+    });
+    return {
+      name,
+      help: 'Time from the arrival of a request to the end of its response, by route kind.',
+      type: 'histogram',
+      aggregator: 'sum',
+      values,
+    };
+  }
+}
+
+/** What one proxy process adds to a scrape besides its request counts. */
+export interface ProcessGauges {
+  inFlight: number;
+  connections: number;
+}
+
+/** One process's whole share of a scrape: its requests, its connections and its view of the upstreams. */
+export async function processMetricsJson(requests: RequestMetrics, gauges: ProcessGauges, upstreams: Upstreams): Promise<MetricJson[]> {
+  const { Counter, Gauge, Registry } = await import('prom-client');
+  const registry = new Registry();
+  const registers = [registry];
+  new Gauge({ name: 'extqs_proxy_workers', help: 'Proxy processes whose figures this answer sums.', registers }).set(1);
+  new Gauge({ name: 'extqs_http_requests_in_flight', help: 'Requests being answered now, this scrape included.', registers }).set(
+    gauges.inFlight,
+  );
+  new Gauge({ name: 'extqs_http_connections_open', help: 'Client connections open now.', registers }).set(gauges.connections);
+  const up = new Gauge({
+    name: 'extqs_upstream_up',
+    help: 'Whether the upstream is in the rotation (1) or out after failed connects (0); 0 if any proxy worker took it out.',
+    labelNames: ['upstream'],
+    aggregator: 'min',
+    registers,
+  });
+  const sent = new Counter({
+    name: 'extqs_upstream_requests_total',
+    help: 'Requests sent to the upstream, each attempt once.',
+    labelNames: ['upstream'],
+    registers,
+  });
+  const failed = new Counter({
+    name: 'extqs_upstream_connect_failures_total',
+    help: 'Failed connects to the upstream (what takes it out of the rotation).',
+    labelNames: ['upstream'],
+    registers,
+  });
+  for (const u of upstreams.snapshot()) {
+    up.set({ upstream: u.name }, u.state === 'up' ? 1 : 0);
+    sent.inc({ upstream: u.name }, u.requests);
+    failed.inc({ upstream: u.name }, u.fails);
+  }
+  return [...((await registry.getMetricsAsJSON()) as unknown as MetricJson[]), ...(await requests.toJson())];
+}
+
+/** Each host's /status as metrics, labelled with its upstream; asked once per scrape, whatever the proxy workers. */
+export async function hostMetricsJson(hosts: StatusReport['hosts']): Promise<MetricJson[]> {
+  const { Counter, Gauge, Registry } = await import('prom-client');
+  const registry = new Registry();
+  const registers = [registry];
+  const counter = (name: string, help: string, labelNames: string[]) => new Counter({ name, help, labelNames, registers });
+  const gauge = (name: string, help: string, labelNames: string[]) => new Gauge({ name, help, labelNames, registers });
+  const up = gauge('extqs_host_up', 'Whether the host answered its /status within 1 s (1) or not (0).', ['upstream']);
+  const workers = gauge('extqs_host_workers', "The host's worker processes, by state (starting, idle, busy, retiring, unresponsive).", [
+    'upstream',
+    'state',
+  ]);
+  const accepted = counter('extqs_host_requests_total', 'Controller requests the host has accepted since its pool started.', ['upstream']);
+  const restarts = counter(
+    'extqs_host_worker_restarts_total',
+    'Host workers replaced: after an unexpected exit (reason exited) or at their own request (reason recycled).',
+    ['upstream', 'reason'],
+  );
+  const perController = (name: string, help: string) => counter(name, help, ['upstream', 'controller']);
+  const requests = perController('extqs_host_controller_requests_total', 'Requests for the controller, summed over the host workers.');
+  const errors = perController(
+    'extqs_host_controller_errors_total',
+    'Requests the controller failed (threw, rejected, or its result not sendable).',
+  );
+  const loadFailures = perController(
+    'extqs_host_controller_load_failures_total',
+    'Requests failed because the controller could not be loaded.',
+  );
+  const reloads = perController(
+    'extqs_host_controller_reloads_total',
+    'Versions of the controller installed after a change on disk, each host worker counted.',
+  );
+  for (const { upstream, summary } of hosts) {
+    up.set({ upstream }, summary ? 1 : 0);
+    if (!summary) continue;
+    for (const [state, n] of Object.entries(summary.states)) workers.set({ upstream, state }, n);
+    accepted.inc({ upstream }, summary.acceptedRequests);
+    if (summary.restarts) {
+      restarts.inc({ upstream, reason: 'exited' }, summary.restarts.exited);
+      restarts.inc({ upstream, reason: 'recycled' }, summary.restarts.recycled);
+    }
+    for (const [controller, c] of Object.entries(summary.controllers)) {
+      requests.inc({ upstream, controller }, c.requests);
+      errors.inc({ upstream, controller }, c.errors);
+      loadFailures.inc({ upstream, controller }, c.loadFailures);
+      if (c.reloads !== undefined) reloads.inc({ upstream, controller }, c.reloads);
+    }
+  }
+  return (await registry.getMetricsAsJSON()) as unknown as MetricJson[];
+}
+
+export interface MetricsEndpointOptions {
+  /** This process's share, or every proxy worker's (--proxy-workers): the answer sums them. */
+  processes: () => Promise<MetricJson[][]>;
+  upstreams: Upstreams;
+  allow: BlockList;
+  errorLog: ErrorLog;
+}
+
+export function metricsEndpoint({ processes, upstreams, allow, errorLog }: MetricsEndpointOptions) {
+  return async function handleMetrics(req: IncomingMessage, res: ServerResponse, requestId: string): Promise<void> {
+    if (refused(req, res, '/metrics', allow, errorLog, requestId)) return;
+    const [{ AggregatorRegistry }, shares, hosts] = await Promise.all([
+      import('prom-client'),
+      processes(),
+      Promise.all(upstreams.all.map(hostStatus)),
+    ]);
+    const registry = AggregatorRegistry.aggregate([...shares, await hostMetricsJson(hosts)]);
+    const body = await registry.metrics();
+    if (res.destroyed) return; // the client left while the workers and hosts were asked
+    res.writeHead(200, { 'Content-Type': registry.contentType, 'Content-Length': Buffer.byteLength(body), 'Cache-Control': 'no-store' });
+    res.end(req.method === 'HEAD' ? undefined : body);
+  };
+}

@@ -1,0 +1,267 @@
+// /metrics as a monitoring system meets it: checked by Debian's promtool, scraped by a real Prometheus
+// (a config written here, on loopback) whose HTTP API must show the counter the test drove, summed over
+// proxy workers, and refused to clients not on --status-allow.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { expect } from 'chai';
+import { get } from '../helpers/http.ts';
+import { eventually, makeSandbox, readLog, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
+
+/** One series of the text format: its name, labels and value. */
+interface Sample {
+  name: string;
+  labels: Record<string, string>;
+  value: number;
+}
+
+function parseMetrics(text: string): Sample[] {
+  const samples: Sample[] = [];
+  for (const line of text.split('\n')) {
+    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
+    if (!m) continue;
+    const labels: Record<string, string> = {};
+    for (const [, key, value] of (m[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) labels[key] = value;
+    samples.push({ name: m[1], labels, value: Number(m[3]) });
+  }
+  return samples;
+}
+
+/** The sum of the series of `name` that carry every label of `labels`; undefined when there is none. */
+function total(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
+  const matching = parseMetrics(text).filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v));
+  return matching.length === 0 ? undefined : matching.reduce((sum, s) => sum + s.value, 0);
+}
+
+/** A port free on loopback now: bound on port 0, then let go. */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as { port: number };
+  server.close();
+  await once(server, 'close');
+  return port;
+}
+
+const FAVICON_404 = { kind: 'static', method: 'GET', status_class: '4xx' };
+
+describe('/metrics', function () {
+  describe('one proxy process', function () {
+    let sandbox: Sandbox;
+    let stack: Running;
+    let prometheus: ChildProcess | undefined;
+
+    before(async function () {
+      sandbox = makeSandbox();
+      writeFileSync(join(sandbox.controllers, 'Hello.ts'), `export default () => ({ hello: 'world' });\n`);
+      // Only 127.0.0.1, so a client on another loopback address (127.0.0.2) stands for a remote one.
+      stack = await startStack(sandbox, ['--workers', '1', '--proxy-workers', '1', '--status-allow', '127.0.0.1']);
+      for (let i = 0; i < 3; i++) expect((await get(stack.url, '/favicon.ico')).status).to.equal(404);
+      for (let i = 0; i < 2; i++) expect((await get(stack.url, '/External/Hello')).status).to.equal(200);
+      expect((await get(stack.url, '/External/Missing')).status).to.equal(500);
+      expect((await get(stack.url, '/favicon.ico', { method: 'DELETE' })).status).to.equal(405);
+    });
+
+    after(async function () {
+      if (prometheus && prometheus.exitCode === null && prometheus.signalCode === null) {
+        const exited = once(prometheus, 'exit');
+        prometheus.kill('SIGTERM');
+        await exited;
+      }
+      await stack?.stop();
+      sandbox?.remove();
+    });
+
+    it('answers the text format, which promtool accepts, with what was driven', async function () {
+      const res = await get(stack.url, '/metrics');
+      expect(res.status).to.equal(200);
+      expect(res.headers['content-type']).to.equal('text/plain; version=0.0.4; charset=utf-8');
+      expect(res.headers['cache-control']).to.equal('no-store');
+      const check = spawnSync('promtool', ['check', 'metrics'], { input: res.body, encoding: 'utf8' });
+      expect(check.error, 'promtool (Debian package prometheus) must be installed').to.equal(undefined);
+      expect(check.status, `promtool check metrics: ${check.stdout}${check.stderr}`).to.equal(0);
+
+      const body = res.body;
+      expect(total(body, 'extqs_http_requests_total', FAVICON_404)).to.equal(3);
+      expect(total(body, 'extqs_http_requests_total', { kind: 'controller', status_class: '2xx' })).to.equal(2);
+      expect(total(body, 'extqs_http_requests_total', { kind: 'controller', status_class: '5xx' })).to.equal(1);
+      expect(total(body, 'extqs_http_requests_total', { kind: 'static', method: 'DELETE', status_class: '4xx' })).to.equal(1);
+      expect(total(body, 'extqs_http_request_duration_seconds_count', { kind: 'static' })).to.equal(4);
+      expect(total(body, 'extqs_http_request_duration_seconds_bucket', { kind: 'static', le: '+Inf' })).to.equal(4);
+      // The access log's %b of the four static answers (Apache's 404 and 405 pages).
+      const staticBytes = readLog(sandbox, 'access.log')
+        .filter((l) => l.includes(' /favicon.ico HTTP/1.1"'))
+        .map((l) => Number(/" 40[45] (\d+) /.exec(l)![1]));
+      expect(staticBytes).to.have.length(4);
+      expect(total(body, 'extqs_http_response_body_bytes_total', { kind: 'static' })).to.equal(staticBytes.reduce((a, b) => a + b, 0));
+      expect(total(body, 'extqs_http_requests_in_flight')).to.equal(1); // this scrape
+      expect(total(body, 'extqs_proxy_workers')).to.equal(1);
+      expect(total(body, 'extqs_upstream_up')).to.equal(1);
+      expect(total(body, 'extqs_upstream_requests_total')).to.equal(3);
+      expect(total(body, 'extqs_upstream_connect_failures_total')).to.equal(0);
+      expect(total(body, 'extqs_host_up')).to.equal(1);
+      expect(total(body, 'extqs_host_workers')).to.equal(1);
+      expect(total(body, 'extqs_host_requests_total')).to.equal(3);
+      expect(total(body, 'extqs_host_worker_restarts_total')).to.equal(0);
+      expect(total(body, 'extqs_host_controller_requests_total', { controller: 'Hello' })).to.equal(2);
+      expect(total(body, 'extqs_host_controller_load_failures_total', { controller: 'Missing' })).to.equal(1);
+      expect(total(body, 'extqs_host_controller_errors_total', { controller: 'Hello' })).to.equal(0);
+    });
+
+    it('counts a controller reload and a host worker replaced after it died', async function () {
+      const before = (await get(stack.url, '/metrics')).body;
+      writeFileSync(join(sandbox.controllers, 'Hello.ts'), `export default () => ({ hello: 'again' });\n`);
+      await eventually(
+        async () => ((await get(stack.url, '/External/Hello')).body.includes('again') ? true : undefined),
+        5000,
+        'the new version',
+      );
+      const reloads = await eventually(
+        async () =>
+          total((await get(stack.url, '/metrics')).body, 'extqs_host_controller_reloads_total', { controller: 'Hello' }) || undefined,
+        3000,
+        'the reload counted',
+      );
+      expect(reloads - (total(before, 'extqs_host_controller_reloads_total', { controller: 'Hello' }) ?? 0)).to.equal(1);
+
+      const status = JSON.parse((await get(stack.url, '/server-status?json')).body);
+      expect(status.hosts[0].summary.restarts).to.deep.equal({ exited: 0, recycled: 0 });
+      const workerPid = await hostWorkerPid(stack);
+      process.kill(workerPid, 'SIGKILL');
+      await eventually(
+        async () =>
+          total((await get(stack.url, '/metrics')).body, 'extqs_host_worker_restarts_total', { reason: 'exited' }) === 1 ? true : undefined,
+        5000,
+        'the restart counted',
+      );
+    });
+
+    it('refuses a client not on --status-allow, as /server-status does, and methods other than GET and HEAD', async function () {
+      const denied = await get(stack.url, '/metrics', { localAddress: '127.0.0.2' });
+      expect(denied.status).to.equal(403);
+      expect(denied.body).not.to.contain('extqs_');
+      await eventually(
+        () =>
+          readLog(sandbox, 'error.log').find(
+            (l) =>
+              l.includes('[authz_core:error]') &&
+              l.includes('[client 127.0.0.2:') &&
+              l.includes('AH01630: client denied by server configuration: /metrics'),
+          ),
+        2000,
+        'the denial line',
+      );
+      const posted = await get(stack.url, '/metrics', { method: 'POST' });
+      expect(posted.status).to.equal(405);
+      expect(posted.headers.allow).to.equal('GET, HEAD');
+      const head = await get(stack.url, '/metrics', { method: 'HEAD' });
+      expect(head.status).to.equal(200);
+      expect(head.body).to.equal('');
+    });
+
+    it('is scraped by a real Prometheus, whose API shows the counter the test drove', async function () {
+      this.timeout(60_000);
+      const port = await freePort();
+      const config = join(sandbox.dir, 'prometheus.yml');
+      const target = new URL(stack.url).host;
+      writeFileSync(
+        config,
+        [
+          'global:',
+          '  scrape_interval: 1s',
+          '  scrape_timeout: 1s',
+          'scrape_configs:',
+          '  - job_name: extqs',
+          '    metrics_path: /metrics',
+          '    static_configs:',
+          `      - targets: ['${target}']`,
+          '',
+        ].join('\n'),
+      );
+      let log = '';
+      prometheus = spawn(
+        'prometheus',
+        [
+          `--config.file=${config}`,
+          `--storage.tsdb.path=${join(sandbox.dir, 'prometheus-data')}`,
+          `--web.listen-address=127.0.0.1:${port}`,
+          '--log.level=warn',
+        ],
+        { stdio: ['ignore', 'pipe', 'pipe'] },
+      );
+      prometheus.stdout!.on('data', (chunk) => (log += chunk));
+      prometheus.stderr!.on('data', (chunk) => (log += chunk));
+      const api = `http://127.0.0.1:${port}`;
+      await eventually(
+        async () => {
+          if (prometheus!.exitCode !== null) throw new Error(`prometheus exited: ${log}`);
+          return (await get(api, '/-/ready').catch(() => undefined))?.status === 200 ? true : undefined;
+        },
+        20_000,
+        "Prometheus's readiness",
+      );
+      const query = `extqs_http_requests_total{job="extqs",kind="static",method="GET",status_class="4xx"}`;
+      const scraped = async () => {
+        const res = await get(api, `/api/v1/query?query=${encodeURIComponent(query)}`);
+        const result = JSON.parse(res.body).data?.result as { value: [number, string] }[] | undefined;
+        return result?.length === 1 ? Number(result[0].value[1]) : undefined;
+      };
+      expect(await eventually(scraped, 15_000, `${query} in Prometheus; its log: ${log}`)).to.equal(3);
+      // Two more, and the next scrapes see them.
+      for (let i = 0; i < 2; i++) expect((await get(stack.url, '/favicon.ico')).status).to.equal(404);
+      await eventually(async () => ((await scraped()) === 5 ? true : undefined), 10_000, 'the new count in Prometheus');
+      const up = JSON.parse((await get(api, `/api/v1/query?query=${encodeURIComponent('up{job="extqs"}')}`)).body);
+      expect(up.data.result[0].value[1]).to.equal('1');
+    });
+  });
+
+  describe('with --proxy-workers 2', function () {
+    let sandbox: Sandbox;
+    let stack: Running;
+
+    before(async function () {
+      sandbox = makeSandbox();
+      stack = await startStack(sandbox, ['--workers', '1', '--proxy-workers', '2']);
+    });
+
+    after(async function () {
+      await stack?.stop();
+      sandbox?.remove();
+    });
+
+    it('sums every worker: each request counted once, whichever worker answered it or the scrape', async function () {
+      // A connection each: the primary hands them out in turn, so both workers answer some.
+      const requests = 20;
+      for (let i = 0; i < requests; i++) expect((await get(stack.url, '/favicon.ico')).status).to.equal(404);
+      const answeredBy = new Set(
+        readLog(sandbox, 'error.log')
+          .filter((l) => l.includes('AH00128'))
+          .map((l) => /\[pid (\d+)\]/.exec(l)?.[1]),
+      );
+      expect(answeredBy.size, 'requests answered by both workers').to.equal(2);
+      for (let scrape = 0; scrape < 4; scrape++) {
+        const res = await get(stack.url, '/metrics');
+        expect(res.status).to.equal(200);
+        expect(total(res.body, 'extqs_proxy_workers')).to.equal(2);
+        expect(total(res.body, 'extqs_http_requests_total', FAVICON_404)).to.equal(requests);
+        expect(total(res.body, 'extqs_http_request_duration_seconds_count', { kind: 'static' })).to.equal(requests);
+        // Asked once, whatever the workers: not doubled by the sum.
+        expect(total(res.body, 'extqs_host_up')).to.equal(1);
+        expect(total(res.body, 'extqs_upstream_up')).to.equal(1);
+        const check = spawnSync('promtool', ['check', 'metrics'], { input: res.body, encoding: 'utf8' });
+        expect(check.status, `promtool check metrics: ${check.stdout}${check.stderr}`).to.equal(0);
+      }
+    });
+  });
+});
+
+/** The pid of the stack's one host worker, from its pool's /status?full as the proxy's /server-status cannot show it. */
+async function hostWorkerPid(stack: Running): Promise<number> {
+  const status = JSON.parse((await get(stack.url, '/server-status?json')).body);
+  const socketPath = (status.upstreams[0].name as string).replace(/^unix:/, '');
+  const full = JSON.parse((await get('http://host', '/status?full', { socketPath })).body);
+  return full.processes[0].pid as number;
+}
