@@ -23,7 +23,8 @@ interface H2Result {
   done: number;
   /** Answers by status class (`2xx` …), as h2load counts them. */
   classes: Record<string, number>;
-  failed: number;
+  /** Requests that got no answer (h2load's "errored" and "timeout"; its "failed" also counts 4xx and 5xx). */
+  unanswered: number;
 }
 
 function h2load(urls: string[], seconds: number): Promise<H2Result> {
@@ -33,13 +34,13 @@ function h2load(urls: string[], seconds: number): Promise<H2Result> {
     execFile('h2load', args, { maxBuffer: 16 * 1024 * 1024 }, (err, stdout) => {
       if (err) return reject(new Error(`h2load failed: ${err.message}\n${stdout}`));
       const rate = /finished in [\d.]+s, ([\d.]+) req\/s/.exec(stdout);
-      const requests = /requests: \d+ total, \d+ started, (\d+) done, \d+ succeeded, (\d+) failed/.exec(stdout);
+      const requests = /requests: \d+ total, \d+ started, (\d+) done, \d+ succeeded, \d+ failed, (\d+) errored, (\d+) timeout/.exec(stdout);
       const codes = /status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx/.exec(stdout);
       if (!rate || !requests || !codes || !/Application protocol: h2/.test(stdout)) return reject(new Error(`h2load said:\n${stdout}`));
       resolve({
         requestsPerSecond: Number(rate[1]),
         done: Number(requests[1]),
-        failed: Number(requests[2]),
+        unanswered: Number(requests[2]) + Number(requests[3]),
         classes: { '2xx': Number(codes[1]), '3xx': Number(codes[2]), '4xx': Number(codes[3]), '5xx': Number(codes[4]) },
       });
     }),
@@ -49,7 +50,7 @@ function h2load(urls: string[], seconds: number): Promise<H2Result> {
 /** Answers outside the statuses the scenario expects, by class (h2load counts no finer). */
 function unexpected(result: H2Result, statuses: number[]): number {
   const allowed = new Set(statuses.map((status) => `${Math.floor(status / 100)}xx`));
-  return Object.entries(result.classes).reduce((sum, [cls, n]) => sum + (allowed.has(cls) ? 0 : n), 0) + result.failed;
+  return Object.entries(result.classes).reduce((sum, [cls, n]) => sum + (allowed.has(cls) ? 0 : n), 0) + result.unanswered;
 }
 
 async function main(): Promise<void> {
@@ -139,7 +140,8 @@ async function main(): Promise<void> {
     const file = join(resultsDir, `tls-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
     writeFileSync(file, JSON.stringify({ node: process.version, seconds: SECONDS, rounds: ROUNDS, rows }, null, 2));
     process.stdout.write(`results: ${file}\n`);
-    if (rows.some((r) => r.extqs.unexpected > 0 || (r.nginx?.unexpected ?? 0) > 0)) process.exitCode = 1;
+    // nginx's own misses are shown, not judged: the bench checks extqs.
+    if (rows.some((r) => r.extqs.unexpected > 0)) process.exitCode = 1;
   } finally {
     nginx?.kill('SIGTERM');
     for (const running of processes.reverse()) await running.stop();
