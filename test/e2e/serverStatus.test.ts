@@ -3,23 +3,10 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import { launchChromium } from '../helpers/chromium.ts';
 import { get } from '../helpers/http.ts';
 import { eventually, makeSandbox, readLog, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
-
-/** Debian's package (.ci/run installs it); never a downloaded browser. */
-const CHROMIUM = '/usr/bin/chromium';
-// Without the background-networking flags Chromium keeps trying to reach Google, which this machine refuses.
-const CHROMIUM_FLAGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
 
 describe('/server-status', function () {
   let sandbox: Sandbox;
@@ -42,7 +29,7 @@ describe('/server-status', function () {
   });
 
   it('shows a person the totals, the upstream and the host with its controllers', async function () {
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_FLAGS });
+    browser = await launchChromium();
     const page = await browser.newPage();
     const response = await page.goto(`${stack.url}/server-status`);
     expect(response?.status()).to.equal(200);
@@ -62,7 +49,7 @@ describe('/server-status', function () {
   });
 
   it('reloads itself with ?refresh=N, each time with fresh figures', async function () {
-    browser ??= await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_FLAGS });
+    browser ??= await launchChromium();
     const page = await browser.newPage();
     await page.goto(`${stack.url}/server-status?refresh=1`);
     const accesses = async () => Number(/Total accesses: (\d+)/.exec(await page.getByText(/^Total accesses:/).innerText())![1]);

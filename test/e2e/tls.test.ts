@@ -8,23 +8,11 @@ import { connect, type ClientHttp2Session } from 'node:http2';
 import { connect as tlsConnect } from 'node:tls';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { chromium } from 'playwright-core';
 import { curl, output, sClient } from '../helpers/clients.ts';
+import { launchChromium } from '../helpers/chromium.ts';
 import { get } from '../helpers/http.ts';
 import { eventually, makeSandbox, readLog, ROOT, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
 import { makeCertificate, type CertificateFiles } from '../../tools/certificate.ts';
-
-const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_FLAGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
 
 const portOf = (url: string) => Number(new URL(url).port);
 
@@ -213,7 +201,7 @@ describe('HTTPS and HTTP/2', function () {
   });
 
   it('serves a browser over HTTP/2 (Chromium)', async function () {
-    const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_FLAGS });
+    const browser = await launchChromium();
     try {
       const page = await (await browser.newContext({ ignoreHTTPSErrors: true })).newPage();
       const response = await page.goto(`${stack.tlsUrl}/`);
