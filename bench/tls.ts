@@ -4,6 +4,7 @@
 // http2, gzip on), both in front of the same host, interleaved so drift cancels. Prints CPU µs per request
 // and req/s for each, with their ratios, and writes bench/results/tls-<time>.json.
 import { execFile, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { makeCertificate } from '../tools/certificate.ts';
@@ -143,7 +144,10 @@ async function main(): Promise<void> {
     // nginx's own misses are shown, not judged: the bench checks extqs.
     if (rows.some((r) => r.extqs.unexpected > 0)) process.exitCode = 1;
   } finally {
-    nginx?.kill('SIGTERM');
+    if (nginx) {
+      nginx.kill('SIGQUIT');
+      await once(nginx, 'exit');
+    }
     for (const running of processes.reverse()) await running.stop();
     sandbox.remove();
   }
