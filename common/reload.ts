@@ -1,12 +1,11 @@
 // How a running process takes SIGHUP (Apache's graceful "reopen the logs, read the config again"): its
 // log files are opened again by name, so an external logrotate in `create` mode works, and the live
-// settings (the log settings) read again are applied; every other setting needs a restart, and the
+// settings (the log settings, --compression) read again are applied; every other setting needs a restart, and the
 // reload line says which. A process started by the launcher gets its settings from the launcher, which
 // reads them again itself and sends each child the result. Never SIGUSR1: Node starts its debugger on it.
-import { configChanges, logSettingsOf, readConfig, type Command, type ConfigOf } from './config.ts';
+import { configChanges, liveSettingsOf, readConfig, type Command, type ConfigOf } from './config.ts';
 import type { IpcChannel } from './ipc.ts';
 import type { ChildSays, LauncherSays } from './launcherProtocol.ts';
-import type { LogSettings } from './settings.ts';
 
 /** Applies a reload: `config` holds the live settings to use now; `kept` when the old ones were kept on an error. */
 export type ApplyReload<C> = (config: C, note: string, kept: boolean) => void;
@@ -29,7 +28,7 @@ export function rereadConfig<C extends Command>(
 ): { config: ConfigOf<C>; note: string; kept: boolean } {
   try {
     const fresh = readConfig(command, argv);
-    const config = Object.freeze({ ...running, ...logSettingsOf(fresh as LogSettings) }) as ConfigOf<C>;
+    const config = Object.freeze({ ...running, ...liveSettingsOf(fresh) }) as ConfigOf<C>;
     return { config, note: describeReload(running, fresh), kept: false };
   } catch (err) {
     return { config: running, note: `configuration not read again, the running one is kept: ${(err as Error).message}`, kept: true };

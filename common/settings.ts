@@ -13,6 +13,7 @@ import {
   oneOf,
   optionalPath,
   port,
+  setOf,
   size,
   upstreamList,
   wwwDirectory,
@@ -62,6 +63,10 @@ const seconds = (max: number) => integer(0, max);
 
 export const FORWARDERS = ['undici', 'http-proxy'] as const;
 export type Forwarder = (typeof FORWARDERS)[number];
+
+/** The content codings the proxy can make (proxy/compression.ts). */
+export const CONTENT_CODINGS = ['gzip', 'br'] as const;
+export type ContentCoding = (typeof CONTENT_CODINGS)[number];
 
 export const SETTINGS = {
   port: setting({
@@ -233,6 +238,19 @@ export const SETTINGS = {
     roles: ['proxy'],
     placeholder: 'LIST',
     help: 'addresses and CIDR subnets allowed /server-status',
+    group: 'service',
+  }),
+  compression: setting({
+    flag: 'compression',
+    env: 'COMPRESSION',
+    default: CONTENT_CODINGS.join(','),
+    parse: setOf(CONTENT_CODINGS),
+    format: (codings: readonly ContentCoding[]) => JSON.stringify(codings.length === 0 ? 'off' : codings.join(',')),
+    roles: ['proxy'],
+    // Only the next answers are concerned: nothing to reopen or restart.
+    live: true,
+    placeholder: 'CODINGS',
+    help: 'codings the proxy may answer text with, chosen by Accept-Encoding: gzip, br, both (gzip,br) or off',
     group: 'service',
   }),
   upstreams: setting({
@@ -436,7 +454,9 @@ type KeysOf<R extends Role> = { [K in SettingKey]: R extends Settings[K]['roles'
 export type ProxyConfig = Pick<Config, KeysOf<'proxy'>>;
 export type HostConfig = Pick<Config, KeysOf<'host'>>;
 /** The settings a SIGHUP applies without a restart. */
-export type LogSettings = Pick<Config, LiveKeys>;
+export type LiveSettings = Pick<Config, LiveKeys>;
+/** The live settings both processes have: those of their logs. */
+export type LogSettings = Pick<Config, LiveKeys & KeysOf<'proxy'> & KeysOf<'host'>>;
 
 export const SETTING_KEYS = Object.keys(SETTINGS) as SettingKey[];
 

@@ -12,6 +12,7 @@ import type { Reloads } from '../common/reload.ts';
 import { labelOf, type Forwarder, type ProxyConfig } from '../common/settings.ts';
 import { onShutdownSignal } from '../common/shutdown.ts';
 import { openAccessLog } from './accessLog.ts';
+import type { CompressionSettings } from './compression.ts';
 import { openErrorLog } from './errorLog.ts';
 import { announceStart, reloadedEntry, stoppingEntry } from './lifecycle.ts';
 import { logRelay } from './logRelay.ts';
@@ -54,8 +55,11 @@ export async function serveProxy(
   const relay = primary && logRelay(primary);
   const accessLog = openAccessLog(config.logs, logSettingsOf(config), relay?.('access.log'));
   const errorLog = openErrorLog(config.logs, logSettingsOf(config), relay?.('error.log'));
+  // Read by every request, so a SIGHUP's --compression applies to the next answers.
+  const compression: CompressionSettings = { codings: config.compression };
   reloads((settings, note, kept) => {
     const reopened = [accessLog.reopen(settings) && 'access.log', errorLog.reopen(settings) && 'error.log'];
+    compression.codings = settings.compression;
     if (!primary) errorLog.write(reloadedEntry(reopened, note, kept));
   });
   const upstreams = new Upstreams(
@@ -82,6 +86,7 @@ export async function serveProxy(
     accessLog,
     errorLog,
     tallies: primary && (() => primary.request('tallies', null, TALLIES_TIMEOUT_MS)),
+    compression,
   });
   primary?.answer('tally', tally);
 

@@ -7,6 +7,7 @@ import type { ProxyConfig } from '../common/settings.ts';
 import type { Forward, ForwarderOptions } from './forwarding.ts';
 import type { Tally } from './workerMessages.ts';
 import type { AccessLog } from './accessLog.ts';
+import { encodeResponse, negotiateRequest, type CompressionSettings } from './compression.ts';
 import { errorPage, reasonOf, sendErrorPage } from './errorPages.ts';
 import { clientOf, type ErrorLog } from './errorLog.ts';
 import { requestIdOf } from './requestId.ts';
@@ -39,6 +40,8 @@ export interface ProxyOptions {
   limits: ClientLimits;
   /** Every worker's tally, when this process is one of several (--proxy-workers): /server-status sums them. */
   tallies?: () => Promise<Tally[]>;
+  /** The codings --compression allows; a SIGHUP may change them while the server runs. */
+  compression: CompressionSettings;
 }
 
 export interface ProxyServer {
@@ -130,6 +133,7 @@ export function createProxyServer({
   statusAllow,
   limits,
   tallies,
+  compression,
 }: ProxyOptions): ProxyServer {
   const forward = createForwarder({ upstreams, errorLog, upstreamTimeoutMs, limitRequestBody: limits.limitRequestBody });
   const serveStatic = staticFiles(join(www, 'public'), errorLog, staticCache);
@@ -207,10 +211,13 @@ export function createProxyServer({
       }
       const route = routeRequest(req.url ?? '');
       switch (route.kind) {
-        case 'forward':
+        case 'forward': {
+          const negotiated = negotiateRequest(req, compression);
+          if (negotiated) encodeResponse(req, res, negotiated, { flushEachTurn: true });
           return forward(req, res, route.url, requestId);
+        }
         case 'static':
-          return serveStatic(req, res, route.path, requestId);
+          return serveStatic(req, res, route.path, requestId, negotiateRequest(req, compression));
         case 'status':
           return void handleServerStatus(req, res, route.query, requestId).catch((err: Error) => {
             errorLog.write({
