@@ -143,20 +143,35 @@ export function originalTags(ifNoneMatch: string): { tags: string; coding: Conte
 // ── encoders ─────────────────────────────────────────────────────────────────────────────────────
 
 /**
- * Levels for answers encoded as they stream (controllers, large files): gzip 6 (zlib's default, Apache's
- * and Caddy's) and brotli 4, which compresses text as well as gzip 6 at about its CPU cost where brotli's
- * default (11) costs ten times more; a 512 KB window (ngx_brotli's default) instead of 4 MB bounds each
- * stream's memory.
+ * Levels for answers encoded as they go (controllers, files not held in memory): gzip 6 (zlib's default,
+ * Apache's and Caddy's) and brotli 4, which compresses text as well as gzip 6 at about its CPU cost where
+ * brotli's default (11) costs ten times more; a 512 KB window (ngx_brotli's default) instead of 4 MB
+ * bounds each stream's memory.
  */
-function streamEncoder(coding: ContentCoding, length: number | undefined): Transform {
-  if (coding === 'gzip') return createGzip({ level: 6 });
+function brotliParams(length: number | undefined): Record<number, number> {
   const params: Record<number, number> = {
     [constants.BROTLI_PARAM_QUALITY]: 4,
     [constants.BROTLI_PARAM_LGWIN]: 19,
     [constants.BROTLI_PARAM_MODE]: constants.BROTLI_MODE_TEXT,
   };
   if (length !== undefined) params[constants.BROTLI_PARAM_SIZE_HINT] = length;
-  return createBrotliCompress({ params });
+  return params;
+}
+
+function streamEncoder(coding: ContentCoding, length: number | undefined): Transform {
+  return coding === 'gzip' ? createGzip({ level: 6 }) : createBrotliCompress({ params: brotliParams(length) });
+}
+
+/**
+ * A body of a declared length up to this is collected and encoded in one call on libuv's thread pool, at
+ * the streaming levels: a zlib stream per answer, with a thread-pool trip per chunk, cost about twice the
+ * compression itself on a 7 KB JSON answer. Larger bodies stream; this bounds what one answer holds.
+ */
+const ONE_CALL_MAX = 64 * 1024;
+
+function encodeInOneCall(coding: ContentCoding, body: Buffer, done: (err: Error | null, out: Buffer) => void): void {
+  if (coding === 'gzip') gzip(body, { level: 6 }, done);
+  else brotliCompress(body, { params: brotliParams(body.length) }, done);
 }
 
 /**
@@ -187,9 +202,10 @@ export function encodeOnce(coding: ContentCoding, body: Buffer): Promise<Buffer>
 
 export interface EncodeOptions {
   /**
-   * Flush the encoder at the end of each event-loop turn that wrote to it: a controller's answer that
-   * arrives in pieces (a stream, server-sent events) reaches the client as each piece comes, instead of
-   * waiting in zlib's buffer for the next, while pieces that arrive together still compress together.
+   * Flush the encoder at the end of each event-loop turn that wrote to it, for answers of unknown length:
+   * a controller's answer that arrives in pieces (a stream, server-sent events) reaches the client as each
+   * piece comes, instead of waiting in zlib's buffer for the next, while pieces that arrive together still
+   * compress together. A declared length is a whole body on its way: it is not flushed.
    */
   flushEachTurn: boolean;
 }
@@ -236,11 +252,15 @@ export function encodeResponse(req: IncomingMessage, res: ServerResponse, negoti
     end: (this: ServerResponse) => ServerResponse;
   };
   const methods = res as unknown as Record<'writeHead' | 'write' | 'end', unknown>;
-  /** The response's own methods again, for whatever comes next (and for node:http2's end(), which calls this.write). */
+  /**
+   * The response's own methods again, for whatever comes next (node:http2's end() calls this.write). Set
+   * back rather than deleted: a delete would turn `res` into a slow dictionary-mode object for Node's code.
+   */
   const unwrap = () => {
-    delete methods.writeHead;
-    delete methods.write;
-    delete methods.end;
+    methods.writeHead = proto.writeHead;
+    if (negotiated.codings.length === 0) return;
+    methods.write = proto.write;
+    methods.end = proto.end;
   };
 
   /** The coding the head allows (and the identity length it declared), after setting the head for it. */
@@ -284,11 +304,45 @@ export function encodeResponse(req: IncomingMessage, res: ServerResponse, negoti
       for (const name in object) if (object[name] !== undefined) res.setHeader(name, object[name]);
     }
     const encoded = head(statusCode);
-    if (encoded && req.method !== 'HEAD') pipeThrough(encoded.coding, streamEncoder(encoded.coding, encoded.length));
+    if (encoded && req.method !== 'HEAD') {
+      if (encoded.length !== undefined && encoded.length <= ONE_CALL_MAX) collect(encoded.coding);
+      else pipeThrough(encoded.coding, streamEncoder(encoded.coding, encoded.length), encoded.length === undefined);
+    }
     return reason === undefined ? proto.writeHead.call(res, statusCode) : proto.writeHead.call(res, statusCode, reason);
   }
 
-  function pipeThrough(coding: ContentCoding, encoder: Transform): void {
+  /** Holds a small body of a declared length until its end, then sends it encoded in one piece. */
+  function collect(coding: ContentCoding): void {
+    const chunks: Buffer[] = [];
+    let ended = false;
+    const add = (chunk: Chunk | undefined, encoding: BufferEncoding) => {
+      if (chunk === undefined) return;
+      chunks.push(typeof chunk === 'string' ? Buffer.from(chunk, encoding) : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+    };
+    methods.write = function write(chunk: Chunk, encoding?: BufferEncoding | WriteCallback, callback?: WriteCallback): boolean {
+      add(chunk, typeof encoding === 'string' ? encoding : 'utf8');
+      const done = typeof encoding === 'function' ? encoding : callback;
+      if (done) process.nextTick(done);
+      return true;
+    };
+    methods.end = function end(chunk?: Chunk | WriteCallback, encoding?: BufferEncoding | WriteCallback, callback?: WriteCallback) {
+      const done = [chunk, encoding, callback].find((arg): arg is WriteCallback => typeof arg === 'function');
+      if (done) res.once('finish', done);
+      if (ended) return res;
+      ended = true;
+      if (typeof chunk !== 'function') add(chunk, typeof encoding === 'string' ? encoding : 'utf8');
+      encodeInOneCall(coding, Buffer.concat(chunks), (err, out) => {
+        if (res.destroyed) return;
+        if (err) return void res.destroy(err);
+        countEncodedBytes(res, out.length);
+        proto.write.call(res, out);
+        proto.end.call(res);
+      });
+      return res;
+    };
+  }
+
+  function pipeThrough(coding: ContentCoding, encoder: Transform, lengthUnknown: boolean): void {
     let ended = false;
     let waiting = false;
     let flushScheduled = false;
@@ -316,7 +370,7 @@ export function encodeResponse(req: IncomingMessage, res: ServerResponse, negoti
     res.once('close', () => encoder.destroy());
 
     methods.write = function write(chunk: Chunk, encoding?: BufferEncoding | WriteCallback, callback?: WriteCallback): boolean {
-      if (options.flushEachTurn && !flushScheduled) {
+      if (lengthUnknown && options.flushEachTurn && !flushScheduled) {
         flushScheduled = true;
         setImmediate(flush);
       }
@@ -333,9 +387,11 @@ export function encodeResponse(req: IncomingMessage, res: ServerResponse, negoti
     };
   }
 
-  // Before the head is written the response takes its decision on the first of writeHead, write or end
-  // (Node writes an implicit head through this.writeHead; node:http2's write and end call it too).
+  // The head is decided in writeHead, which Node also calls for an implicit head (node:http2's write and
+  // end too). A response that may be encoded decides before its first write or end reaches Node's own,
+  // which would otherwise go on writing that chunk unencoded (or give it a Content-Length) after the head.
   methods.writeHead = writeHead;
+  if (negotiated.codings.length === 0) return;
   const decide = () => (res.headersSent ? unwrap() : res.writeHead(res.statusCode));
   methods.write = function write(...args: unknown[]): boolean {
     decide();

@@ -20,7 +20,15 @@ export interface Encoded {
 }
 
 export type CacheEntry =
-  | { kind: 'file'; headers: OutgoingHttpHeaders; body: Buffer; encoded?: Partial<Record<ContentCoding, Encoded>> }
+  | {
+      kind: 'file';
+      headers: OutgoingHttpHeaders;
+      body: Buffer;
+      /** The body in each coding, with `Vary: Accept-Encoding` in its head (only compressible files have them). */
+      encoded?: Partial<Record<ContentCoding, Encoded>>;
+      /** `headers` with `Vary: Accept-Encoding`, made on first use while compression is on (not per answer). */
+      varying?: OutgoingHttpHeaders;
+    }
   /** `file` is the absolute path that was not found, for the error log. */
   | { kind: 'missing'; file: string };
 
@@ -59,7 +67,7 @@ function entryBytes(entry: Extract<CacheEntry, { kind: 'file' }>): number {
  */
 async function encodedForms(file: string, headers: OutgoingHttpHeaders, body: Buffer): Promise<Partial<Record<ContentCoding, Encoded>>> {
   const forms: Partial<Record<ContentCoding, Encoded>> = {};
-  const common: OutgoingHttpHeaders = { ...headers };
+  const common: OutgoingHttpHeaders = { ...headers, vary: 'Accept-Encoding' };
   delete common['accept-ranges']; // a range is only ever of the identity form
   await Promise.all(
     CONTENT_CODINGS.map(async (coding) => {

@@ -171,8 +171,7 @@ export function staticFiles(root: string, errorLog: ErrorLog, cache: StaticCache
     const compressible = negotiated !== undefined && isCompressible(entry.headers['content-type']);
     const coding = compressible ? negotiated.codings.find((c) => entry.encoded?.[c]) : undefined;
     const form = coding && entry.encoded?.[coding];
-    let { headers } = form || entry;
-    if (compressible) headers = { ...headers, vary: 'Accept-Encoding' };
+    const headers = form ? form.headers : compressible ? (entry.varying ??= { ...entry.headers, vary: 'Accept-Encoding' }) : entry.headers;
     // An encoded form is compared with the client's tags as sent: its own ETag, or a variant's.
     const conditions = form ? { ...req.headers, 'if-none-match': negotiated?.ifNoneMatch } : req.headers;
     if (fresh(conditions, { etag: headers.etag, 'last-modified': headers['last-modified'] })) {

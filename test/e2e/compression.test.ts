@@ -252,6 +252,8 @@ describe('compression of static files', function () {
 const CONTROLLERS: Record<string, string> = {
   Json: `export default () => ({ rows: ${JSON.stringify(text(20_000, 'json'))} });\n`,
   Small: `export default () => ({ ok: true });\n`,
+  // Past the 64 KB collected in one piece: goes through a zlib stream, with its declared length.
+  Large: `export default () => new Response(${JSON.stringify(text(200_000, 'large'))}, { headers: { 'content-type': 'text/plain' } });\n`,
   // A Response with its own ETag, honouring If-None-Match itself (weak comparison).
   Tagged: `export default ({ headers }: any) => {
     const tags = String(headers['if-none-match'] ?? '').replace(/W\\//g, '');
@@ -320,6 +322,30 @@ for (const forwarder of FORWARDERS) {
         expect(line).to.contain(`" 200 ${reply.body.length} "`);
       });
     }
+
+    it('streams a large answer through the encoder, and survives a client that leaves in the middle', async function () {
+      for (const coding of ['gzip', 'br']) {
+        const reply = await fetchRaw(stack.url, '/External/Large', { 'Accept-Encoding': coding });
+        expect(reply.headers['content-encoding']).to.equal(coding);
+        expect(decoded(reply).toString()).to.equal(text(200_000, 'large'));
+      }
+      const url = new URL(stack.url);
+      await new Promise<void>((resolve, reject) => {
+        const req = request(
+          { host: url.hostname, port: url.port, path: '/External/Large', headers: { 'Accept-Encoding': 'br' }, agent: false },
+          (res) => {
+            res.once('data', () => {
+              req.destroy();
+              resolve();
+            });
+          },
+        );
+        req.on('error', reject);
+        req.end();
+      });
+      const after = await fetchRaw(stack.url, '/External/Large', { 'Accept-Encoding': 'gzip' });
+      expect(decoded(after).toString()).to.equal(text(200_000, 'large'));
+    });
 
     it("gives a controller's ETag a variant that revalidates to 304 through the controller", async function () {
       const reply = await fetchRaw(stack.url, '/External/Tagged', { 'Accept-Encoding': 'gzip' });
