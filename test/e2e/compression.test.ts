@@ -5,7 +5,7 @@
 import { execFile } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
-import { join } from 'node:path';
+import { delimiter, join } from 'node:path';
 import { promisify } from 'node:util';
 import { brotliCompressSync, brotliDecompressSync, createBrotliDecompress, createGunzip, gunzipSync, gzipSync } from 'node:zlib';
 import { expect } from 'chai';
@@ -235,7 +235,10 @@ describe('compression of static files', function () {
   });
 
   it('is decoded by curl --compressed, a real client', async function () {
-    const curl = ['/usr/bin/curl', '/usr/local/bin/curl'].find((path) => existsSync(path));
+    const curl = (process.env.PATH ?? '')
+      .split(delimiter)
+      .map((dir) => join(dir, 'curl'))
+      .find((path) => existsSync(path));
     if (!curl) this.skip();
     for (const path of ['/page.html', '/big.txt']) {
       const { stdout } = await promisify(execFile)(curl, ['-sS', '--compressed', '-D', '-', `${stack.url}${path}`], {
