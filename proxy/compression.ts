@@ -359,8 +359,12 @@ export function encodeResponse(req: IncomingMessage, res: ServerResponse, negoti
         encoder.resume();
       });
     });
-    // Writers (a pipe from a file, an engine) wait for the response's 'drain' when the encoder is full.
-    encoder.on('drain', () => res.emit('drain'));
+    // Writers (a pipe from a file, an engine) wait for the response's 'drain' when the encoder is full. Not
+    // while the client's socket is full: that would also wake the wait above, past the socket's backpressure;
+    // the socket's own 'drain' wakes the writers then.
+    encoder.on('drain', () => {
+      if (!waiting) res.emit('drain');
+    });
     encoder.once('end', () => proto.end.call(res));
     encoder.once('error', (err) => res.destroy(err));
     // A client that leaves mid-answer: the encoder's memory goes at once.
