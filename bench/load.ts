@@ -45,9 +45,20 @@ function counted(byStatus: Record<string, number>, expectedStatuses: readonly nu
   return { total, expected, unexpected: total - expected };
 }
 
-async function runWrk(origin: string, paths: readonly string[], expectedStatuses: readonly number[], seconds: number, connections: number) {
+type Fields = Readonly<Record<string, string>>;
+
+async function runWrk(
+  origin: string,
+  paths: readonly string[],
+  expectedStatuses: readonly number[],
+  seconds: number,
+  connections: number,
+  headers: Fields,
+) {
   // One thread: a single wrk thread drives well over 100k req/s here, and the second core stays the front's.
-  const stdout = await run('wrk', ['-t1', `-c${connections}`, `-d${seconds}s`, '-s', WRK_SCRIPT, origin, '--', ...paths]);
+  // wrk.lua takes `H:<field>` arguments as request fields.
+  const fields = Object.entries(headers).map(([name, value]) => `H:${name}: ${value}`);
+  const stdout = await run('wrk', ['-t1', `-c${connections}`, `-d${seconds}s`, '-s', WRK_SCRIPT, origin, '--', ...fields, ...paths]);
   const line = stdout.split('\n').find((l) => l.startsWith('{'));
   if (!line) throw new Error(`wrk printed no result:\n${stdout}`);
   const r = JSON.parse(line) as {
@@ -75,8 +86,15 @@ async function runAutocannon(
   expectedStatuses: readonly number[],
   seconds: number,
   connections: number,
+  headers: Fields,
 ) {
-  const common = ['-c', String(connections), '-d', String(seconds)];
+  const common = [
+    '-c',
+    String(connections),
+    '-d',
+    String(seconds),
+    ...Object.entries(headers).flatMap(([name, value]) => ['-H', `${name}=${value}`]),
+  ];
   // The CLI takes one URL; a mix of paths needs autocannon's API, run by a script of its own.
   const stdout =
     paths.length === 1
@@ -96,13 +114,14 @@ async function runAutocannon(
   };
 }
 
-/** `paths` are requested in turn on every connection; p50/p99 in ms. */
+/** `paths` are requested in turn on every connection, each with `headers`; p50/p99 in ms. */
 export function runLoad(
   origin: string,
   paths: readonly string[],
   expectedStatuses: readonly number[],
   seconds: number,
   connections = 50,
+  headers: Fields = {},
 ): Promise<LoadResult> {
-  return (LOAD_GENERATOR === 'wrk' ? runWrk : runAutocannon)(origin, paths, expectedStatuses, seconds, connections);
+  return (LOAD_GENERATOR === 'wrk' ? runWrk : runAutocannon)(origin, paths, expectedStatuses, seconds, connections, headers);
 }

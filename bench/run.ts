@@ -11,7 +11,7 @@ import { once } from 'node:events';
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { makeSandbox } from '../tools/sandbox.ts';
-import { measureIdleStack, memoryOfTree, totalMb, type ProcessMemory } from './idleStack.ts';
+import { measureIdleStack, memoryOfTree, totalMb, type IdleStack, type ProcessMemory } from './idleStack.ts';
 import { ROOT, startCommand, startNode, type Running } from './processes.ts';
 import { LOAD_GENERATOR, runLoad, type LoadResult } from './load.ts';
 import { cpuMicros, median } from './measure.ts';
@@ -19,6 +19,8 @@ import { SCENARIOS, writeSite } from './scenarios.ts';
 import { getBody, hasNginx, startNginx } from './nginx.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+/** Only the scenarios whose name contains this, and no idle-memory or reload measurements: a quick look. */
+const ONLY = process.env.BENCH_ONLY;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const WORKERS = process.env.BENCH_WORKERS ?? '1';
 const RELOADS_FOR_LATENCY = 50;
@@ -146,8 +148,9 @@ function nginxRole(pid: number): string {
 async function main(): Promise<void> {
   // Measured first, while nothing else runs: `extqs start --workers 2` as an operator starts it.
   process.stderr.write(`load generator: ${LOAD_GENERATOR}\n`);
-  const idle = await measureIdleStack(ROOT, 2);
-  const idleOneProxy = await measureIdleStack(ROOT, 2, ['--proxy-workers', '1']);
+  const idle = ONLY ? undefined : await measureIdleStack(ROOT, 2);
+  const idleOneProxy = ONLY ? undefined : await measureIdleStack(ROOT, 2, ['--proxy-workers', '1']);
+  const scenarios = SCENARIOS.filter((scenario) => !ONLY || scenario.name.includes(ONLY));
   const sandbox = makeSandbox();
   writeSite(sandbox);
   const socket = join(sandbox.dir, 'host.sock');
@@ -215,15 +218,16 @@ async function main(): Promise<void> {
     }
 
     const results: Record<string, Record<string, (LoadResult & { cpuMicrosPerRequest: number; hostCpuMicrosPerRequest: number })[]>> = {};
-    for (const scenario of SCENARIOS) {
+    for (const scenario of scenarios) {
       results[scenario.name] = {};
       const expectedOf = (front: (typeof fronts)[number]) => scenario.expected[front.name === 'nginx' ? 'nginx' : 'extqs'];
-      for (const front of fronts) await runLoad(front.url, scenario.paths, expectedOf(front), 1); // warm-up
+      const taking = fronts.filter((front) => !(scenario.compressed && front.name === 'node-floor'));
+      for (const front of taking) await runLoad(front.url, scenario.paths, expectedOf(front), 1, 50, scenario.headers); // warm-up
       for (let round = 0; round < ROUNDS; round++) {
-        for (const front of fronts) {
+        for (const front of taking) {
           const cpuBefore = cpuMicros(front.pid);
           const hostCpuBefore = cpuMicros(host.child.pid!);
-          const load = await runLoad(front.url, scenario.paths, expectedOf(front), SECONDS);
+          const load = await runLoad(front.url, scenario.paths, expectedOf(front), SECONDS, 50, scenario.headers);
           const result = {
             ...load,
             cpuMicrosPerRequest: (cpuMicros(front.pid) - cpuBefore) / Math.max(load.total, 1),
@@ -234,9 +238,9 @@ async function main(): Promise<void> {
         }
       }
     }
-    const reload = await reloadLatency(proxy.url, sandbox.controllers, socket, join(sandbox.logs, 'host.log'));
+    const reload = ONLY ? undefined : await reloadLatency(proxy.url, sandbox.controllers, socket, join(sandbox.logs, 'host.log'));
 
-    const rows = SCENARIOS.map((scenario) => {
+    const rows = scenarios.map((scenario) => {
       const summary = (front: string) => {
         const runs = results[scenario.name][front];
         if (!runs) return undefined;
@@ -253,7 +257,7 @@ async function main(): Promise<void> {
       const extqs = summary('extqs')!;
       const twoProxyWorkers = summary('extqs-2-workers')!;
       const viaHttpProxy = summary('extqs-http-proxy')!;
-      const floor = summary('node-floor')!;
+      const floor = summary('node-floor');
       const nginxSummary = summary('nginx');
       const ratio = nginxSummary ? extqs.requestsPerSecond / nginxSummary.requestsPerSecond : undefined;
       const cpuRatio = nginxSummary ? extqs.cpuMicrosPerRequest / nginxSummary.cpuMicrosPerRequest : undefined;
@@ -281,8 +285,6 @@ async function main(): Promise<void> {
     const pad = (text: string, width: number) => text.padEnd(width);
     const memory = (processes: readonly ProcessMemory[], role?: string) =>
       `${totalMb(processes, 'rssMb', role).toFixed(0)}/${totalMb(processes, 'pssMb', role).toFixed(0)}`;
-    const idleAll = totalMb(idle.processes, 'rssMb');
-    const idleLauncher = totalMb(idle.processes, 'rssMb', 'launcher');
     const lines = [
       `load generator ${LOAD_GENERATOR}, 50 connections, ${ROUNDS} rounds of ${SECONDS} s per front, medians`,
       `${pad('scenario', 24)}${pad('CPU us/req extqs/nginx', 24)}${pad('extqs req/s', 13)}${pad('nginx req/s', 13)}${pad('ratio', 17)}${pad('p50/p99 ms', 14)}${pad('unexp/err', 11)}${pad('Node floor', 24)}${pad('2 proxy workers', 24)}${pad('16 cores', 12)}http-proxy engine`,
@@ -293,28 +295,37 @@ async function main(): Promise<void> {
           `${pad(String(Math.round(r.extqs.requestsPerSecond)), 13)}${pad(r.nginx ? String(Math.round(r.nginx.requestsPerSecond)) : '-', 13)}` +
           `${pad(`${fixed(r.ratio)}${r.target === undefined ? '' : ` >=${r.target}${verdict(r.met)}`}`, 17)}` +
           `${pad(`${fixed(r.extqs.p50, 1)}/${fixed(r.extqs.p99, 1)}`, 14)}${pad(`${r.extqs.unexpected}/${r.extqs.errors}`, 11)}` +
-          `${pad(`${Math.round(r.nodeFloor.cpuMicrosPerRequest)} us/req, ${Math.round(r.nodeFloor.requestsPerSecond)} req/s`, 24)}` +
+          `${pad(r.nodeFloor ? `${Math.round(r.nodeFloor.cpuMicrosPerRequest)} us/req, ${Math.round(r.nodeFloor.requestsPerSecond)} req/s` : '-', 24)}` +
           `${pad(`${Math.round(r.twoProxyWorkers.cpuMicrosPerRequest)} us/req, ${Math.round(r.twoProxyWorkers.requestsPerSecond)} req/s`, 24)}` +
           `${pad(`${Math.round(r.sixteenCores / 1000)}k req/s`, 12)}` +
           `${Math.round(r.httpProxy.cpuMicrosPerRequest)} us/req, ${Math.round(r.httpProxy.requestsPerSecond)} req/s`,
       ),
-      `reload latency to the first new answer p50 ${reload.reloadP50Ms.toFixed(1)} ms, p99 ${reload.reloadP99Ms.toFixed(1)} ms (target ${RELOAD_P99_TARGET_MS}${verdict(reload.reloadP99Ms <= RELOAD_P99_TARGET_MS)}); ` +
-        `to the new version installed p50 ${reload.installedP50Ms.toFixed(1)} ms, p99 ${reload.installedP99Ms.toFixed(1)} ms; failed requests ${reload.failedDuringReloads} (target 0)`,
-      `host RSS ${reload.rssBeforeMb.toFixed(1)} MB -> ${reload.rssAfterMb.toFixed(1)} MB over ${RELOADS_FOR_MEMORY} reloads: ${reload.rssGrowthMb.toFixed(1)} MB (target 10)`,
-      ...(
-        [
-          ['', idle],
-          [' --proxy-workers 1', idleOneProxy],
-        ] as const
-      ).map(
-        ([args, stack]) =>
-          `idle RSS/PSS MB, extqs start --workers 2${args} (ready in ${Math.round(stack.readyMs)} ms): ` +
-          IDLE_ROLES.map((role) => `${role} ${memory(stack.processes, role)}`).join(', ') +
-          `; all ${memory(stack.processes)}`,
-      ),
-      `idle targets, default stack: all ${IDLE_TARGETS_MB.all}${verdict(idleAll <= IDLE_TARGETS_MB.all)}, launcher ${IDLE_TARGETS_MB.launcher}${verdict(idleLauncher <= IDLE_TARGETS_MB.launcher)}`,
-      nginxIdle ? `idle RSS/PSS MB, nginx (1 worker): ${memory(nginxIdle)}` : 'nginx: not measured',
+      ...(reload && idle && idleOneProxy
+        ? reloadAndIdleLines(reload, idle, idleOneProxy)
+        : [`BENCH_ONLY=${ONLY}: no reload or idle measurements`]),
     ];
+    function reloadAndIdleLines(reload: Record<string, number>, idle: IdleStack, idleOneProxy: IdleStack): string[] {
+      const idleAll = totalMb(idle.processes, 'rssMb');
+      const idleLauncher = totalMb(idle.processes, 'rssMb', 'launcher');
+      return [
+        `reload latency to the first new answer p50 ${reload.reloadP50Ms.toFixed(1)} ms, p99 ${reload.reloadP99Ms.toFixed(1)} ms (target ${RELOAD_P99_TARGET_MS}${verdict(reload.reloadP99Ms <= RELOAD_P99_TARGET_MS)}); ` +
+          `to the new version installed p50 ${reload.installedP50Ms.toFixed(1)} ms, p99 ${reload.installedP99Ms.toFixed(1)} ms; failed requests ${reload.failedDuringReloads} (target 0)`,
+        `host RSS ${reload.rssBeforeMb.toFixed(1)} MB -> ${reload.rssAfterMb.toFixed(1)} MB over ${RELOADS_FOR_MEMORY} reloads: ${reload.rssGrowthMb.toFixed(1)} MB (target 10)`,
+        ...(
+          [
+            ['', idle],
+            [' --proxy-workers 1', idleOneProxy],
+          ] as const
+        ).map(
+          ([args, stack]) =>
+            `idle RSS/PSS MB, extqs start --workers 2${args} (ready in ${Math.round(stack.readyMs)} ms): ` +
+            IDLE_ROLES.map((role) => `${role} ${memory(stack.processes, role)}`).join(', ') +
+            `; all ${memory(stack.processes)}`,
+        ),
+        `idle targets, default stack: all ${IDLE_TARGETS_MB.all}${verdict(idleAll <= IDLE_TARGETS_MB.all)}, launcher ${IDLE_TARGETS_MB.launcher}${verdict(idleLauncher <= IDLE_TARGETS_MB.launcher)}`,
+        nginxIdle ? `idle RSS/PSS MB, nginx (1 worker): ${memory(nginxIdle)}` : 'nginx: not measured',
+      ];
+    }
     process.stdout.write(`\n${lines.join('\n')}\n`);
     const out = join(ROOT, 'bench', 'results', `${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
     writeFileSync(

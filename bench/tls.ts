@@ -12,7 +12,7 @@ import { makeSandbox } from '../tools/sandbox.ts';
 import { cpuMicros, median } from './measure.ts';
 import { hasNginx, startNginx } from './nginx.ts';
 import { ROOT, startCommand, type Running } from './processes.ts';
-import { SCENARIOS, writeSite } from './scenarios.ts';
+import { OBSERVED_SCENARIOS, writeSite } from './scenarios.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -84,7 +84,7 @@ async function main(): Promise<void> {
     }
 
     const rows = [];
-    for (const scenario of SCENARIOS) {
+    for (const scenario of OBSERVED_SCENARIOS) {
       const runs: Record<string, { requestsPerSecond: number; cpuMicrosPerRequest: number; unexpected: number }[]> = {};
       for (const front of fronts)
         await h2load(

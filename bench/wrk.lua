@@ -1,5 +1,6 @@
--- wrk script for `npm run bench`: cycles through the paths given after `--`, counts the answers by
--- status (wrk itself only counts "non-2xx/3xx") and prints one JSON line for bench/load.ts to read.
+-- wrk script for `npm run bench`: cycles through the paths given after `--` (with the `H:` fields given
+-- there), counts the answers by status (wrk itself only counts "non-2xx/3xx") and prints one JSON line
+-- for bench/load.ts to read.
 local threads = {}
 
 function setup(thread)
@@ -7,7 +8,13 @@ function setup(thread)
 end
 
 function init(args)
-  paths = args
+  -- `H:Name: value` arguments are request fields sent with every request; the others are paths.
+  paths = {}
+  fields = {}
+  for _, arg in ipairs(args) do
+    local name, value = string.match(arg, "^H:([^:]+):%s*(.*)$")
+    if name then fields[name] = value else table.insert(paths, arg) end
+  end
   next_path = 1
   statuses = {}
 end
@@ -15,7 +22,7 @@ end
 function request()
   local path = paths[next_path]
   next_path = next_path % #paths + 1
-  return wrk.format("GET", path)
+  return wrk.format("GET", path, fields)
 end
 
 function response(status)

@@ -21,7 +21,7 @@ import {
   type SettingKey,
 } from './settings.ts';
 
-export type { Config, HostConfig, LogSettings, ProxyConfig, Role, SettingKey } from './settings.ts';
+export type { Config, HostConfig, LiveSettings, LogSettings, ProxyConfig, Role, SettingKey } from './settings.ts';
 
 /** The commands of `extqs`: both processes, one of them, or a check of what would run. */
 export const COMMANDS = ['start', 'proxy', 'host', 'check'] as const;
@@ -173,13 +173,13 @@ export function sliceFor<R extends Role>(role: R, config: Partial<Config>): R ex
   return Object.freeze(slice) as R extends 'proxy' ? ProxyConfig : HostConfig;
 }
 
-export function logSettingsOf(config: LogSettings): LogSettings {
-  return Object.fromEntries(LOG_KEYS.map((key) => [key, config[key]])) as unknown as LogSettings;
+/** The live settings a configuration holds (a host's has no --compression): what a SIGHUP replaces. */
+export function liveSettingsOf(config: Partial<Config>): Partial<LiveSettings> {
+  return Object.fromEntries(LIVE_KEYS.filter((key) => key in config).map((key) => [key, config[key]]));
 }
 
-/** The live settings `config` holds (a process's slice holds its own). */
-export function liveSettingsOf(config: Partial<LiveSettings>): Partial<LiveSettings> {
-  return Object.fromEntries(LIVE_KEYS.filter((key) => key in config).map((key) => [key, config[key]]));
+export function logSettingsOf(config: LogSettings): LogSettings {
+  return Object.fromEntries(LOG_KEYS.map((key) => [key, config[key]])) as unknown as LogSettings;
 }
 
 function shown(key: SettingKey, value: unknown): string {

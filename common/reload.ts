@@ -1,8 +1,9 @@
 // How a running process takes SIGHUP (Apache's graceful "reopen the logs, read the config again"): its
 // log files are opened again by name, so an external logrotate in `create` mode works, and the live
-// settings (the log settings, the TLS certificate) read again are applied; every other setting needs a
-// restart, and the reload line says which. A process started by the launcher gets its settings from the launcher, which
-// reads them again itself and sends each child the result. Never SIGUSR1: Node starts its debugger on it.
+// settings (the log settings, the TLS certificate, --compression) read again are applied; every other
+// setting needs a restart, and the reload line says which. A process started by the launcher gets its
+// settings from the launcher, which reads them again itself and sends each child the result. Never
+// SIGUSR1: Node starts its debugger on it.
 import { configChanges, liveSettingsOf, readConfig, type Command, type ConfigOf } from './config.ts';
 import type { IpcChannel } from './ipc.ts';
 import type { ChildSays, LauncherSays } from './launcherProtocol.ts';

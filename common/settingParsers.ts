@@ -40,6 +40,21 @@ export function oneOf<const T extends string>(choices: readonly T[]): Parser<T> 
   };
 }
 
+/**
+ * A comma-separated set drawn from `choices`, each at most once, or `off` for none: `gzip,br`, `br`, `off`.
+ * The order written does not matter.
+ */
+export function setOf<const T extends string>(choices: readonly T[]): Parser<readonly T[]> {
+  const allowed = `off, or one or more of ${choices.join(', ')} separated by commas (e.g. ${choices.join(',')})`;
+  return (raw, { fail }) => {
+    if (raw.trim().toLowerCase() === 'off') return [];
+    const items = raw.split(',').map((item) => item.trim().toLowerCase());
+    if (items.some((item) => !(choices as readonly string[]).includes(item))) fail(allowed);
+    if (new Set(items).size !== items.length) fail(`${allowed}, each once`);
+    return choices.filter((choice) => items.includes(choice));
+  };
+}
+
 export const address: Parser<string> = (raw, { fail }) => {
   if (raw !== 'localhost' && isIP(raw) === 0) fail('an IPv4 or IPv6 address (e.g. 0.0.0.0, 127.0.0.1, ::) or localhost');
   return raw;

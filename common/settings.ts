@@ -15,6 +15,7 @@ import {
   optionalPath,
   pemFile,
   port,
+  setOf,
   size,
   upstreamList,
   wwwDirectory,
@@ -64,6 +65,10 @@ const seconds = (max: number) => integer(0, max);
 
 export const FORWARDERS = ['undici', 'http-proxy'] as const;
 export type Forwarder = (typeof FORWARDERS)[number];
+
+/** The content codings the proxy can make (proxy/compression.ts). */
+export const CONTENT_CODINGS = ['gzip', 'br'] as const;
+export type ContentCoding = (typeof CONTENT_CODINGS)[number];
 
 export const SETTINGS = {
   port: setting({
@@ -300,6 +305,19 @@ export const SETTINGS = {
     roles: ['proxy'],
     placeholder: 'LIST',
     help: 'addresses and CIDR subnets allowed /server-status and /metrics',
+    group: 'service',
+  }),
+  compression: setting({
+    flag: 'compression',
+    env: 'COMPRESSION',
+    default: CONTENT_CODINGS.join(','),
+    parse: setOf(CONTENT_CODINGS),
+    format: (codings: readonly ContentCoding[]) => JSON.stringify(codings.length === 0 ? 'off' : codings.join(',')),
+    roles: ['proxy'],
+    // Only the next answers are concerned: nothing to reopen or restart.
+    live: true,
+    placeholder: 'CODINGS',
+    help: 'codings the proxy may answer text with, chosen by Accept-Encoding: gzip, br, both (gzip,br) or off',
     group: 'service',
   }),
   upstreams: setting({

@@ -14,9 +14,18 @@ export function countBodyBytes(res: ServerResponse, bytes: number): void {
   streamedBytes.set(res, (streamedBytes.get(res) ?? 0) + bytes);
 }
 
+/** Bytes of encoded bodies (compression.ts), counted as they leave: what mod_deflate makes %b say. */
+const encodedBytes = new WeakMap<ServerResponse, number>();
+
+export function countEncodedBytes(res: ServerResponse, bytes: number): void {
+  encodedBytes.set(res, (encodedBytes.get(res) ?? 0) + bytes);
+}
+
 /** Apache's %b: body bytes sent, 0 for HEAD, 204 and 304. */
 export function bodyBytes(req: IncomingMessage, res: ServerResponse): number {
   if (req.method === 'HEAD' || res.statusCode === 204 || res.statusCode === 304 || !res.headersSent) return 0;
+  const encoded = encodedBytes.get(res);
+  if (encoded !== undefined) return encoded;
   const declared = res.getHeader('content-length');
   return declared === undefined ? (streamedBytes.get(res) ?? 0) : Number(declared);
 }

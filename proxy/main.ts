@@ -14,6 +14,7 @@ import type { Reloads } from '../common/reload.ts';
 import { labelOf, type Forwarder, type ProxyConfig } from '../common/settings.ts';
 import { onShutdownSignal } from '../common/shutdown.ts';
 import { openAccessLog } from './accessLog.ts';
+import type { CompressionSettings } from './compression.ts';
 import { openErrorLog } from './errorLog.ts';
 import { announceStart, listenerUrl, reloadedEntry, stoppingEntry } from './lifecycle.ts';
 import { logRelay } from './logRelay.ts';
@@ -71,8 +72,11 @@ export async function serveProxy(
   const errorLog = openErrorLog(config.logs, logSettingsOf(config), relay?.('error.log'));
   // Registered first, so a SIGHUP during start-up reopens the logs rather than ending the process.
   let reloadCertificate = (_settings: ProxyConfig): void => {};
+  // Read by every request, so a SIGHUP's --compression applies to the next answers.
+  const compression: CompressionSettings = { codings: config.compression };
   reloads((settings, note, kept) => {
     const reopened = [accessLog.reopen(settings) && 'access.log', errorLog.reopen(settings) && 'error.log'];
+    compression.codings = settings.compression;
     if (!primary) errorLog.write(reloadedEntry(reopened, note, kept));
     if (!kept) reloadCertificate(settings);
   });
@@ -95,6 +99,7 @@ export async function serveProxy(
     tallies: primary && (() => primary.request('tallies', null, TALLIES_TIMEOUT_MS)),
     everyMetrics: primary && (() => primary.request('all-metrics', null, TALLIES_TIMEOUT_MS)),
     tls: config.tlsCert === undefined ? undefined : tlsOptionsOf(config),
+    compression,
   });
   primary?.answer('tally', tally);
   primary?.answer('metrics', metrics);

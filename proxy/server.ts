@@ -9,6 +9,7 @@ import type { ProxyConfig } from '../common/settings.ts';
 import type { Forward, ForwarderOptions } from './forwarding.ts';
 import type { Tally } from './workerMessages.ts';
 import { bodyBytes, type AccessLog } from './accessLog.ts';
+import { encodeResponse, negotiateRequest, type CompressionSettings } from './compression.ts';
 import { errorPage, reasonOf, sendErrorPage } from './errorPages.ts';
 import { clientOf, type ErrorLog } from './errorLog.ts';
 import { authorityOf, isHttp2 } from './protocols.ts';
@@ -55,6 +56,8 @@ export interface ProxyOptions {
   tls?: TlsOptions;
   /** Every worker's share of /metrics, likewise. */
   everyMetrics?: () => Promise<MetricJson[][]>;
+  /** The codings --compression allows; a SIGHUP may change them while the server runs. */
+  compression: CompressionSettings;
 }
 
 export interface ProxyServer {
@@ -168,6 +171,7 @@ export function createProxyServer({
   tallies,
   tls,
   everyMetrics,
+  compression,
 }: ProxyOptions): ProxyServer {
   const forward = createForwarder({ upstreams, errorLog, upstreamTimeoutMs, limitRequestBody: limits.limitRequestBody });
   const serveStatic = staticFiles(join(www, 'public'), errorLog, staticCache);
@@ -296,12 +300,15 @@ export function createProxyServer({
     if (isHttp2(req) && !req.complete) bodyDeadline(req, res, arrivedAt, requestId);
     const route = routeRequest(req.url ?? '');
     switch (route.kind) {
-      case 'forward':
+      case 'forward': {
         kind = KIND.controller;
+        const negotiated = negotiateRequest(req, compression);
+        if (negotiated) encodeResponse(req, res, negotiated, { flushEachTurn: true });
         return forward(req, res, route.url, requestId);
+      }
       case 'static':
         kind = KIND.static;
-        return serveStatic(req, res, route.path, requestId);
+        return serveStatic(req, res, route.path, requestId, negotiateRequest(req, compression));
       case 'status':
         kind = KIND.status;
         return void handleServerStatus(req, res, route.query, requestId).catch((err: Error) =>

@@ -3,12 +3,32 @@
 // libuv's thread pool (profiled: about a third of the proxy's time on those paths). chokidar watches the
 // directory; any change there empties the cache, at once and again shortly after: chokidar drops a
 // 'change' that follows another within 50 ms and sends no trailing one (host/watcher.ts has the same).
+//
+// A compressible file keeps its encoded forms beside it, made when it is remembered: a precompressed
+// sibling (file.br, file.gz) when there is one, else the body compressed once. They go when it goes.
+import type { Stats } from 'node:fs';
 import type { OutgoingHttpHeaders } from 'node:http';
-import { readFile } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import { watch, type FSWatcher } from 'chokidar';
+import { CONTENT_CODINGS, type ContentCoding } from '../common/settings.ts';
+import { encodeOnce, isCompressible, MIN_LENGTH, SUFFIX, variantEtag } from './compression.ts';
+
+/** A file's body in one coding, with the head that goes with it. */
+export interface Encoded {
+  headers: OutgoingHttpHeaders;
+  body: Buffer;
+}
 
 export type CacheEntry =
-  | { kind: 'file'; headers: OutgoingHttpHeaders; body: Buffer }
+  | {
+      kind: 'file';
+      headers: OutgoingHttpHeaders;
+      body: Buffer;
+      /** The body in each coding, with `Vary: Accept-Encoding` in its head (only compressible files have them). */
+      encoded?: Partial<Record<ContentCoding, Encoded>>;
+      /** `headers` with `Vary: Accept-Encoding`, made on first use while compression is on (not per answer). */
+      varying?: OutgoingHttpHeaders;
+    }
   /** `file` is the absolute path that was not found, for the error log. */
   | { kind: 'missing'; file: string };
 
@@ -30,6 +50,53 @@ const DEFAULTS: StaticCacheOptions = { maxFileBytes: 64 * 1024, maxFiles: 1024, 
  */
 function cacheable(urlPath: string): boolean {
   return !urlPath.includes('%');
+}
+
+/** The ETag `send` gives a file (its `etag` dependency's form for a Stats), so a form read here matches one served from disk. */
+export function statEtag(stats: Pick<Stats, 'size' | 'mtime'>): string {
+  return `W/"${stats.size.toString(16)}-${stats.mtime.getTime().toString(16)}"`;
+}
+
+function entryBytes(entry: Extract<CacheEntry, { kind: 'file' }>): number {
+  return entry.body.length + Object.values(entry.encoded ?? {}).reduce((sum, form) => sum + form.body.length, 0);
+}
+
+/**
+ * Each coding's form of a file: its precompressed sibling with that file's own validators, as `send`
+ * serves it from disk; else the body compressed here, under the variant of the file's ETag.
+ */
+async function encodedForms(file: string, headers: OutgoingHttpHeaders, body: Buffer): Promise<Partial<Record<ContentCoding, Encoded>>> {
+  const forms: Partial<Record<ContentCoding, Encoded>> = {};
+  const common: OutgoingHttpHeaders = { ...headers, vary: 'Accept-Encoding' };
+  delete common['accept-ranges']; // a range is only ever of the identity form
+  await Promise.all(
+    CONTENT_CODINGS.map(async (coding) => {
+      const sibling = `${file}${SUFFIX[coding]}`;
+      const stats = await stat(sibling).catch(() => undefined);
+      if (stats?.isFile()) {
+        const encoded = await readFile(sibling);
+        if (encoded.length !== stats.size) throw new Error(`${sibling} changed while read`);
+        forms[coding] = {
+          headers: {
+            ...common,
+            'content-encoding': coding,
+            'content-length': String(encoded.length),
+            etag: statEtag(stats),
+            'last-modified': stats.mtime.toUTCString(),
+          },
+          body: encoded,
+        };
+        return;
+      }
+      const encoded = await encodeOnce(coding, body);
+      const etag = typeof headers.etag === 'string' ? variantEtag(headers.etag, coding) : undefined;
+      forms[coding] = {
+        headers: { ...common, 'content-encoding': coding, 'content-length': String(encoded.length), ...(etag && { etag }) },
+        body: encoded,
+      };
+    }),
+  );
+  return forms;
 }
 
 export class StaticCache {
@@ -95,21 +162,30 @@ export class StaticCache {
   rememberFile(urlPath: string, file: string, headers: OutgoingHttpHeaders, version: number): void {
     const size = Number(headers['content-length']);
     if (this.disabled || version !== this.generation || !cacheable(urlPath) || !(size <= this.options.maxFileBytes)) return;
-    readFile(file).then(
-      (body) => {
-        // A change seen meanwhile, or a file that no longer matches the headers sent: do not keep it.
-        if (this.disabled || version !== this.generation || body.length !== size || this.files.has(urlPath)) return;
-        while (this.files.size > 0 && (this.files.size >= this.options.maxFiles || this.totalBytes + size > this.options.maxTotalBytes)) {
-          const [oldest, entry] = this.files.entries().next().value!;
-          this.files.delete(oldest);
-          this.totalBytes -= entry.body.length;
-        }
-        if (size > this.options.maxTotalBytes) return;
-        this.files.set(urlPath, { kind: 'file', headers, body });
-        this.totalBytes += size;
-      },
-      () => {},
-    );
+    readFile(file)
+      .then(async (body) => {
+        const compressible = isCompressible(headers['content-type']) && body.length >= MIN_LENGTH && body.length === size;
+        return { body, encoded: compressible ? await encodedForms(file, headers, body) : undefined };
+      })
+      .then(
+        ({ body, encoded }) => {
+          // A change seen meanwhile, or a file that no longer matches the headers sent: do not keep it.
+          if (this.disabled || version !== this.generation || body.length !== size || this.files.has(urlPath)) return;
+          const bytes = size + Object.values(encoded ?? {}).reduce((sum, form) => sum + form.body.length, 0);
+          while (
+            this.files.size > 0 &&
+            (this.files.size >= this.options.maxFiles || this.totalBytes + bytes > this.options.maxTotalBytes)
+          ) {
+            const [oldest, entry] = this.files.entries().next().value!;
+            this.files.delete(oldest);
+            this.totalBytes -= entryBytes(entry);
+          }
+          if (bytes > this.options.maxTotalBytes) return;
+          this.files.set(urlPath, { kind: 'file', headers, body, encoded });
+          this.totalBytes += bytes;
+        },
+        () => {},
+      );
   }
 
   async close(): Promise<void> {

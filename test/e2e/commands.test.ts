@@ -61,6 +61,7 @@ function samples(sandbox: Sandbox): Record<SettingKey, { value: string; shown: s
     shutdownTimeout: { value: '13', shown: '--shutdown-timeout 13' },
     forwarder: { value: 'http-proxy', shown: '--forwarder "http-proxy"' },
     statusAllow: { value: '127.0.0.1', shown: '--status-allow "127.0.0.1/32"' },
+    compression: { value: 'br', shown: '--compression "br"' },
     upstreams: { value: `unix:${socket}`, shown: `--upstream ${JSON.stringify(`unix:${socket}`)}` },
     upstreamMaxFails: { value: '3', shown: '--upstream-max-fails 3' },
     upstreamFailTimeout: { value: '4', shown: '--upstream-fail-timeout 4' },

@@ -57,6 +57,11 @@ describe('HTTPS and HTTP/2', function () {
     pair = makeCertificate(sandbox.dir);
     writeControllers(sandbox);
     writeFileSync(join(sandbox.publicDir, 'hello.txt'), 'hello, world\n');
+    writeFileSync(join(sandbox.publicDir, 'big.txt'), 'compress me, please\n'.repeat(500));
+    writeFileSync(
+      join(sandbox.controllers, 'Rows.ts'),
+      `export default () => ({ rows: Array.from({ length: 200 }, (_, id) => ({ id })) });\n`,
+    );
     writeFileSync(join(sandbox.publicDir, 'index.html'), '<!doctype html><title>extqs</title><h1>over TLS</h1>\n');
     stack = await startStack(sandbox, [
       '--tls-port',
@@ -98,6 +103,15 @@ describe('HTTPS and HTTP/2', function () {
     const first = await curl(`${stack.tlsUrl}/hello.txt`, ['--http2']);
     const again = await curl(`${stack.tlsUrl}/hello.txt`, ['--http2', '-H', `If-None-Match: ${first.headers.etag}`]);
     expect([again.status, again.body.length]).to.deep.equal([304, 0]);
+  });
+
+  it('compresses text over HTTP/2, files and controller answers alike', async function () {
+    const page = await curl(`${stack.tlsUrl}/big.txt`, ['--http2', '--compressed', '-H', 'Accept-Encoding: br']);
+    expect([page.status, page.headers['content-encoding'], page.headers.vary]).to.deep.equal([200, 'br', 'Accept-Encoding']);
+    expect(page.body.toString()).to.equal(readFileSync(join(sandbox.publicDir, 'big.txt'), 'utf8'));
+    const answer = await curl(`${stack.tlsUrl}/External/Rows`, ['--http2', '--compressed', '-H', 'Accept-Encoding: gzip']);
+    expect([answer.status, answer.headers['content-encoding']]).to.deep.equal([200, 'gzip']);
+    expect(JSON.parse(answer.body.toString())).to.have.property('rows').with.length(200);
   });
 
   it('forwards to the host over HTTP/1.1, saying https and the client’s authority', async function () {

@@ -102,6 +102,7 @@ describe('config', () => {
         maxFileUploads: 20,
         upstreamTimeout: 30,
         forwarder: 'undici',
+        compression: ['gzip', 'br'],
         shutdownTimeout: 35,
         statusAllow: [
           { address: '127.0.0.0', prefix: 8, family: 'ipv4' },
@@ -195,6 +196,19 @@ describe('config', () => {
         ConfigError,
         '--forwarder (FORWARDER) must be one of undici, http-proxy, got "nginx"',
       );
+    });
+
+    it('reads --compression as a set of codings or off, and rejects anything else naming the choices', () => {
+      expect(readConfig(['--compression', 'br'], {}, cwd).compression).to.deep.equal(['br']);
+      expect(readConfig(['--compression', 'br, GZIP'], {}, cwd).compression).to.deep.equal(['gzip', 'br']);
+      expect(readConfig([], { COMPRESSION: 'off' }, cwd).compression).to.deep.equal([]);
+      const allowed = 'off, or one or more of gzip, br separated by commas (e.g. gzip,br)';
+      for (const bad of ['deflate', 'gzip,', '', 'gzip,gzip', 'none']) {
+        expect(() => readConfig(['--compression', bad], {}, cwd), bad).to.throw(
+          ConfigError,
+          bad === 'gzip,gzip' ? `${allowed}, each once` : `--compression (COMPRESSION) must be ${allowed}, got ${JSON.stringify(bad)}`,
+        );
+      }
     });
 
     it('rejects 0 workers, naming the setting, the value and the range', () => {

@@ -1,0 +1,405 @@
+// Compression of answers, as nginx's gzip and Caddy's encode do it: the coding is chosen from the
+// client's Accept-Encoding (q-values, br before gzip when equal), and a response is encoded on its way out
+// when its type compresses well and nothing says it must not be touched. One mechanism for every path
+// (files streamed by `send`, both forwarding engines): the response's own writeHead/write/end are wrapped
+// for that one response, using only what node:http's and node:http2's compatibility responses share.
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { Transform } from 'node:stream';
+import { brotliCompress, brotliCompressSync, constants, createBrotliCompress, createGzip, gzip, gzipSync } from 'node:zlib';
+import type { ContentCoding } from '../common/settings.ts';
+import { countEncodedBytes } from './accessLog.ts';
+
+/** The codings this proxy makes, in its order of preference when the client weighs them the same. */
+export const PREFERENCE: readonly ContentCoding[] = ['br', 'gzip'];
+
+/** The file suffix of a precompressed sibling (nginx gzip_static, Caddy precompressed). */
+export const SUFFIX: Readonly<Record<ContentCoding, string>> = { br: '.br', gzip: '.gz' };
+
+/**
+ * Bodies shorter than this go as they are (nginx gzip_min_length, Caddy minimum_length 512): with the
+ * head, a body under 1 KB fits one TCP segment (MSS 1,460) either way, so compressing it saves no
+ * packet and costs a zlib stream and the coding's own header and trailer.
+ */
+export const MIN_LENGTH = 1024;
+
+/** What SIGHUP may change while the proxy runs: the codings --compression allows, none when off. */
+export interface CompressionSettings {
+  codings: readonly ContentCoding[];
+}
+
+// ── negotiation ──────────────────────────────────────────────────────────────────────────────────
+
+/** `q` of one Accept-Encoding member: 0 to 1, at most three decimals (RFC 9110 §12.4.2); NaN if malformed. */
+function weightOf(params: string[]): number {
+  for (const param of params) {
+    const [name, value] = param.split('=', 2).map((s) => s.trim());
+    if (name.toLowerCase() === 'q') return /^(0(\.\d{0,3})?|1(\.0{0,3})?)$/.test(value ?? '') ? Number(value) : NaN;
+  }
+  return 1;
+}
+
+/**
+ * The codings this Accept-Encoding lets the answer use, the client's favourite first (RFC 9110 §12.5.3):
+ * an explicit member, else `*`, gives a coding its weight; q=0 refuses it; a coding is usable when weighed
+ * at least as much as identity, when identity has a weight; equal weights go in this proxy's order (br, then gzip). No field means no
+ * coding (what browsers that want one always send). When every coding is refused, even with
+ * `identity;q=0`, the answer goes uncoded rather than 406, as nginx and Caddy do.
+ */
+export function acceptableCodings(acceptEncoding: string | undefined, allowed: readonly ContentCoding[]): ContentCoding[] {
+  if (!acceptEncoding || allowed.length === 0) return [];
+  const weights = new Map<string, number>();
+  for (const member of acceptEncoding.split(',')) {
+    const [token, ...params] = member.split(';');
+    const name = token.trim().toLowerCase();
+    const weight = weightOf(params);
+    if (name === '' || Number.isNaN(weight)) continue;
+    // x-gzip is gzip (RFC 9110 §8.4.1.3); the first mention of a name counts.
+    const key = name === 'x-gzip' ? 'gzip' : name;
+    if (!weights.has(key)) weights.set(key, weight);
+  }
+  const star = weights.get('*');
+  const weigh = (name: string, otherwise: number) => weights.get(name) ?? star ?? otherwise;
+  // Identity is always acceptable unless refused, but weighs against the codings only when the client
+  // gave it a weight (itself or through `*`): `gzip;q=0.5` asks for gzip.
+  const identity = weigh('identity', 0);
+  return PREFERENCE.filter((coding) => allowed.includes(coding) && weigh(coding, 0) > 0 && weigh(coding, 0) >= identity).sort(
+    (a, b) => weigh(b, 0) - weigh(a, 0),
+  );
+}
+
+/** The coding to answer with, or undefined for none. */
+export function negotiate(acceptEncoding: string | undefined, allowed: readonly ContentCoding[]): ContentCoding | undefined {
+  return acceptableCodings(acceptEncoding, allowed)[0];
+}
+
+// ── what compresses ──────────────────────────────────────────────────────────────────────────────
+
+/** Types that are text underneath (h5bp's list for nginx, Caddy's defaults); images and fonts that are compressed already are not. */
+const COMPRESSIBLE_TYPES = new Set([
+  'application/json',
+  'application/javascript',
+  'application/x-javascript',
+  'application/ecmascript',
+  'application/xml',
+  'application/wasm',
+  'application/vnd.ms-fontobject',
+  'image/svg+xml',
+  'image/x-icon',
+  'image/vnd.microsoft.icon',
+  'image/bmp',
+  'font/ttf',
+  'font/otf',
+]);
+
+/** Whether a Content-Type is worth compressing: text/*, the types above, and any +json or +xml type. */
+export function isCompressible(contentType: unknown): boolean {
+  if (typeof contentType !== 'string') return false;
+  const semicolon = contentType.indexOf(';');
+  const type = (semicolon === -1 ? contentType : contentType.slice(0, semicolon)).trim().toLowerCase();
+  return type.startsWith('text/') || COMPRESSIBLE_TYPES.has(type) || type.endsWith('+json') || type.endsWith('+xml');
+}
+
+/** RFC 9110 §7.7: a proxy must not change the content of a response that says no-transform. */
+function forbidsTransform(cacheControl: unknown): boolean {
+  return typeof cacheControl === 'string' && /(^|,)\s*no-transform\s*(,|$)/i.test(cacheControl);
+}
+
+/** Adds Accept-Encoding to the response's Vary, once. */
+export function varyOnEncoding(res: Pick<ServerResponse, 'getHeader' | 'setHeader'>): void {
+  const vary = res.getHeader('vary');
+  if (vary === undefined) return void res.setHeader('Vary', 'Accept-Encoding');
+  const text = Array.isArray(vary) ? vary.join(', ') : String(vary);
+  if (text.trim() === '*' || /(^|,)\s*accept-encoding\s*(,|$)/i.test(text)) return;
+  res.setHeader('Vary', `${text}, Accept-Encoding`);
+}
+
+// ── validators ───────────────────────────────────────────────────────────────────────────────────
+
+/**
+ * The ETag of the `coding` variant of a representation whose ETag is `etag`: the coding inside the quotes
+ * (Apache's `-gzip`), and weak, as nginx makes it: the bytes depend on where a stream was flushed.
+ */
+export function variantEtag(etag: string, coding: ContentCoding): string {
+  const opaque = etag.replace(/^W\//, '');
+  return opaque.startsWith('"') && opaque.endsWith('"') ? `W/${opaque.slice(0, -1)}-${coding}"` : etag;
+}
+
+const VARIANT_TAG = /(W\/)?"([^"]*)-(gzip|br)"/g;
+
+/**
+ * An If-None-Match naming encoded variants, turned into the ETags of the representations they encode, so
+ * whatever checks it (send, the cache, the host's controller) compares its own ETag; and the coding the
+ * client named, for the 304's ETag. Undefined when no variant is named.
+ */
+export function originalTags(ifNoneMatch: string): { tags: string; coding: ContentCoding } | undefined {
+  let coding: ContentCoding | undefined;
+  const tags = ifNoneMatch.replace(VARIANT_TAG, (_all, weak: string | undefined, opaque: string, named: ContentCoding) => {
+    coding ??= named;
+    return `${weak ?? ''}"${opaque}"`;
+  });
+  return coding === undefined ? undefined : { tags, coding };
+}
+
+// ── encoders ─────────────────────────────────────────────────────────────────────────────────────
+
+/**
+ * Levels for answers encoded as they go (controllers, files not held in memory): gzip 6 (zlib's default,
+ * Apache's and Caddy's) and brotli 4, which compresses text as well as gzip 6 at about its CPU cost where
+ * brotli's default (11) costs ten times more; a 512 KB window (ngx_brotli's default) instead of 4 MB
+ * bounds each stream's memory.
+ */
+function brotliParams(length: number | undefined): Record<number, number> {
+  const params: Record<number, number> = {
+    [constants.BROTLI_PARAM_QUALITY]: 4,
+    [constants.BROTLI_PARAM_LGWIN]: 19,
+    [constants.BROTLI_PARAM_MODE]: constants.BROTLI_MODE_TEXT,
+  };
+  if (length !== undefined) params[constants.BROTLI_PARAM_SIZE_HINT] = length;
+  return params;
+}
+
+function streamEncoder(coding: ContentCoding, length: number | undefined): Transform {
+  return coding === 'gzip' ? createGzip({ level: 6 }) : createBrotliCompress({ params: brotliParams(length) });
+}
+
+/**
+ * A body of a declared length up to this is collected and encoded in one synchronous call, as nginx
+ * compresses in its worker's event loop: for a 7 KB JSON answer a zlib stream per answer cost about twice
+ * the compression itself, and one call on libuv's thread pool still 100 (gzip) to 200 µs (br) more than
+ * doing it here. The loop is held at most about 1 ms (64 KB at brotli 4); larger bodies stream.
+ */
+const ONE_CALL_MAX = 64 * 1024;
+
+function encodeInOneCall(coding: ContentCoding, body: Buffer): Buffer {
+  return coding === 'gzip' ? gzipSync(body, { level: 6 }) : brotliCompressSync(body, { params: brotliParams(body.length) });
+}
+
+/**
+ * A small file's encoded form, made once and kept with it (StaticCache): the strongest levels, since the
+ * cost is paid once per change of the file, on libuv's thread pool (64 KB of JavaScript: brotli 11 about
+ * 30 ms, gzip 9 under 1 ms), and every later answer is smaller.
+ */
+export function encodeOnce(coding: ContentCoding, body: Buffer): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const done = (err: Error | null, out: Buffer) => (err ? reject(err) : resolve(out));
+    if (coding === 'gzip') gzip(body, { level: 9 }, done);
+    else
+      brotliCompress(
+        body,
+        {
+          params: {
+            [constants.BROTLI_PARAM_QUALITY]: 11,
+            [constants.BROTLI_PARAM_SIZE_HINT]: body.length,
+            [constants.BROTLI_PARAM_MODE]: constants.BROTLI_MODE_TEXT,
+          },
+        },
+        done,
+      );
+  });
+}
+
+// ── the response ─────────────────────────────────────────────────────────────────────────────────
+
+export interface EncodeOptions {
+  /**
+   * Flush the encoder at the end of each event-loop turn that wrote to it, for answers of unknown length:
+   * a controller's answer that arrives in pieces (a stream, server-sent events) reaches the client as each
+   * piece comes, instead of waiting in zlib's buffer for the next, while pieces that arrive together still
+   * compress together. A declared length is a whole body on its way: it is not flushed.
+   */
+  flushEachTurn: boolean;
+}
+
+type WriteCallback = (err?: Error | null) => void;
+type Chunk = string | Buffer | Uint8Array;
+
+/** What a request asks of the encoding of its answer, found before anything answers it. */
+export interface Negotiated {
+  /** The codings the answer may use, the client's favourite first; none for a range. */
+  codings: ContentCoding[];
+  /** The coding the client named in If-None-Match (its cached variant), for a 304's ETag. */
+  revalidating: ContentCoding | undefined;
+  /** If-None-Match as the client sent it, for comparing with a precompressed file's own ETag. */
+  ifNoneMatch: string | undefined;
+}
+
+/**
+ * Reads the request's Accept-Encoding and rewrites an If-None-Match that names encoded variants (see
+ * originalTags) before the request is checked by anything. Nothing is done when compression is off.
+ */
+export function negotiateRequest(req: IncomingMessage, settings: CompressionSettings): Negotiated | undefined {
+  if (settings.codings.length === 0) return undefined;
+  const ifNoneMatch = req.headers['if-none-match'];
+  const original = ifNoneMatch === undefined ? undefined : originalTags(ifNoneMatch);
+  if (original) req.headers['if-none-match'] = original.tags;
+  // A range is of the identity representation: never encoded (nginx, Caddy and Apache agree).
+  const codings = req.headers.range === undefined ? acceptableCodings(req.headers['accept-encoding'], settings.codings) : [];
+  return { codings, revalidating: original?.coding, ifNoneMatch };
+}
+
+/**
+ * Makes `res` encode its body with the negotiated coding when its head, as finally written, allows it:
+ * status with a body (not 204, 206, 304, 1xx), a compressible type, no Content-Encoding or Content-Range
+ * already, no `Cache-Control: no-transform`, and a length unknown or at least MIN_LENGTH. Then the head
+ * gets Content-Encoding, the variant's ETag, no Content-Length or Accept-Ranges; a HEAD gets the same head
+ * and no body. Every compressible answer gets `Vary: Accept-Encoding`, encoded or not.
+ */
+export function encodeResponse(req: IncomingMessage, res: ServerResponse, negotiated: Negotiated, options: EncodeOptions): void {
+  // The response class's own methods (as properties: they are called on `res`, never detached).
+  const proto = Object.getPrototypeOf(res) as {
+    writeHead: (this: ServerResponse, statusCode: number, reason?: string) => ServerResponse;
+    write: (this: ServerResponse, chunk: Buffer) => boolean;
+    end: (this: ServerResponse) => ServerResponse;
+  };
+  const methods = res as unknown as Record<'writeHead' | 'write' | 'end', unknown>;
+  /**
+   * The response's own methods again, for whatever comes next (node:http2's end() calls this.write). Set
+   * back rather than deleted: a delete would turn `res` into a slow dictionary-mode object for Node's code.
+   */
+  const unwrap = () => {
+    methods.writeHead = proto.writeHead;
+    if (negotiated.codings.length === 0) return;
+    methods.write = proto.write;
+    methods.end = proto.end;
+  };
+
+  /** The coding the head allows (and the identity length it declared), after setting the head for it. */
+  function head(statusCode: number): { coding: ContentCoding; length: number | undefined } | undefined {
+    if (statusCode === 304) {
+      // The client revalidated its encoded copy: the 304 names that variant, as the 200 did.
+      const etag = res.getHeader('etag');
+      if (negotiated.revalidating && typeof etag === 'string') {
+        res.setHeader('ETag', variantEtag(etag, negotiated.revalidating));
+        varyOnEncoding(res);
+      }
+      return undefined;
+    }
+    if (res.getHeader('content-encoding') !== undefined || !isCompressible(res.getHeader('content-type'))) return undefined;
+    varyOnEncoding(res);
+    const coding = negotiated.codings[0];
+    if (coding === undefined || statusCode < 200 || statusCode === 204 || statusCode === 206) return undefined;
+    if (res.getHeader('content-range') !== undefined || forbidsTransform(res.getHeader('cache-control'))) return undefined;
+    const declared = res.getHeader('content-length');
+    const length = declared === undefined ? undefined : Number(declared);
+    if (length !== undefined && length < MIN_LENGTH) return undefined;
+    res.setHeader('Content-Encoding', coding);
+    res.removeHeader('Content-Length');
+    res.removeHeader('Accept-Ranges');
+    const etag = res.getHeader('etag');
+    if (typeof etag === 'string') res.setHeader('ETag', variantEtag(etag, coding));
+    countEncodedBytes(res, 0);
+    return { coding, length };
+  }
+
+  function writeHead(this: ServerResponse, statusCode: number, ...rest: unknown[]): ServerResponse {
+    unwrap();
+    const reason = typeof rest[0] === 'string' ? rest[0] : undefined;
+    const fields = (reason === undefined ? rest[0] : rest[1]) as OutgoingHttpHeaders | readonly unknown[] | undefined;
+    // Fields given to writeHead join those set before, as Node merges them, so the decision sees them all.
+    if (Array.isArray(fields)) {
+      const flat = (fields as unknown[]).flat() as string[];
+      for (let i = 0; i + 1 < flat.length; i += 2) res.setHeader(flat[i], flat[i + 1]);
+    } else if (fields) {
+      const object = fields as OutgoingHttpHeaders;
+      for (const name in object) if (object[name] !== undefined) res.setHeader(name, object[name]);
+    }
+    const encoded = head(statusCode);
+    if (encoded && req.method !== 'HEAD') {
+      if (encoded.length !== undefined && encoded.length <= ONE_CALL_MAX) collect(encoded.coding);
+      else pipeThrough(encoded.coding, streamEncoder(encoded.coding, encoded.length), encoded.length === undefined);
+    }
+    return reason === undefined ? proto.writeHead.call(res, statusCode) : proto.writeHead.call(res, statusCode, reason);
+  }
+
+  /** Holds a small body of a declared length until its end, then sends it encoded in one piece. */
+  function collect(coding: ContentCoding): void {
+    const chunks: Buffer[] = [];
+    let ended = false;
+    const add = (chunk: Chunk | undefined, encoding: BufferEncoding) => {
+      if (chunk === undefined) return;
+      chunks.push(typeof chunk === 'string' ? Buffer.from(chunk, encoding) : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+    };
+    methods.write = function write(chunk: Chunk, encoding?: BufferEncoding | WriteCallback, callback?: WriteCallback): boolean {
+      add(chunk, typeof encoding === 'string' ? encoding : 'utf8');
+      const done = typeof encoding === 'function' ? encoding : callback;
+      if (done) process.nextTick(done);
+      return true;
+    };
+    methods.end = function end(chunk?: Chunk | WriteCallback, encoding?: BufferEncoding | WriteCallback, callback?: WriteCallback) {
+      const done = [chunk, encoding, callback].find((arg): arg is WriteCallback => typeof arg === 'function');
+      if (done) res.once('finish', done);
+      if (ended) return res;
+      ended = true;
+      if (typeof chunk !== 'function') add(chunk, typeof encoding === 'string' ? encoding : 'utf8');
+      if (res.destroyed) return res;
+      const out = encodeInOneCall(coding, Buffer.concat(chunks));
+      countEncodedBytes(res, out.length);
+      proto.write.call(res, out);
+      return proto.end.call(res);
+    };
+  }
+
+  function pipeThrough(coding: ContentCoding, encoder: Transform, lengthUnknown: boolean): void {
+    let ended = false;
+    let waiting = false;
+    let flushScheduled = false;
+    // A sync flush: what was written so far becomes decodable, without resetting the compression state.
+    const kind = coding === 'br' ? constants.BROTLI_OPERATION_FLUSH : constants.Z_SYNC_FLUSH;
+    const flush = () => {
+      flushScheduled = false;
+      if (!ended && !encoder.destroyed) (encoder as Transform & { flush(kind: number): void }).flush(kind);
+    };
+    encoder.on('data', (chunk: Buffer) => {
+      countEncodedBytes(res, chunk.length);
+      if (proto.write.call(res, chunk) || waiting) return;
+      waiting = true;
+      encoder.pause();
+      res.once('drain', () => {
+        waiting = false;
+        encoder.resume();
+      });
+    });
+    // Writers (a pipe from a file, an engine) wait for the response's 'drain' when the encoder is full. Not
+    // while the client's socket is full: that would also wake the wait above, past the socket's backpressure;
+    // the socket's own 'drain' wakes the writers then.
+    encoder.on('drain', () => {
+      if (!waiting) res.emit('drain');
+    });
+    encoder.once('end', () => proto.end.call(res));
+    encoder.once('error', (err) => res.destroy(err));
+    // A client that leaves mid-answer: the encoder's memory goes at once.
+    res.once('close', () => encoder.destroy());
+
+    methods.write = function write(chunk: Chunk, encoding?: BufferEncoding | WriteCallback, callback?: WriteCallback): boolean {
+      if (lengthUnknown && options.flushEachTurn && !flushScheduled) {
+        flushScheduled = true;
+        setImmediate(flush);
+      }
+      return typeof encoding === 'function' ? encoder.write(chunk, encoding) : encoder.write(chunk, encoding ?? 'utf8', callback);
+    };
+    methods.end = function end(chunk?: Chunk | WriteCallback, encoding?: BufferEncoding | WriteCallback, callback?: WriteCallback) {
+      const done = [chunk, encoding, callback].find((arg): arg is WriteCallback => typeof arg === 'function');
+      if (done) res.once('finish', done);
+      if (ended) return res;
+      ended = true;
+      if (chunk !== undefined && typeof chunk !== 'function') encoder.end(chunk, typeof encoding === 'string' ? encoding : 'utf8');
+      else encoder.end();
+      return res;
+    };
+  }
+
+  // The head is decided in writeHead, which Node also calls for an implicit head (node:http2's write and
+  // end too). A response that may be encoded decides before its first write or end reaches Node's own,
+  // which would otherwise go on writing that chunk unencoded (or give it a Content-Length) after the head.
+  methods.writeHead = writeHead;
+  if (negotiated.codings.length === 0) return;
+  const decide = () => (res.headersSent ? unwrap() : res.writeHead(res.statusCode));
+  methods.write = function write(...args: unknown[]): boolean {
+    decide();
+    return (res.write as (...a: unknown[]) => boolean)(...args);
+  };
+  methods.end = function end(...args: unknown[]): ServerResponse {
+    decide();
+    return (res.end as (...a: unknown[]) => ServerResponse)(...args);
+  };
+}
