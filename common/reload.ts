@@ -16,7 +16,7 @@ export type Reloads<C> = (apply: ApplyReload<C>) => void;
 /** One line for the logs: what was reloaded and what needs a restart. */
 export function describeReload<C extends object>(running: C, fresh: C): string {
   const { live, restart } = configChanges(running, fresh);
-  const applied = live.length > 0 ? `applied ${live.join(', ')}` : 'log settings unchanged';
+  const applied = live.length > 0 ? `applied ${live.join(', ')}` : 'live settings unchanged';
   const later = restart.length > 0 ? `; need a restart to apply: ${restart.join(', ')}` : '';
   return `${applied}${later}`;
 }

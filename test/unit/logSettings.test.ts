@@ -187,7 +187,7 @@ describe('log settings', () => {
     });
 
     it('says when nothing changed', () => {
-      expect(describeReload(read([]), read([]))).to.equal('log settings unchanged');
+      expect(describeReload(read([]), read([]))).to.equal('live settings unchanged');
     });
   });
 });
