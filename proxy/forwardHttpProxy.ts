@@ -12,19 +12,17 @@ import {
   afterBody,
   failures,
   forwardedHeaders,
-  hasBody,
   limitedBody,
   IDLE_UPSTREAM_SOCKET_MS,
   isConnectError,
   mayRetry,
+  NODE_FRAMED,
   responseHeaders,
   type Forward,
   type ForwarderOptions,
 } from './forwarding.ts';
-import { isHttp2 } from './protocols.ts';
+import { bodyFollows, isHttp2 } from './protocols.ts';
 import type { UpstreamState } from './upstreams.ts';
-
-const HTTP2_FRAMED = ['transfer-encoding'] as const;
 
 /** How the failure line reads when the host says it ended without headers: as when it closed the connection. */
 const HUNG_UP = Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
@@ -77,7 +75,7 @@ export function createHttpProxyForwarder(options: ForwarderOptions): Forward {
     if (isHttp2(req)) {
       // HTTP/2 frames the body itself and has neither connection-specific fields nor reason phrases: Node
       // throws on the first (crashing the process) and warns on the second.
-      proxyRes.headers = responseHeaders(proxyRes.headers, HTTP2_FRAMED);
+      proxyRes.headers = responseHeaders(proxyRes.headers, NODE_FRAMED);
       proxyRes.statusMessage = '';
     } else {
       proxyRes.headers = responseHeaders(proxyRes.headers);
@@ -131,7 +129,7 @@ export function createHttpProxyForwarder(options: ForwarderOptions): Forward {
   }
 
   return function forward(req, res, url, requestId) {
-    const withBody = hasBody(req);
+    const withBody = bodyFollows(req);
     if (withBody) {
       bodies.set(
         req,

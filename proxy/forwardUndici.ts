@@ -9,22 +9,21 @@ import {
   afterBody,
   failures,
   forwardedHeaders,
-  hasBody,
   limitedBody,
   IDLE_UPSTREAM_SOCKET_MS,
   isConnectError,
   mayRetry,
+  NODE_FRAMED,
   responseHeaders,
   type Failures,
   type Forward,
   type ForwarderOptions,
 } from './forwarding.ts';
+import { bodyFollows } from './protocols.ts';
 import type { Upstreams, UpstreamState } from './upstreams.ts';
 
 /** Fields undici frames or refuses itself (the other hop-by-hop ones are never forwarded). */
 const ENGINE_FRAMED = ['transfer-encoding', 'expect'] as const;
-/** Node frames the client's response itself. */
-const NODE_FRAMED = ['transfer-encoding'] as const;
 
 /** How the failure line reads when the host says it ended without headers: as when it closed the connection. */
 const HUNG_UP = Object.assign(new Error('other side closed'), { code: 'ECONNRESET' });
@@ -161,7 +160,7 @@ export function createUndiciForwarder(options: ForwarderOptions): Forward {
   const engine: Engine = { upstreams, fail: failures(options), poolFor: (upstream) => pools.get(upstream)! };
 
   return function forward(req, res, url, requestId) {
-    const withBody = hasBody(req);
+    const withBody = bodyFollows(req);
     const headers = forwardedHeaders(req, requestId, ENGINE_FRAMED);
     // undici destroys a body stream it could not send, and destroying `req` would reset the client's
     // connection instead of answering 503: it gets a stream of its own.

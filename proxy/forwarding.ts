@@ -6,7 +6,7 @@ import { PassThrough, type Readable } from 'node:stream';
 import { CONTROLLER_PREFIX, decodeStderr, ENDED_WITHOUT_HEADERS_FIELD, HOST_STDERR_FIELD } from '../common/protocol.ts';
 import { sendErrorPage } from './errorPages.ts';
 import { clientAddress, clientOf, type ClientSocket, type ErrorLog } from './errorLog.ts';
-import { authorityOf, schemeOf } from './protocols.ts';
+import { authorityOf, bodyFollows, schemeOf } from './protocols.ts';
 import type { Upstreams, UpstreamState } from './upstreams.ts';
 
 export type Forward = (req: IncomingMessage, res: ServerResponse, url: string, requestId: string) => void;
@@ -20,10 +20,8 @@ export interface ForwarderOptions {
   limitRequestBody: number;
 }
 
-/** Whether the request has a body to forward. */
-export function hasBody(req: IncomingMessage): boolean {
-  return req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] ?? '0') !== '0';
-}
+/** Fields Node frames itself in a response to the client (and HTTP/2 forbids from anyone else). */
+export const NODE_FRAMED = ['transfer-encoding'] as const;
 
 /**
  * The request body as it goes to the host, counted against LimitRequestBody (a declared length past it
@@ -56,7 +54,7 @@ export function limitedBody(req: IncomingMessage, res: ServerResponse, limit: nu
  * not the controller's (as PHP's max_execution_time does not count it).
  */
 export function afterBody(req: IncomingMessage, start: () => void): void {
-  if (req.complete || !hasBody(req)) start();
+  if (req.complete || !bodyFollows(req)) start();
   else req.once('end', start);
 }
 

@@ -34,6 +34,8 @@ export async function runProxyPrimary(config: ProxyConfig, reloads: Reloads<Prox
     ...current,
     port: config.port,
     tlsPort: config.tlsPort,
+    // Whether there is an HTTPS listener stays as the workers started (turning it on or off needs a restart).
+    ...((current.tlsCert === undefined) !== (config.tlsCert === undefined) && { tlsCert: config.tlsCert, tlsKey: config.tlsKey }),
     maxConnections: current.maxConnections > 0 ? Math.ceil(current.maxConnections / config.proxyWorkers) : 0,
   });
   const live = new Set<Worker>();

@@ -1,11 +1,21 @@
 // What the proxy asks of a request about how it came: over HTTP/2 (node:http2's compatibility request,
 // which the handler takes as an IncomingMessage) or HTTP/1.x, and over TLS or not.
 import type { IncomingMessage } from 'node:http';
+import type { Http2ServerRequest } from 'node:http2';
 import type { TLSSocket } from 'node:tls';
 
 /** HTTP/2 here is only ever over TLS (no h2c). llhttp also parses an `HTTP/2.0` request line, so the version alone says nothing. */
 export function isHttp2(req: IncomingMessage): boolean {
   return 'stream' in req;
+}
+
+/**
+ * Whether a body follows the head. HTTP/2 needs no Content-Length for one: the HEADERS frame that does not
+ * end the stream says so. (An unread compatibility request never becomes `complete`, GET or not.)
+ */
+export function bodyFollows(req: IncomingMessage): boolean {
+  if (isHttp2(req)) return !(req as unknown as Http2ServerRequest).stream.endAfterHeaders;
+  return req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] ?? '0') !== '0';
 }
 
 export function schemeOf(req: IncomingMessage): 'http' | 'https' {

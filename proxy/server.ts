@@ -1,7 +1,13 @@
 // The web-server role: every request gets an id and an access-log line, then is either forwarded to
 // the host (/External/…) or answered from www/public.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { createSecureServer, type Http2SecureServer, type Http2Session } from 'node:http2';
+import {
+  constants as http2Constants,
+  createSecureServer,
+  type Http2SecureServer,
+  type Http2ServerResponse,
+  type Http2Session,
+} from 'node:http2';
 import { isIP, type AddressInfo, type BlockList, type Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { join } from 'node:path';
@@ -12,7 +18,7 @@ import { bodyBytes, type AccessLog } from './accessLog.ts';
 import { encodeResponse, negotiateRequest, type CompressionSettings } from './compression.ts';
 import { errorPage, reasonOf, sendErrorPage } from './errorPages.ts';
 import { clientOf, type ErrorLog } from './errorLog.ts';
-import { authorityOf, isHttp2 } from './protocols.ts';
+import { authorityOf, bodyFollows, isHttp2 } from './protocols.ts';
 import { KIND, metricsEndpoint, processMetricsJson, RequestMetrics, type MetricJson, type RouteKind } from './metrics.ts';
 import { requestIdOf } from './requestId.ts';
 import { routeRequest } from './route.ts';
@@ -211,12 +217,14 @@ export function createProxyServer({
         maxHeaderListSize: limits.maxHeaderSize * 2,
       },
       maxHeaderListPairs: (limits.maxHeaderFields + 4) * 2,
+      // A client that connects and says nothing is cut at --header-timeout, as on plain HTTP (Node: 120 s).
+      handshakeTimeout: limits.headerTimeout * 1000,
     });
     // node:http2's compatibility API: Http2ServerRequest and Http2ServerResponse have what the handler,
     // the engines and send use of IncomingMessage and ServerResponse (protocols.ts tells them apart).
     tlsServer.on('request', handleRequest as unknown as (req: unknown, res: unknown) => void);
     // Its HTTP/1.1 connections are served by node:http's code, which reads these from the server object.
-    Object.assign(tlsServer, http1Limits(limits), { requireHostHeader: false });
+    Object.assign(tlsServer, http1Limits(limits), { requireHostHeader: false, maxHeadersCount: 0 });
     // A session idle this long is closed (GOAWAY): the HTTP/1.1 keep-alive wait, at least the time a
     // client has to send a whole request, as a stream in flight keeps the session busy only when bytes move.
     tlsServer.setTimeout(Math.max(limits.keepAliveTimeout, limits.requestTimeout) * 1000);
@@ -297,7 +305,7 @@ export function createProxyServer({
       res.shouldKeepAlive = false;
       return sendErrorPage(res, 413);
     }
-    if (isHttp2(req) && !req.complete) bodyDeadline(req, res, arrivedAt, requestId);
+    if (isHttp2(req) && bodyFollows(req)) bodyDeadline(req, res, arrivedAt, requestId);
     const route = routeRequest(req.url ?? '');
     switch (route.kind) {
       case 'forward': {
@@ -397,13 +405,13 @@ export function createProxyServer({
   function refuseUnparsed(err: NodeJS.ErrnoException, socket: Socket): void {
     // node:http2 passes TLS handshake failures on as client errors (a scanner, an old client): Apache logs
     // them at info (mod_ssl AH02008), and there is no HTTP to answer with.
-    if (err.code?.startsWith('ERR_SSL_')) {
+    if (err.code?.startsWith('ERR_SSL_') || err.code?.startsWith('ERR_TLS_')) {
       errorLog.write({ module: 'ssl', level: 'info', client: clientOf(socket), message: `SSL handshake failed: ${err.message.trim()}` });
       socket.destroy();
       return;
     }
     errorLog.write({ module: 'core', level: 'info', client: clientOf(socket), message: `Bad request: ${err.code ?? ''} ${err.message}` });
-    const answering = (socket as Socket & { _httpMessage?: unknown })._httpMessage;
+    const answering = answeringOn(socket);
     // Bytes after a `Connection: close` request are never parsed (so never served), but the request before
     // them deserves its answer; that response closes the connection itself.
     if (err.code === 'HPE_CLOSED_CONNECTION' && answering && socket.writable) return;
@@ -461,7 +469,7 @@ export function createProxyServer({
     server.closeIdleConnections();
     // GOAWAY: each session ends when its open streams have (RFC 9113 §6.8).
     for (const session of sessions) session.close();
-    for (const socket of tlsHttp1Sockets) if (!(socket as Socket & { _httpMessage?: unknown })._httpMessage) socket.destroy();
+    for (const socket of tlsHttp1Sockets) if (!answeringOn(socket)) socket.destroy();
     const grace = setTimeout(() => {
       server.closeAllConnections();
       for (const session of sessions) session.destroy();
@@ -487,8 +495,10 @@ export function createProxyServer({
           message: `AH01382: Request body read timeout (--request-timeout ${limits.requestTimeout} s)`,
           requestId,
         });
-        // Unlike HTTP/1.1, where the late body still fills the connection, the stream can take the answer.
+        // Unlike HTTP/1.1, where the late body still fills the connection, the stream can take the answer;
+        // then RST_STREAM NO_ERROR tells the client to stop sending (RFC 9113 §8.1), the session going on.
         sendErrorPage(res, 408);
+        (res as unknown as Http2ServerResponse).stream.close(http2Constants.NGHTTP2_NO_ERROR);
       },
       Math.max(0, limits.requestTimeout * 1000 - (Date.now() - arrivedAt)),
     );
@@ -507,7 +517,9 @@ export function createProxyServer({
    * host name or address is not echoed into Location: the address the client reached is used instead.
    */
   function redirectToHttps(req: IncomingMessage, res: ServerResponse, requestId: string): void {
-    const tlsPort = (tlsServer!.address() as AddressInfo).port;
+    // A plain request can come before the HTTPS listener is bound (start-up): nowhere to send it yet.
+    const tlsPort = (tlsServer?.address() as AddressInfo | null)?.port;
+    if (tlsPort === undefined) return sendErrorPage(res, 503);
     const named = authorityOf(req)?.match(HOST_NAME)?.[1];
     const local = req.socket.localAddress ?? '';
     const host = named ?? (isIP(local) === 6 ? `[${local}]` : local);
@@ -528,6 +540,11 @@ const ACME_CHALLENGE = '/.well-known/acme-challenge/';
 
 /** A Host field's host name or address, without its port. */
 const HOST_NAME = /^([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
+
+/** The response node:http is writing on an HTTP/1.x connection, if any (its own field; none when idle). */
+function answeringOn(socket: Socket): unknown {
+  return (socket as Socket & { _httpMessage?: unknown })._httpMessage;
+}
 
 function connectionsOf(listener: Server | Http2SecureServer): Promise<number> {
   return new Promise((resolve) => listener.getConnections((err, count) => resolve(err ? 0 : count)));
