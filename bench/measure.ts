@@ -1,6 +1,7 @@
-// What every bench entry measures with: medians, a free loopback port, and a process's CPU time.
+// What every bench entry measures with: medians, a free loopback port, a process's CPU time, a plain GET.
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { request } from 'node:http';
 import { createServer } from 'node:net';
 
 export function median(values: number[]): number {
@@ -47,4 +48,21 @@ export function cpuMicros(pid: number): number {
     children = [];
   }
   return ((ticksOf(pid) + children.reduce((sum, child) => sum + ticksOf(child), 0)) * 1e6) / CLOCK_TICKS_PER_SECOND;
+}
+
+export function getBody(url: string, socketPath?: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const target = new URL(url);
+    const req = request(
+      { host: target.hostname, port: target.port, path: target.pathname + target.search, socketPath, agent: false },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (c) => (body += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      },
+    );
+    req.on('error', reject);
+    req.end();
+  });
 }

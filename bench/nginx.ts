@@ -3,7 +3,6 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { request } from 'node:http';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { freePort } from './measure.ts';
@@ -16,23 +15,6 @@ export function hasNginx(): boolean {
   } catch {
     return false;
   }
-}
-
-export function getBody(url: string, socketPath?: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const target = new URL(url);
-    const req = request(
-      { host: target.hostname, port: target.port, path: target.pathname + target.search, socketPath, agent: false },
-      (res) => {
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (c) => (body += c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-      },
-    );
-    req.on('error', reject);
-    req.end();
-  });
 }
 
 async function accepts(port: number): Promise<boolean> {
@@ -66,4 +48,10 @@ export async function startNginx(
     await new Promise((r) => setTimeout(r, 50));
   }
   throw new Error('nginx did not start');
+}
+
+/** nginx's graceful stop (SIGQUIT: its workers finish their connections), awaited. */
+export async function stopNginx(child: ChildProcess): Promise<void> {
+  child.kill('SIGQUIT');
+  await once(child, 'exit');
 }

@@ -7,16 +7,15 @@
 // path: what is left above it is extqs's own work.
 import type { ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { once } from 'node:events';
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { makeSandbox } from '../tools/sandbox.ts';
 import { measureIdleStack, memoryOfTree, totalMb, type IdleStack, type ProcessMemory } from './idleStack.ts';
 import { ROOT, startCommand, startNode, type Running } from './processes.ts';
 import { LOAD_GENERATOR, runLoad, type LoadResult } from './load.ts';
-import { cpuMicros, median } from './measure.ts';
+import { cpuMicros, getBody, median } from './measure.ts';
 import { SCENARIOS, writeSite } from './scenarios.ts';
-import { getBody, hasNginx, startNginx } from './nginx.ts';
+import { hasNginx, startNginx, stopNginx } from './nginx.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 /** Only the scenarios whose name contains this, and no idle-memory or reload measurements: a quick look. */
@@ -349,10 +348,7 @@ async function main(): Promise<void> {
     );
     process.stdout.write(`\nwritten to ${out}\n`);
   } finally {
-    if (nginx) {
-      nginx.kill('SIGQUIT');
-      await once(nginx, 'exit');
-    }
+    if (nginx) await stopNginx(nginx);
     for (const p of processes.reverse()) await p.stop();
     sandbox.remove();
   }

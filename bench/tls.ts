@@ -4,13 +4,12 @@
 // http2, gzip on), both in front of the same host, interleaved so drift cancels. Prints CPU µs per request
 // and req/s for each, with their ratios, and writes bench/results/tls-<time>.json.
 import { execFile, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { makeCertificate } from '../tools/certificate.ts';
 import { makeSandbox } from '../tools/sandbox.ts';
 import { cpuMicros, median } from './measure.ts';
-import { hasNginx, startNginx } from './nginx.ts';
+import { hasNginx, startNginx, stopNginx } from './nginx.ts';
 import { ROOT, startCommand, type Running } from './processes.ts';
 import { OBSERVED_SCENARIOS, writeSite } from './scenarios.ts';
 
@@ -150,10 +149,7 @@ async function main(): Promise<void> {
     // nginx's own misses are shown, not judged: the bench checks extqs.
     if (rows.some((r) => r.extqs.unexpected > 0)) process.exitCode = 1;
   } finally {
-    if (nginx) {
-      nginx.kill('SIGQUIT');
-      await once(nginx, 'exit');
-    }
+    if (nginx) await stopNginx(nginx);
     for (const running of processes.reverse()) await running.stop();
     sandbox.remove();
   }

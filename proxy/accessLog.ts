@@ -34,9 +34,10 @@ export interface AccessLog {
   /**
    * The line for a response that has ended (finished or cut); `url`, `arrivedAt` and `remoteAddress` as
    * the request came (by then undici may have set `req.socket` to null: it does so to drop a request
-   * body it no longer sends without closing the client's connection).
+   * body it no longer sends without closing the client's connection); `bytes` is its %b (bodyBytes()),
+   * which the server's other counters take too.
    */
-  record(req: IncomingMessage, res: ServerResponse, url: string, arrivedAt: number, remoteAddress: string | undefined): void;
+  record(req: IncomingMessage, res: ServerResponse, url: string, arrivedAt: number, remoteAddress: string | undefined, bytes: number): void;
   /**
    * The line for a request Node's parser refused (it never became a request): its first line as it
    * came, the status and the bytes of the page that answered it.
@@ -56,7 +57,7 @@ export function openAccessLog(
   // Chosen once (and on reopen), not per line: this runs for every request.
   let format = settings.logFormat === 'json' ? accessJson : combinedLine;
   return {
-    record(req, res, url, arrivedAt, remoteAddress) {
+    record(req, res, url, arrivedAt, remoteAddress, bytes) {
       const requestId = res.getHeader('x-request-id');
       log.write(
         format({
@@ -67,7 +68,7 @@ export function openAccessLog(
           httpVersion: req.httpVersion,
           // A response cut before its header was sent is logged as Apache does: with the status it was to have.
           status: res.statusCode,
-          bytes: bodyBytes(req, res),
+          bytes,
           referer: req.headers.referer,
           userAgent: req.headers['user-agent'],
           requestId: typeof requestId === 'string' ? requestId : undefined,

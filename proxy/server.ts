@@ -253,8 +253,8 @@ export function createProxyServer({
     open.add(res);
     if (!res.socket) closeWithConnection(req.socket, res);
     res.once('close', () => {
-      accessLog.record(req, res, url, arrivedAt, remoteAddress);
       const bytes = bodyBytes(req, res);
+      accessLog.record(req, res, url, arrivedAt, remoteAddress, bytes);
       counters.record(res.statusCode, bytes);
       requestMetrics.record(kind, req.method, res.statusCode, (performance.now() - startedAt) / 1000, bytes);
       open.delete(res);

@@ -11,6 +11,7 @@ import {
   makeSandbox,
   readLog,
   ROOT,
+  slowController,
   startProcess,
   startStack,
   type Running,
@@ -198,11 +199,7 @@ describe('a running stack under faults and signals', function () {
   });
 
   it('on SIGTERM lets a request in flight finish, then exits 0 with every log line written', async function () {
-    const called = callMarker(sandbox, 'Slow');
-    writeFileSync(
-      join(sandbox.controllers, 'Slow.ts'),
-      `export default async () => { ${called.statement} await new Promise((r) => setTimeout(r, 700)); return 'done slowly'; };\n`,
-    );
+    const called = slowController(sandbox, 'Slow', 700);
     const pending = get(stack.url, '/External/Slow');
     await called.reached();
     const code = stack.stop();

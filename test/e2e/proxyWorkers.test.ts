@@ -5,7 +5,7 @@ import { renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { get } from '../helpers/http.ts';
-import { callMarker, eventually, makeSandbox, readLog, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
+import { eventually, makeSandbox, readLog, slowController, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
 
 /** The pids in the error.log lines that contain `text`. */
 function pidsOf(sandbox: Sandbox, text: string): Set<number> {
@@ -109,11 +109,7 @@ describe('two proxy workers (--proxy-workers 2)', function () {
   });
 
   it('finishes a request in flight when it stops, and logs it', async function () {
-    const called = callMarker(sandbox, 'Slow');
-    writeFileSync(
-      join(sandbox.controllers, 'Slow.ts'),
-      `export default async () => { ${called.statement} await new Promise((r) => setTimeout(r, 700)); return 'done slowly'; };\n`,
-    );
+    const called = slowController(sandbox, 'Slow', 700);
     const pending = get(stack!.url, '/External/Slow');
     await called.reached();
     const code = stack!.stop();

@@ -3,7 +3,7 @@
 // Debian's Chromium; node:http2 where a test must hold a session open across a reload or a stop.
 import { spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { connect, type ClientHttp2Session } from 'node:http2';
 import { connect as tlsConnect } from 'node:tls';
 import { join } from 'node:path';
@@ -11,7 +11,7 @@ import { expect } from 'chai';
 import { curl, output, sClient } from '../helpers/clients.ts';
 import { launchChromium } from '../helpers/chromium.ts';
 import { get } from '../helpers/http.ts';
-import { eventually, makeSandbox, readLog, ROOT, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
+import { eventually, makeSandbox, readLog, ROOT, slowController, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
 import { makeCertificate, type CertificateFiles } from '../../tools/certificate.ts';
 
 const portOf = (url: string) => Number(new URL(url).port);
@@ -358,17 +358,12 @@ describe('HTTPS settings', function () {
     const session = connect(running.tlsUrl!, { rejectUnauthorized: false });
     session.on('error', () => {});
     const goaway = once(session, 'goaway');
-    const called = join(sandbox.dir, 'called');
-    writeFileSync(
-      join(sandbox.controllers, 'Marked.ts'),
-      `import { writeFileSync } from 'node:fs';\n` +
-        `export default async () => { writeFileSync(${JSON.stringify(called)}, ''); await new Promise((r) => setTimeout(r, 1500)); return { slow: true }; };\n`,
-    );
+    const called = slowController(sandbox, 'Marked', 1500);
     const slow = h2get(session, '/External/Marked');
     // The stop begins once the controller runs.
-    await eventually(() => (existsSync(called) ? true : undefined), 10_000, 'the controller to be called');
+    await called.reached(10_000);
     const stopped = running.stop();
-    expect(await slow).to.deep.equal({ status: 200, body: '{"slow":true}' });
+    expect(await slow).to.deep.equal({ status: 200, body: 'done slowly' });
     await goaway;
     expect(await stopped).to.equal(0);
     running = undefined;

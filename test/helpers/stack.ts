@@ -2,7 +2,7 @@
 // read from the process's own ready line, and every child killed and awaited in teardown.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -125,6 +125,19 @@ export async function eventually<T>(check: () => T | undefined | Promise<T | und
  * Proof that a request reached a controller: the controller runs `statement` first thing, and `reached()`
  * waits for it. ("Loaded controller X" is no such proof: the watcher loads an added file by itself.)
  */
+/**
+ * Writes controller `name`, which marks its call (callMarker) and answers 'done slowly' after `ms`: a request
+ * in flight for a stop or a restart to meet. Resolves once a request reaches it.
+ */
+export function slowController(sandbox: Sandbox, name: string, ms: number): { reached(timeoutMs?: number): Promise<true> } {
+  const called = callMarker(sandbox, name);
+  writeFileSync(
+    join(sandbox.controllers, `${name}.ts`),
+    `export default async () => { ${called.statement} await new Promise((r) => setTimeout(r, ${ms})); return 'done slowly'; };\n`,
+  );
+  return called;
+}
+
 export function callMarker(sandbox: Sandbox, name: string): { statement: string; reached(timeoutMs?: number): Promise<true> } {
   const file = join(sandbox.dir, `${name}.called`);
   return {
