@@ -2,8 +2,7 @@
 // (so a freshly added file is served on the next request); the watcher calls refresh() on every change
 // so a loaded controller follows its file. A failed load never replaces a good version.
 import { createHash } from 'node:crypto';
-import { statSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Controller } from '../common/controller.ts';
 import { compileController, type CompiledController } from './compile.ts';
@@ -98,16 +97,21 @@ export class ControllerRegistry {
     return next;
   }
 
-  private async read(name: string): Promise<{ file: string; source: string } | undefined> {
-    // .ts is preferred when both exist.
+  /**
+   * The source of `name` (.ts preferred when both exist), read on the calling thread: a controller is a
+   * small file read once per version, and each step of an async read waits for the worker's next
+   * event-loop turn, several milliseconds under load, which a reload would wait for too.
+   */
+  private read(name: string): { file: string; source: string } | undefined {
     for (const file of [join(this.dir, `${name}.ts`), join(this.dir, `${name}.js`)]) {
-      // A missing file is the observed deployment's every request: statSync answers ENOENT in one stat(2)
-      // on the calling thread, without an Error, where a failed readFile takes a thread-pool trip and
-      // builds an Error with its stack (a quarter of a worker's time on that path). Any other failure
-      // (EACCES) still throws, from here or from readFile.
-      if (!statSync(file, { throwIfNoEntry: false })) continue;
+      // A missing file is the observed deployment's every request: statSync answers ENOENT without an
+      // Error, which a failed read builds with its stack. Any other failure (EACCES) still throws.
+      const stats = statSync(file, { throwIfNoEntry: false });
+      if (!stats) continue;
+      // A FIFO or device would block the worker's thread on the read below.
+      if (!stats.isFile()) throw new Error(`${file} is not a regular file`);
       try {
-        return { file, source: await readFile(file, 'utf8') };
+        return { file, source: readFileSync(file, 'utf8') };
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
       }
@@ -118,7 +122,7 @@ export class ControllerRegistry {
   private async loadIfAbsent(name: string): Promise<Entry> {
     const current = this.loaded.get(name);
     if (current) return current;
-    const found = await this.read(name);
+    const found = this.read(name);
     if (!found) throw new ControllerMissingError(join(this.dir, `${name}.ts`), `${name}.js`);
     const entry = await this.install(name, found.file, found.source);
     this.events.loaded(entry, 'request');
@@ -127,7 +131,7 @@ export class ControllerRegistry {
 
   private async sync(name: string): Promise<void> {
     const current = this.loaded.get(name);
-    const found = await this.read(name);
+    const found = this.read(name);
     if (!found) {
       this.failedVersions.delete(name);
       if (current) {

@@ -1,5 +1,6 @@
 // Controllers dropped into www/controllers of a running stack: results, failures, PHP query semantics,
 // hostile names, and reload without restart (docs/design.md §3, §5).
+import { execFileSync } from 'node:child_process';
 import { existsSync, rmSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
@@ -149,6 +150,17 @@ describe('controllers in a running stack', function () {
       const id = reply.headers['x-request-id'] as string;
       const line = await eventually(() => readLog(sandbox, 'host.log').find((l) => l.includes(`[req ${id}]`)), 3000, 'host.log line');
       expect(line).to.contain('has no default export function');
+    });
+
+    it('fails a controller path that is not a regular file (a FIFO) without blocking the worker', async function () {
+      execFileSync('mkfifo', [join(sandbox.controllers, 'Pipe.ts')]);
+      const reply = await get(stack.url, '/External/Pipe');
+      expect(reply.status).to.equal(500);
+      const id = reply.headers['x-request-id'] as string;
+      const line = await eventually(() => readLog(sandbox, 'host.log').find((l) => l.includes(`[req ${id}]`)), 3000, 'host.log line');
+      expect(line).to.contain(`${join(sandbox.controllers, 'Pipe.ts')} is not a regular file`);
+      write('AfterPipe.ts', `export default () => 'still serving';\n`);
+      expect(await body('/External/AfterPipe')).to.equal('still serving');
     });
 
     it('reports a syntax error with file:line and answers like a missing controller', async function () {
