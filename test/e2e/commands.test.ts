@@ -9,6 +9,7 @@ import { COMMANDS, takes, type Command } from '../../common/config.ts';
 import { SETTING_KEYS, specOf, type SettingKey } from '../../common/settings.ts';
 import { makeCertificate } from '../../tools/certificate.ts';
 import {
+  descendants,
   eventually,
   makeSandbox,
   readLog,
@@ -263,10 +264,6 @@ describe('the extqs command', function () {
 
     it('runs the compiled JavaScript in build/, with no TypeScript loader, in every process', async function () {
       stack = await startStack(sandbox, ['--workers', '2', '--proxy-workers', '2']);
-      const descendants = (pid: number): number[] => {
-        const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
-        return children.flatMap((child) => [child, ...descendants(child)]);
-      };
       const processes = [stack.child.pid!, ...descendants(stack.child.pid!)];
       expect(processes).to.have.length(7); // launcher, proxy primary, two proxy workers, host primary, two host workers
       for (const pid of processes) {

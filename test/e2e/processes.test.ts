@@ -1,12 +1,16 @@
 // The processes as an operator meets them: the host on its own, the proxy with no host behind it,
 // start-up validation, crash recovery, graceful stop, and the shipped examples.
-import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
+import { copyFileSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import { expect } from 'chai';
+import { parseReadyUrls } from '../../common/ready.ts';
 import { get } from '../helpers/http.ts';
 import {
   callMarker,
+  descendants,
   eventually,
   makeSandbox,
   readLog,
@@ -237,5 +241,49 @@ describe('a running stack under faults and signals', function () {
     const alarm = await get(stack.url, '/External/Alarm?all_alarm&all');
     expect(alarm.status).to.equal(200);
     expect(JSON.parse(alarm.body).alarms.map((a: { sn: string }) => a.sn)).to.deep.equal(['123', '456']);
+  });
+});
+
+/** Not exited: a zombie has exited and waits only for its parent to read its status. */
+function isRunning(pid: number): boolean {
+  try {
+    return !/^\d+ \(.*\) Z /.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
+}
+
+describe('npm start under a process manager', function () {
+  let sandbox: Sandbox;
+  let stackPids: number[] = [];
+
+  before(() => (sandbox = makeSandbox()));
+
+  after(function () {
+    // Had the SIGTERM not reached the launcher, the stack would still run, orphaned: it is killed here.
+    for (const pid of stackPids.filter(isRunning)) process.kill(pid, 'SIGKILL');
+    sandbox.remove();
+  });
+
+  // systemd, Docker (`CMD ["npm", "start"]`) and pm2 stop a service by sending SIGTERM to the process they
+  // started: npm passes it to the script's shell, and dash does not pass it on to the command it waits for.
+  it('passes a SIGTERM sent to npm on to the launcher, which stops every process of the stack', async function () {
+    const npm = spawn('npm', ['start', '--', '--port', '0', '--listen', '127.0.0.1', '--www', sandbox.www, '--logs', sandbox.logs], {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    npm.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    // Every process of the stack holds these pipes: both close once the last of them has exited.
+    const closed = Promise.all([once(npm.stdout, 'close'), once(npm.stderr, 'close')]);
+    await new Promise<void>((resolve, reject) => {
+      createInterface({ input: npm.stdout }).on('line', (line) => parseReadyUrls(line) && resolve());
+      npm.once('exit', (code) => reject(new Error(`npm start exited with ${code} before the ready line: ${stderr}`)));
+    });
+    stackPids = descendants(npm.pid!);
+    npm.kill('SIGTERM');
+    await closed;
+    expect(stderr).to.contain('SIGTERM: stopping the proxy, then the host');
+    expect(stackPids.filter(isRunning)).to.deep.equal([]);
   });
 });

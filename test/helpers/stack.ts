@@ -92,6 +92,12 @@ export function startProcess(command: 'proxy' | 'host', args: string[], env: Nod
   return spawnReady(['bin/extqs.js', command, ...args], env);
 }
 
+/** Every process under `pid`, depth first, from /proc (Linux). */
+export function descendants(pid: number): number[] {
+  const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+  return children.flatMap((child) => [child, ...descendants(child)]);
+}
+
 export function readLog(sandbox: Sandbox, file: 'access.log' | 'error.log' | 'host.log'): string[] {
   try {
     return readFileSync(join(sandbox.logs, file), 'utf8').split('\n').filter(Boolean);
@@ -122,10 +128,6 @@ export async function eventually<T>(check: () => T | undefined | Promise<T | und
 }
 
 /**
- * Proof that a request reached a controller: the controller runs `statement` first thing, and `reached()`
- * waits for it. ("Loaded controller X" is no such proof: the watcher loads an added file by itself.)
- */
-/**
  * Writes controller `name`, which marks its call (callMarker) and answers 'done slowly' after `ms`: a request
  * in flight for a stop or a restart to meet. Resolves once a request reaches it.
  */
@@ -138,6 +140,10 @@ export function slowController(sandbox: Sandbox, name: string, ms: number): { re
   return called;
 }
 
+/**
+ * Proof that a request reached a controller: the controller runs `statement` first thing, and `reached()`
+ * waits for it. ("Loaded controller X" is no such proof: the watcher loads an added file by itself.)
+ */
 export function callMarker(sandbox: Sandbox, name: string): { statement: string; reached(timeoutMs?: number): Promise<true> } {
   const file = join(sandbox.dir, `${name}.called`);
   return {
