@@ -1,5 +1,5 @@
 // The processes as an operator meets them: the host on its own, the proxy with no host behind it,
-// start-up validation, crash recovery, graceful stop, and the shipped examples.
+// start-up validation, crash recovery, graceful stop, the shipped examples, and npm start stopped by SIGTERM.
 import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { copyFileSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -265,8 +265,8 @@ describe('npm start under a process manager', function () {
     sandbox.remove();
   });
 
-  // systemd, Docker (`CMD ["npm", "start"]`) and pm2 stop a service by sending SIGTERM to the process they
-  // started: npm passes it to the script's shell, and dash does not pass it on to the command it waits for.
+  // Docker (`CMD ["npm", "start"]`) and pm2 stop a service by signalling the one process they started: npm
+  // passes the SIGTERM to the script's shell, and dash does not pass it on to the command it waits for.
   it('passes a SIGTERM sent to npm on to the launcher, which stops every process of the stack', async function () {
     const npm = spawn('npm', ['start', '--', '--port', '0', '--listen', '127.0.0.1', '--www', sandbox.www, '--logs', sandbox.logs], {
       cwd: ROOT,
