@@ -5,6 +5,7 @@ import { brotliDecompressSync, gunzipSync, gzipSync } from 'node:zlib';
 import { expect } from 'chai';
 import { acceptableCodings, isCompressible, negotiate, originalTags, variantEtag } from '../../proxy/compression.ts';
 import { StaticCache } from '../../proxy/staticCache.ts';
+import { cachedEntry } from '../helpers/staticCache.ts';
 
 describe('compression', () => {
   describe('negotiate (RFC 9110 §12.5.3)', () => {
@@ -94,11 +95,6 @@ describe('compression', () => {
     beforeEach(() => (dir = mkdtempSync(join(tmpdir(), 'extqs-compression-'))));
     afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-    async function settled(cache: StaticCache, path: string) {
-      for (let i = 0; i < 200 && !cache.get(path); i++) await new Promise((r) => setTimeout(r, 5));
-      return cache.get(path);
-    }
-
     const text = 'some text that compresses well\n'.repeat(100);
     const headers = {
       'content-length': String(text.length),
@@ -111,7 +107,7 @@ describe('compression', () => {
       writeFileSync(join(dir, 'a.txt'), text);
       const cache = new StaticCache(dir);
       cache.rememberFile('/a.txt', join(dir, 'a.txt'), headers, cache.version);
-      const entry = await settled(cache, '/a.txt');
+      const entry = await cachedEntry(cache, '/a.txt');
       if (entry?.kind !== 'file' || !entry.encoded?.gzip || !entry.encoded.br) return expect.fail('no encoded forms');
       expect(gunzipSync(entry.encoded.gzip.body).toString()).to.equal(text);
       expect(brotliDecompressSync(entry.encoded.br.body).toString()).to.equal(text);
@@ -129,7 +125,7 @@ describe('compression', () => {
       writeFileSync(join(dir, 'a.txt.gz'), gzipSync('the sibling'));
       const cache = new StaticCache(dir);
       cache.rememberFile('/a.txt', join(dir, 'a.txt'), headers, cache.version);
-      const entry = await settled(cache, '/a.txt');
+      const entry = await cachedEntry(cache, '/a.txt');
       if (entry?.kind !== 'file' || !entry.encoded?.gzip) return expect.fail('no encoded forms');
       expect(gunzipSync(entry.encoded.gzip.body).toString()).to.equal('the sibling');
       expect(entry.encoded.gzip.headers.etag).to.match(/^W\/"[0-9a-f]+-[0-9a-f]+"$/);
@@ -143,7 +139,7 @@ describe('compression', () => {
       cache.rememberFile('/small.txt', join(dir, 'small.txt'), { ...headers, 'content-length': '5' }, cache.version);
       cache.rememberFile('/a.png', join(dir, 'a.png'), { ...headers, 'content-type': 'image/png' }, cache.version);
       for (const path of ['/small.txt', '/a.png']) {
-        const entry = await settled(cache, path);
+        const entry = await cachedEntry(cache, path);
         expect(entry?.kind === 'file' && entry.encoded, path).to.equal(undefined);
       }
     });

@@ -3,17 +3,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { StaticCache } from '../../proxy/staticCache.ts';
+import { cachedEntry } from '../helpers/staticCache.ts';
 
 describe('the static file cache', () => {
   let dir: string;
   beforeEach(() => (dir = mkdtempSync(join(tmpdir(), 'extqs-cache-'))));
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
-
-  /** rememberFile reads the file asynchronously; poll briefly for the entry. */
-  async function settled(cache: StaticCache, path: string) {
-    for (let i = 0; i < 50 && !cache.get(path); i++) await new Promise((r) => setTimeout(r, 5));
-    return cache.get(path);
-  }
 
   const headersFor = (size: number) => ({ 'content-length': String(size), etag: 'W/"x"' });
 
@@ -21,7 +16,7 @@ describe('the static file cache', () => {
     writeFileSync(join(dir, 'a.txt'), 'hello');
     const cache = new StaticCache(dir);
     cache.rememberFile('/a.txt', join(dir, 'a.txt'), headersFor(5), cache.version);
-    const entry = await settled(cache, '/a.txt');
+    const entry = await cachedEntry(cache, '/a.txt');
     expect(entry).to.deep.include({ kind: 'file' });
     expect(entry && entry.kind === 'file' && entry.body.toString()).to.equal('hello');
   });
@@ -56,7 +51,7 @@ describe('the static file cache', () => {
       for (let i = 0; i < 200 && cache.version === 0; i++) await new Promise((r) => setTimeout(r, 5));
       expect(cache.version, 'the first change was seen').to.be.greaterThan(0);
       cache.rememberFile('/page.html', file, headersFor(6), cache.version); // served 'second'
-      await settled(cache, '/page.html');
+      await cachedEntry(cache, '/page.html');
       writeFileSync(file, 'third!'); // the same size, well within chokidar's 50 ms
       let body: string | undefined = 'second';
       for (let i = 0; i < 100 && body === 'second'; i++) {
@@ -84,7 +79,7 @@ describe('the static file cache', () => {
     writeFileSync(join(dir, 'hot.txt'), 'hot');
     const cache = new StaticCache(dir, { maxMisses: 10 });
     cache.rememberFile('/hot.txt', join(dir, 'hot.txt'), headersFor(3), cache.version);
-    await settled(cache, '/hot.txt');
+    await cachedEntry(cache, '/hot.txt');
     for (let i = 0; i < 100; i++) cache.rememberMissing(`/miss${i}`, join(dir, `miss${i}`), cache.version);
     expect(cache.get('/hot.txt')?.kind).to.equal('file');
     expect(cache.get('/miss0')).to.equal(undefined);
@@ -96,7 +91,7 @@ describe('the static file cache', () => {
     for (const name of ['a', 'b', 'c']) {
       writeFileSync(join(dir, name), '12345');
       cache.rememberFile(`/${name}`, join(dir, name), headersFor(5), cache.version);
-      await settled(cache, `/${name}`);
+      await cachedEntry(cache, `/${name}`);
     }
     expect(cache.get('/a')).to.equal(undefined);
     expect(cache.get('/b')?.kind).to.equal('file');
@@ -111,7 +106,7 @@ describe('the static file cache', () => {
     });
     try {
       cache.rememberFile('/a.txt', join(dir, 'a.txt'), headersFor(5), cache.version);
-      await settled(cache, '/a.txt');
+      await cachedEntry(cache, '/a.txt');
       writeFileSync(join(dir, 'b.txt'), 'new');
       for (let i = 0; i < 100 && cache.get('/a.txt'); i++) await new Promise((r) => setTimeout(r, 10));
       expect(cache.get('/a.txt')).to.equal(undefined);
