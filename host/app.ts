@@ -15,7 +15,7 @@ import { readRequestInput, type InputLimits } from './requestInput.ts';
 import type { ControllerRegistry, LoadedController } from './registry.ts';
 import { sendResult } from './respond.ts';
 import { routeController } from './route.ts';
-import type { PoolStatus, WorkerStats } from './stats.ts';
+import { MISSING_CONTROLLERS, type PoolStatus, type WorkerStats } from './stats.ts';
 
 export interface HostAppOptions {
   registry: ControllerRegistry;
@@ -47,6 +47,12 @@ export function createHostApp({ registry, log, stats, limit, inputLimits, poolSt
     },
     routerOptions: { maxParamLength: 2048 },
   });
+
+  function countLoadFailure(row: string): void {
+    const counters = stats.controller(row);
+    counters.requests += 1;
+    counters.loadFailures += 1;
+  }
 
   /** Ends the request as an application that wrote `fatal` to stderr and no header. */
   function endWithoutHeaders(reply: FastifyReply, fatal: string): FastifyReply {
@@ -100,16 +106,16 @@ export function createHostApp({ registry, log, stats, limit, inputLimits, poolSt
     if (route.kind === 'invalid') {
       const message = `Failed opening controller script ${registry.dir}/${JSON.stringify(route.name)}: Invalid controller name (allowed: ^[A-Za-z_][A-Za-z0-9_]*$) ${where}`;
       log.error(message, request.id);
+      countLoadFailure(MISSING_CONTROLLERS);
       return endWithoutHeaders(reply, message);
     }
 
-    const counters = stats.controller(route.name);
-    counters.requests += 1;
     let controller: LoadedController;
     try {
       controller = await registry.acquire(route.name);
     } catch (err) {
-      counters.loadFailures += 1;
+      // A name with no file is the client's word, not a controller: one row counts them all.
+      countLoadFailure(err instanceof ControllerMissingError ? MISSING_CONTROLLERS : route.name);
       const message =
         err instanceof ControllerMissingError || err instanceof ControllerLoadError
           ? `${err.message} ${where}`
@@ -118,6 +124,8 @@ export function createHostApp({ registry, log, stats, limit, inputLimits, poolSt
       return endWithoutHeaders(reply, message);
     }
 
+    const counters = stats.controller(route.name);
+    counters.requests += 1;
     // Everything after acquire() is inside the try, so the version is always released.
     let overran = false;
     let tracked: Tracked | undefined;

@@ -38,8 +38,12 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
   const up = new WeakSet<Worker>();
   const retiring = new Set<Worker>();
   const pace = new RestartPace(config.workers);
-  // Counters of workers gone: from a retiring worker's final stats; a crashed worker's are lost.
+  // Counters of workers gone: a retiring worker's final stats, or what a crashed one last reported, so
+  // no total ever falls below what /status (and so Prometheus) has been shown.
   const departed = departedNone();
+  const lastReported = new WeakMap<Worker, WorkerSnapshot>();
+  /** Retiring workers whose final stats are in `departed`: no longer summed as live, or they would count twice. */
+  const handedOver = new WeakSet<Worker>();
   let stopping = false;
   const channels = new WeakMap<Worker, IpcChannel<PoolSays, WorkerSays>>();
 
@@ -57,7 +61,13 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
     });
     const channel = channels.get(worker);
     if (!up.has(worker) || !channel) return Promise.resolve(placeholder('starting'));
-    return channel.request('stats', null, SNAPSHOT_TIMEOUT_MS).catch(() => placeholder('unresponsive'));
+    return channel.request('stats', null, SNAPSHOT_TIMEOUT_MS).then(
+      (snapshot) => {
+        lastReported.set(worker, snapshot);
+        return snapshot;
+      },
+      () => placeholder('unresponsive'),
+    );
   }
 
   const writeWireEntry = (entry: WireHostEntry) => log.write({ ...entry, time: new Date(entry.time) });
@@ -71,9 +81,14 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
       entries.forEach(writeWireEntry);
       return null;
     });
-    channel.on('final-stats', ({ snapshot }) => addDeparted(departed, snapshot));
+    // It comes before the worker's last log flush is answered, so before its exit.
+    channel.on('final-stats', ({ snapshot }) => {
+      lastReported.delete(worker);
+      handedOver.add(worker);
+      addDeparted(departed, snapshot);
+    });
     channel.answer('status', async ({ full }) =>
-      summarize(process.pid, startedAt, await Promise.all([...live].map(snapshotOf)), departed, full),
+      summarize(process.pid, startedAt, await Promise.all([...live].filter((w) => !handedOver.has(w)).map(snapshotOf)), departed, full),
     );
     channel.on('retire-me', ({ reason }) => retire(worker, reason));
     // The watchdog thread's line, written while the worker's thread (and its IPC) was blocked.
@@ -112,6 +127,8 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
     listenTo(worker);
     worker.once('exit', (code, signal) => {
       live.delete(worker);
+      const last = lastReported.get(worker);
+      if (last) addDeparted(departed, last);
       // A worker killed mid-request could not delete that request's uploads.
       const pid = worker.process.pid;
       if (pid !== undefined)

@@ -1,5 +1,21 @@
 // What one host worker has done, for /status (php-fpm's pm.status_path): counters kept on the hot
 // path with plain field updates, turned into a snapshot only when asked.
+// Controller names come from clients (any identifier, `__proto__` and `constructor` included), so every
+// table keyed by one is a Map or a null-prototype object, and the number of names is bounded: requests for
+// names with no file count under MISSING_CONTROLLERS, and names past MAX_CONTROLLER_ROWS under OTHER_CONTROLLERS.
+import { nullObject } from '../common/nullObject.ts';
+
+/** The row for every request whose controller has no file: a client cannot mint rows by inventing names. */
+export const MISSING_CONTROLLERS = '(missing)';
+/** The row for controllers past MAX_CONTROLLER_ROWS (each one has a file, so only an operator can get there). */
+export const OTHER_CONTROLLERS = '(other)';
+/** Rows per table, the two above included: /status and /metrics stay small whatever www/controllers holds. */
+export const MAX_CONTROLLER_ROWS = 500;
+
+/** The row a name not yet in a table of `rows` rows goes to: its own, or OTHER_CONTROLLERS once the table is full. */
+function newRowFor(name: string, rows: number): string {
+  return rows < MAX_CONTROLLER_ROWS - 1 ? name : OTHER_CONTROLLERS;
+}
 
 export interface ControllerCounters {
   requests: number;
@@ -34,11 +50,16 @@ export class WorkerStats {
   private readonly startedAt = new Date().toISOString();
   private readonly controllers = new Map<string, ControllerCounters>();
 
+  /** The counters of `name`: a controller that has a file, or MISSING_CONTROLLERS. */
   controller(name: string): ControllerCounters {
     let counters = this.controllers.get(name);
     if (!counters) {
-      counters = { requests: 0, errors: 0, loadFailures: 0, reloads: 0, lastReload: undefined, version: undefined };
-      this.controllers.set(name, counters);
+      const row = newRowFor(name, this.controllers.size);
+      counters = this.controllers.get(row);
+      if (!counters) {
+        counters = { requests: 0, errors: 0, loadFailures: 0, reloads: 0, lastReload: undefined, version: undefined };
+        this.controllers.set(row, counters);
+      }
     }
     return counters;
   }
@@ -102,13 +123,21 @@ export interface Departed {
 }
 
 export function departedNone(): Departed {
-  return { requests: 0, controllers: {}, restarts: { exited: 0, recycled: 0 } };
+  return { requests: 0, controllers: nullObject(), restarts: { exited: 0, recycled: 0 } };
+}
+
+/** The row of `table` that counts `name`, made when absent; at most MAX_CONTROLLER_ROWS rows. */
+function rowOf<T>(table: Record<string, T>, name: string, make: () => T): T {
+  const existing = table[name];
+  if (existing !== undefined) return existing;
+  const row = newRowFor(name, Object.keys(table).length);
+  return (table[row] ??= make());
 }
 
 export function addDeparted(departed: Departed, gone: WorkerSnapshot): void {
   departed.requests += gone.requests;
   for (const [name, c] of Object.entries(gone.controllers)) {
-    const total = (departed.controllers[name] ??= { requests: 0, errors: 0, loadFailures: 0, reloads: 0 });
+    const total = rowOf(departed.controllers, name, () => ({ requests: 0, errors: 0, loadFailures: 0, reloads: 0 }));
     total.requests += c.requests;
     total.errors += c.errors;
     total.loadFailures += c.loadFailures;
@@ -118,9 +147,16 @@ export function addDeparted(departed: Departed, gone: WorkerSnapshot): void {
 
 /** Sums the live workers' snapshots and the departed totals into the pool view (pure). */
 export function summarize(pid: number, startedAt: string, snapshots: WorkerSnapshot[], departed: Departed, full: boolean): PoolStatus {
-  const controllers: PoolStatus['controllers'] = {};
+  const controllers: PoolStatus['controllers'] = nullObject();
   const totalOf = (name: string) =>
-    (controllers[name] ??= { requests: 0, errors: 0, loadFailures: 0, reloads: 0, lastReload: undefined, versions: [] });
+    rowOf(controllers, name, () => ({
+      requests: 0,
+      errors: 0,
+      loadFailures: 0,
+      reloads: 0,
+      lastReload: undefined,
+      versions: [] as string[],
+    }));
   for (const [name, c] of Object.entries(departed.controllers)) {
     const total = totalOf(name);
     total.requests += c.requests;

@@ -3,6 +3,7 @@
 // (docs/design.md §3). The engines (forwardHttpProxy.ts, forwardUndici.ts) only move bytes.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { PassThrough, type Readable } from 'node:stream';
+import { nullObject } from '../common/nullObject.ts';
 import { CONTROLLER_PREFIX, decodeStderr, ENDED_WITHOUT_HEADERS_FIELD, HOST_STDERR_FIELD } from '../common/protocol.ts';
 import { sendErrorPage } from './errorPages.ts';
 import { clientAddress, clientOf, type ClientSocket, type ErrorLog } from './errorLog.ts';
@@ -116,7 +117,7 @@ function nominatedBy(connection: string | string[] | undefined): readonly string
  */
 export function responseHeaders(headers: Headers, engineFramed: readonly string[] = []): Headers {
   const nominated = nominatedBy(headers.connection);
-  const out: Headers = {};
+  const out = nullObject<string | string[] | undefined>();
   for (const name in headers) {
     if (NOT_PASSED_ON.has(name) || engineFramed.includes(name) || nominated.includes(name)) continue;
     out[name] = headers[name];
@@ -149,7 +150,8 @@ export function forwardedHeaders(
 ): Record<string, string | string[]> {
   const incoming = req.headers;
   const nominated = nominatedBy(incoming.connection);
-  const out: Record<string, string | string[]> = {};
+  // Field names are the client's words (HTTP/2 passes a `__proto__` field on): no inherited keys.
+  const out = nullObject<string | string[]>();
   for (const name in incoming) {
     const value = incoming[name];
     // HTTP/2's pseudo-header fields (`:path`…) are no fields of the HTTP/1.1 request to the host.

@@ -143,6 +143,30 @@ export class RequestMetrics {
   }
 }
 
+/** A series' identity within its metric: the sample's name (a histogram has three) and its labels. */
+function seriesKey({ metricName, labels }: MetricJson['values'][number]): string {
+  return `${metricName ?? ''}|${JSON.stringify(Object.entries(labels).sort(([a], [b]) => (a < b ? -1 : 1)))}`;
+}
+
+/**
+ * Adds the counters and histograms of `share` (a process gone) into `into`, series by series; its gauges
+ * said what was true while it lived, and are dropped. The series of a share are bounded (labels are
+ * route kinds, methods, status classes and configured upstreams), so the lookups stay small.
+ */
+export function addCounts(into: MetricJson[], share: readonly MetricJson[]): void {
+  for (const metric of share) {
+    if (metric.type !== 'counter' && metric.type !== 'histogram') continue;
+    let target = into.find((m) => m.name === metric.name);
+    if (!target) into.push((target = { ...metric, values: [] }));
+    const index = new Map(target.values.map((v) => [seriesKey(v), v]));
+    for (const value of metric.values) {
+      const same = index.get(seriesKey(value));
+      if (same) same.value += value.value;
+      else target.values.push({ ...value, labels: { ...value.labels } });
+    }
+  }
+}
+
 /** What one proxy process adds to a scrape besides its request counts. */
 export interface ProcessGauges {
   inFlight: number;

@@ -12,9 +12,11 @@ import type { Reloads } from '../common/reload.ts';
 import { RestartPace } from '../common/restartPace.ts';
 import type { ProxyConfig } from '../common/settings.ts';
 import { onShutdownSignal } from '../common/shutdown.ts';
+import { nullObject } from '../common/nullObject.ts';
 import { openErrorLog } from './errorLog.ts';
 import { announceStart, listenerUrl, reloadedEntry, stoppingEntry } from './lifecycle.ts';
-import type { LineBatch, ProxyPrimarySays, ProxyWorkerSays } from './workerMessages.ts';
+import { addCounts, type MetricJson } from './metrics.ts';
+import type { LineBatch, ProxyPrimarySays, ProxyWorkerSays, Tally } from './workerMessages.ts';
 
 const TALLY_TIMEOUT_MS = 1_000;
 /** Workers cut their connections at --shutdown-timeout; one that hangs past it by this much is killed,
@@ -42,6 +44,28 @@ export async function runProxyPrimary(config: ProxyConfig, reloads: Reloads<Prox
   const channels = new WeakMap<Worker, IpcChannel<ProxyPrimarySays, ProxyWorkerSays>>();
   const pace = new RestartPace(config.proxyWorkers);
   let stopping = false;
+  // What workers gone had counted, as each last told it: summed into every answer, so no counter that
+  // /server-status or Prometheus has been shown goes down when a worker dies (nor counts twice).
+  const lastTold = { tally: new WeakMap<Worker, Tally>(), metrics: new WeakMap<Worker, MetricJson[]>() };
+  const departedTally: Tally = {
+    startedAt: new Date().toISOString(),
+    requests: 0,
+    bytes: 0,
+    statuses: nullObject(),
+    inFlight: 0,
+    connections: 0,
+  };
+  const departedMetrics: MetricJson[] = [];
+  function keepCountsOf(worker: Worker): void {
+    const tally = lastTold.tally.get(worker);
+    if (tally) {
+      departedTally.requests += tally.requests;
+      departedTally.bytes += tally.bytes;
+      for (const [status, n] of Object.entries(tally.statuses)) departedTally.statuses[status] = (departedTally.statuses[status] ?? 0) + n;
+    }
+    const metrics = lastTold.metrics.get(worker);
+    if (metrics) addCounts(departedMetrics, metrics);
+  }
 
   reloads((settings, note, kept) => {
     current = settings;
@@ -55,13 +79,25 @@ export async function runProxyPrimary(config: ProxyConfig, reloads: Reloads<Prox
     for (const line of error) errorLines.write(line);
   };
 
-  /** Every worker's answer to `kind` (its tally, its metrics); one that does not answer in time is left out. */
+  /**
+   * Every worker's answer to `kind` (its tally, its metrics), and what the workers gone had counted; a
+   * worker that does not answer in time is left out.
+   */
   async function askEvery<K extends 'tally' | 'metrics'>(kind: K): Promise<ProxyPrimarySays['requests'][K]['reply'][]> {
+    type Reply = ProxyPrimarySays['requests'][K]['reply'];
+    const told = lastTold[kind] as WeakMap<Worker, Reply>;
     const asked = [...live].flatMap((worker) => {
       const channel = channels.get(worker);
-      return channel ? [channel.request(kind, null, TALLY_TIMEOUT_MS).catch(() => undefined)] : [];
+      if (!channel) return [];
+      return [
+        channel.request(kind, null, TALLY_TIMEOUT_MS).then(
+          (reply) => (told.set(worker, reply), reply),
+          () => undefined,
+        ),
+      ];
     });
-    return (await Promise.all(asked)).filter((reply) => reply !== undefined);
+    const departed = (kind === 'tally' ? departedTally : departedMetrics) as Reply;
+    return [...(await Promise.all(asked)).filter((reply) => reply !== undefined), departed];
   }
 
   function listenTo(worker: Worker): IpcChannel<ProxyPrimarySays, ProxyWorkerSays> {
@@ -93,6 +129,7 @@ export async function runProxyPrimary(config: ProxyConfig, reloads: Reloads<Prox
     });
     worker.once('exit', (code, signal) => {
       live.delete(worker);
+      keepCountsOf(worker);
       // One that never listened is reported by its fork()'s rejection.
       if (stopping || !listening) return;
       errorLog.write({

@@ -4,6 +4,7 @@
 import { VERSION } from '../common/version.ts';
 import { request, type IncomingMessage, type ServerResponse } from 'node:http';
 import { BlockList, isIPv4 } from 'node:net';
+import { nullObject } from '../common/nullObject.ts';
 import type { AllowedClient } from '../common/settingParsers.ts';
 import { sendErrorPage } from './errorPages.ts';
 import { clientOf, type ErrorLog } from './errorLog.ts';
@@ -22,7 +23,7 @@ export class ProxyCounters {
   readonly startedAt = new Date();
   requests = 0;
   bytes = 0;
-  readonly statuses: Record<string, number> = {};
+  readonly statuses = nullObject<number>();
 
   /** A response that ended with `status` and `bytes` of body (the access log's %b). */
   record(status: number, bytes: number): void {
@@ -117,7 +118,7 @@ function sum(tallies: readonly Tally[]): Tally {
     startedAt: tallies[0]?.startedAt ?? new Date().toISOString(),
     requests: 0,
     bytes: 0,
-    statuses: {},
+    statuses: nullObject(),
     inFlight: 0,
     connections: 0,
   };

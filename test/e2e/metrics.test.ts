@@ -8,32 +8,8 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { get } from '../helpers/http.ts';
+import { total } from '../helpers/metrics.ts';
 import { eventually, makeSandbox, readLog, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
-
-/** One series of the text format: its name, labels and value. */
-interface Sample {
-  name: string;
-  labels: Record<string, string>;
-  value: number;
-}
-
-function parseMetrics(text: string): Sample[] {
-  const samples: Sample[] = [];
-  for (const line of text.split('\n')) {
-    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
-    if (!m) continue;
-    const labels: Record<string, string> = {};
-    for (const [, key, value] of (m[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) labels[key] = value;
-    samples.push({ name: m[1], labels, value: Number(m[3]) });
-  }
-  return samples;
-}
-
-/** The sum of the series of `name` that carry every label of `labels`; undefined when there is none. */
-function total(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
-  const matching = parseMetrics(text).filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v));
-  return matching.length === 0 ? undefined : matching.reduce((sum, s) => sum + s.value, 0);
-}
 
 /** A port free on loopback now: bound on port 0, then let go. */
 async function freePort(): Promise<number> {
@@ -107,7 +83,7 @@ describe('/metrics', function () {
       expect(total(body, 'extqs_host_requests_total')).to.equal(3);
       expect(total(body, 'extqs_host_worker_restarts_total')).to.equal(0);
       expect(total(body, 'extqs_host_controller_requests_total', { controller: 'Hello' })).to.equal(2);
-      expect(total(body, 'extqs_host_controller_load_failures_total', { controller: 'Missing' })).to.equal(1);
+      expect(total(body, 'extqs_host_controller_load_failures_total', { controller: '(missing)' })).to.equal(1);
       expect(total(body, 'extqs_host_controller_errors_total', { controller: 'Hello' })).to.equal(0);
     });
 
@@ -253,6 +229,24 @@ describe('/metrics', function () {
         expect(total(res.body, 'extqs_upstream_up')).to.equal(1);
         const check = spawnSync('promtool', ['check', 'metrics'], { input: res.body, encoding: 'utf8' });
         expect(check.status, `promtool check metrics: ${check.stdout}${check.stderr}`).to.equal(0);
+      }
+    });
+
+    it('keeps what a killed worker had counted: no counter goes down, on /metrics or /server-status', async function () {
+      for (let i = 0; i < 6; i++) expect((await get(stack.url, '/favicon.ico')).status).to.equal(404);
+      const [metrics, status] = await Promise.all([get(stack.url, '/metrics'), get(stack.url, '/server-status?json')]);
+      const counted = total(metrics.body, 'extqs_http_requests_total', FAVICON_404)!;
+      const statusCount = (JSON.parse(status.body) as { statuses: Record<string, number> }).statuses['404'];
+      expect(counted).to.be.at.least(6);
+      const victim = Number(/\[pid (\d+)\]/.exec(readLog(sandbox, 'error.log').findLast((l) => l.includes('AH00128'))!)![1]);
+      process.kill(victim, 'SIGKILL');
+      await eventually(() => readLog(sandbox, 'error.log').find((l) => l.includes(`proxy worker ${victim} exited`)), 5000, 'the exit line');
+      for (let scrape = 0; scrape < 4; scrape++) {
+        const after = await get(stack.url, '/metrics');
+        expect(total(after.body, 'extqs_http_requests_total', FAVICON_404)).to.equal(counted);
+        expect(total(after.body, 'extqs_http_request_duration_seconds_count', { kind: 'static' })).to.equal(counted);
+        const statuses = (JSON.parse((await get(stack.url, '/server-status?json')).body) as { statuses: Record<string, number> }).statuses;
+        expect(statuses['404']).to.equal(statusCount);
       }
     });
   });

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { AggregatorRegistry } from 'prom-client';
-import { DURATION_BUCKETS, KIND, RequestMetrics } from '../../proxy/metrics.ts';
+import { addCounts, DURATION_BUCKETS, KIND, RequestMetrics, type MetricJson } from '../../proxy/metrics.ts';
 
 describe('the request metrics', () => {
   it('counts by kind, method and status class, with unknown methods as OTHER, and histograms the durations', async () => {
@@ -37,5 +37,31 @@ describe('the request metrics', () => {
     expect(text).to.contain('extqs_http_request_duration_seconds_bucket{le="0.0025",kind="static"} 1\n');
     expect(text).to.contain('extqs_http_request_duration_seconds_bucket{le="0.25",kind="static"} 3\n');
     expect(text).to.contain('extqs_http_request_duration_seconds_count{kind="static"} 3\n');
+  });
+
+  it("keeps a departed process's counters and histograms, series by series, and drops its gauges", async () => {
+    const a = new RequestMetrics();
+    const b = new RequestMetrics();
+    a.record(KIND.static, 'GET', 404, 0.002, 10);
+    b.record(KIND.static, 'GET', 404, 0.2, 5);
+    b.record(KIND.controller, 'GET', 500, 0.2, 7);
+    const gauge: MetricJson = {
+      name: 'extqs_http_connections_open',
+      help: 'h',
+      type: 'gauge',
+      aggregator: 'sum',
+      values: [{ labels: {}, value: 3 }],
+    };
+    const departed: MetricJson[] = [];
+    addCounts(departed, [...(await a.toJson()), gauge]);
+    addCounts(departed, [...(await b.toJson()), gauge]);
+    const text = await AggregatorRegistry.aggregate([departed]).metrics();
+    expect(text).to.contain('extqs_http_requests_total{kind="static",method="GET",status_class="4xx"} 2\n');
+    expect(text).to.contain('extqs_http_requests_total{kind="controller",method="GET",status_class="5xx"} 1\n');
+    expect(text).to.contain('extqs_http_response_body_bytes_total{kind="static"} 15\n');
+    expect(text).to.contain('extqs_http_request_duration_seconds_bucket{le="0.0025",kind="static"} 1\n');
+    expect(text).to.contain('extqs_http_request_duration_seconds_bucket{le="0.25",kind="static"} 2\n');
+    expect(text).to.contain('extqs_http_request_duration_seconds_count{kind="static"} 2\n');
+    expect(text).not.to.contain('extqs_http_connections_open');
   });
 });
