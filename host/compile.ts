@@ -1,9 +1,10 @@
-// Turns a controller's source into its handler: esbuild transpiles TypeScript to CommonJS, then
-// vm.Script runs it with its own require/module. Nothing is registered in a module cache, so when
-// the registry drops a version, the garbage collector frees it; import(url + '?v=n') and
-// require.cache tricks keep every version alive for the life of the process.
+// Turns a controller's source into its handler: esbuild bundles it with the local modules it imports
+// (files under www/controllers; packages stay `require`s resolved from the controller's folder) into one
+// CommonJS script, then vm.Script runs it with its own require/module. Nothing is registered in a module
+// cache, so when the registry drops a version, the garbage collector frees it, helpers included;
+// import(url + '?v=n') and require.cache tricks keep every version alive for the life of the process.
 import { createRequire, SourceMap, type SourceMapPayload } from 'node:module';
-import { dirname } from 'node:path';
+import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
 import vm from 'node:vm';
 import type { Controller } from '../common/controller.ts';
 import { ControllerLoadError } from './errors.ts';
@@ -14,6 +15,8 @@ export interface CompiledController {
   mapStack: (stack: string) => string;
   /** Called when this version is replaced or removed (a controller's optional `dispose` export). */
   dispose: (() => unknown) | undefined;
+  /** The local modules bundled in, absolute paths, the controller's own file not included. */
+  dependencies: string[];
 }
 
 /** The CommonJS wrapper the transpiled code runs in; it shares line 1 with the code. */
@@ -25,7 +28,8 @@ function escapeRegExp(text: string): string {
 
 /**
  * Node applies no source map to vm.Script code, even with --enable-source-maps (tried on 20.20), so stacks
- * are mapped here with Node's own SourceMap class and the map esbuild made.
+ * are mapped here with Node's own SourceMap class and the map esbuild made: each frame of the bundle
+ * (named `file`) goes back to the file it came from, the controller's or a helper's.
  */
 function stackMapper(file: string, map: string): (stack: string) => string {
   let sourceMap: SourceMap | undefined;
@@ -35,37 +39,74 @@ function stackMapper(file: string, map: string): (stack: string) => string {
       sourceMap ??= new SourceMap(JSON.parse(map) as SourceMapPayload);
       const lineIndex = Number(line) - 1;
       const columnIndex = Number(column) - 1 - (lineIndex === 0 ? WRAPPER_HEAD.length : 0);
-      const entry = sourceMap.findEntry(lineIndex, Math.max(columnIndex, 0)) as { originalLine?: number; originalColumn?: number };
-      return entry.originalLine === undefined ? whole : `${file}:${entry.originalLine + 1}:${(entry.originalColumn ?? 0) + 1}`;
+      const entry = sourceMap.findEntry(lineIndex, Math.max(columnIndex, 0)) as {
+        originalSource?: string;
+        originalLine?: number;
+        originalColumn?: number;
+      };
+      if (entry.originalLine === undefined) return whole;
+      const source = entry.originalSource ? resolve(dirname(file), entry.originalSource) : file;
+      return `${source}:${entry.originalLine + 1}:${(entry.originalColumn ?? 0) + 1}`;
     });
 }
 
-/** esbuild's first error as `file:line:column: text`. */
-function describeTransformError(file: string, err: unknown): string {
-  const first = (err as { errors?: { text: string; location?: { line: number; column: number } }[] }).errors?.[0];
+/** esbuild's first error as `file:line:column: text`, the file being the controller or the helper at fault. */
+function describeBuildError(file: string, err: unknown): string {
+  const first = (err as { errors?: { text: string; location?: { file: string; line: number; column: number } | null }[] }).errors?.[0];
   if (!first) return `${file}: ${(err as Error).message}`;
-  const where = first.location ? `${file}:${first.location.line}:${first.location.column + 1}` : file;
-  return `${where}: ${first.text}`;
+  const at = first.location;
+  return at ? `${resolve(dirname(file), at.file)}:${at.line}:${at.column + 1}: ${first.text}` : `${file}: ${first.text}`;
 }
 
-export async function compileController(file: string, source: string): Promise<CompiledController> {
+/** Whether `path` lies inside `dir` (both absolute). */
+function isInside(dir: string, path: string): boolean {
+  const rel = relative(dir, path);
+  return rel !== '' && !rel.startsWith(`..${sep}`) && rel !== '..' && !isAbsolute(rel);
+}
+
+/**
+ * `source` is `file`'s content as the registry read it (its version); the local modules it imports are
+ * read by esbuild. Every one of them must lie under `root` (www/controllers).
+ */
+export async function compileController(file: string, source: string, root = dirname(file)): Promise<CompiledController> {
   let code: string;
   let map: string;
+  let inputs: string[];
   try {
     // Loaded with the first controller: a host with none (the default install) keeps its 10 MB.
-    const { transform } = await import('esbuild');
-    const result = await transform(source, {
-      loader: file.endsWith('.ts') ? 'ts' : 'js',
+    const { build } = await import('esbuild');
+    const result = await build({
+      stdin: { contents: source, sourcefile: file, resolveDir: dirname(file), loader: file.endsWith('.ts') ? 'ts' : 'js' },
+      bundle: true,
+      packages: 'external',
       format: 'cjs',
       platform: 'node',
       target: 'node20',
-      sourcefile: file,
+      write: false,
+      // Not written: it names the map's sources relative to the controller's folder.
+      outfile: resolve(dirname(file), 'bundle.js'),
+      absWorkingDir: dirname(file),
       sourcemap: 'external',
+      sourcesContent: false,
+      metafile: true,
+      // A helper caught half-written (empty) by a save would bundle as "no such export", an undefined
+      // that fails every request: as an error, the previous version keeps serving until the next event.
+      logOverride: { 'import-is-undefined': 'error' },
+      logLevel: 'silent',
     });
-    code = result.code;
-    map = result.map;
+    code = result.outputFiles.find((out) => out.path.endsWith('.js'))!.text;
+    map = result.outputFiles.find((out) => out.path.endsWith('.map'))!.text;
+    inputs = Object.keys(result.metafile.inputs).map((input) => resolve(dirname(file), input));
   } catch (err) {
-    throw new ControllerLoadError(`Parse error in controller script ${describeTransformError(file, err)}`, file, { cause: err });
+    throw new ControllerLoadError(`Parse error in controller script ${describeBuildError(file, err)}`, file, { cause: err });
+  }
+  const dependencies = inputs.filter((input) => input !== file);
+  const outside = dependencies.find((input) => !isInside(root, input));
+  if (outside) {
+    throw new ControllerLoadError(
+      `Controller script ${file} imports ${outside}, outside ${root}: a controller's local modules live under its folder (packages come from node_modules)`,
+      file,
+    );
   }
 
   const mapStack = stackMapper(file, map);
@@ -87,5 +128,5 @@ export async function compileController(file: string, source: string): Promise<C
     throw new ControllerLoadError(`Controller script ${file} has no default export function`, file);
   }
   const dispose = typeof exported.dispose === 'function' ? (exported.dispose as () => unknown) : undefined;
-  return { handler: handler as Controller, mapStack, dispose };
+  return { handler: handler as Controller, mapStack, dispose, dependencies };
 }

@@ -1,6 +1,7 @@
 // The controllers the host serves, by name. A request for a name not yet loaded reads it from disk
 // (so a freshly added file is served on the next request); the watcher calls refresh() on every change
-// so a loaded controller follows its file. A failed load never replaces a good version.
+// so a loaded controller follows its file, and refreshDependents() when a local module it imports
+// changes. A failed load never replaces a good version.
 import { createHash } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -8,11 +9,16 @@ import type { Controller } from '../common/controller.ts';
 import { compileController, type CompiledController } from './compile.ts';
 import { ControllerMissingError } from './errors.ts';
 
+/** Longer than the watcher's trailing refresh: a failure still on disk after it is a real one. */
+const SETTLE_MS = 150;
+
 export interface LoadedController {
   readonly name: string;
   readonly file: string;
-  /** sha256 of the source, first 12 hex digits: which version served a request. */
+  /** sha256 of the source and of the local modules it imports, first 12 hex digits: which version served a request. */
   readonly version: string;
+  /** The local modules bundled in (absolute paths). */
+  readonly dependencies: readonly string[];
   readonly handler: Controller;
   /** The stack of an error from this version, with the controller's own source lines. */
   readonly mapStack: (stack: string) => string;
@@ -29,8 +35,8 @@ interface Entry extends LoadedController {
 export interface RegistryEvents {
   loaded(controller: LoadedController, reason: 'request' | 'reload'): void;
   removed(name: string, file: string): void;
-  /** A reload failed; the previous version (if any) keeps serving. */
-  reloadFailed(name: string, err: unknown): void;
+  /** A reload failed; `serving` is the version that keeps serving, if there is one. */
+  reloadFailed(name: string, err: unknown, serving: LoadedController | undefined): void;
   disposeFailed(name: string, err: unknown): void;
 }
 
@@ -40,6 +46,8 @@ export class ControllerRegistry {
   private readonly failedVersions = new Map<string, string>();
   /** One load at a time per name, so a request and a reload never race each other. */
   private readonly queues = new Map<string, Promise<unknown>>();
+  /** The refresh of each name that is queued and not yet started. */
+  private readonly waitingRefreshes = new Map<string, Promise<void>>();
 
   constructor(
     readonly dir: string,
@@ -71,9 +79,54 @@ export class ControllerRegistry {
     if (entry.retired && entry.active === 0) void this.disposeEntry(entry);
   }
 
-  /** Brings `name` in line with its file on disk; logs instead of throwing. */
+  /**
+   * Brings `name` in line with its file on disk; logs instead of throwing. A refresh already waiting its
+   * turn serves every later call: it reads the disk when it runs, so a burst of saves costs two builds, not
+   * one per save.
+   */
   refresh(name: string): Promise<void> {
-    return this.serialize(name, () => this.sync(name)).catch((err) => this.events.reloadFailed(name, err));
+    const waiting = this.waitingRefreshes.get(name);
+    if (waiting) return waiting;
+    const refreshed = this.serialize(name, () => {
+      this.waitingRefreshes.delete(name);
+      return this.sync(name);
+    }).catch((err) => this.reportFailure(name, err));
+    this.waitingRefreshes.set(name, refreshed);
+    return refreshed;
+  }
+
+  /**
+   * A local module (`file`, not itself a controller) changed: refreshes every controller that bundles it,
+   * and every one whose last load failed (its imports are unknown, and this may be the fix).
+   */
+  refreshDependents(file: string): Promise<void> {
+    const names = new Set([...this.loaded.values()].filter((entry) => entry.dependencies.includes(file)).map((entry) => entry.name));
+    for (const name of this.failedVersions.keys()) {
+      this.failedVersions.delete(name);
+      names.add(name);
+    }
+    return Promise.all([...names].map((name) => this.refresh(name))).then(() => undefined);
+  }
+
+  /**
+   * Reports a failed reload, unless the file has changed since: an editor that truncates and then writes
+   * (or a copy still under way) shows a half-written file for a moment, and its next event loads the rest.
+   */
+  private async reportFailure(name: string, err: unknown): Promise<void> {
+    const tried = this.failedVersions.get(name);
+    await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
+    if (tried !== undefined && (this.failedVersions.get(name) !== tried || this.versionOnDisk(name) !== tried)) return;
+    this.events.reloadFailed(name, err, this.loaded.get(name));
+  }
+
+  /** The version `name` would have now, its local modules being those of its loaded version; undefined if gone. */
+  private versionOnDisk(name: string): string | undefined {
+    try {
+      const found = this.read(name);
+      return found && versionOf(found.source, this.loaded.get(name)?.dependencies ?? []);
+    } catch {
+      return undefined;
+    }
   }
 
   /** Calls every loaded version's dispose hook (shutdown), after any load still under way. */
@@ -141,7 +194,7 @@ export class ControllerRegistry {
       }
       return;
     }
-    const version = versionOf(found.source);
+    const version = versionOf(found.source, current?.dependencies ?? []);
     if (current && current.file === found.file && current.version === version) return;
     if (this.failedVersions.get(name) === version) return;
     try {
@@ -155,8 +208,8 @@ export class ControllerRegistry {
   }
 
   private async install(name: string, file: string, source: string): Promise<Entry> {
-    const compiled = await compileController(file, source);
-    const entry: Entry = { name, file, version: versionOf(source), ...compiled, active: 0, retired: false };
+    const compiled = await compileController(file, source, this.dir);
+    const entry: Entry = { name, file, version: versionOf(source, compiled.dependencies), ...compiled, active: 0, retired: false };
     const previous = this.loaded.get(name);
     this.loaded.set(name, entry);
     // Requests already running keep their reference to the old version and finish on it.
@@ -178,6 +231,20 @@ export class ControllerRegistry {
   }
 }
 
-function versionOf(source: string): string {
-  return createHash('sha256').update(source).digest('hex').slice(0, 12);
+/**
+ * The hash of a controller's source and of each local module it imports (read here, on the calling
+ * thread, as the source is); a module gone reads as empty. A controller with none keeps the hash of its
+ * source alone.
+ */
+function versionOf(source: string, dependencies: readonly string[]): string {
+  const hash = createHash('sha256').update(source);
+  for (const file of [...dependencies].sort()) {
+    hash.update(`\0${file}\0`);
+    try {
+      hash.update(readFileSync(file));
+    } catch {
+      hash.update('\0missing');
+    }
+  }
+  return hash.digest('hex').slice(0, 12);
 }
