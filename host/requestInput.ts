@@ -6,8 +6,8 @@ import { createWriteStream, type WriteStream } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import type { IncomingMessage } from 'node:http';
 import { join } from 'node:path';
-import { Readable, Transform, Writable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+import { Readable, Writable } from 'node:stream';
+import { finished } from 'node:stream/promises';
 import { randomBytes } from 'node:crypto';
 import type { QueryValue, RequestBody, UploadedFile, UploadedFiles, UploadError } from '../common/controller.ts';
 import { MAX_INPUT_VARS, parsePhpForm, PhpVariables } from './query.ts';
@@ -237,17 +237,33 @@ class MultipartForm {
     const { Dicer } = await import('@fastify/busboy');
     const parser = new Dicer({ boundary });
     parser.on('part', (part: Readable) => this.onPart(part));
+    // Dicer emits 'finish' itself once the closing boundary is seen and every part has ended, which can be
+    // before the body has all arrived. Piped into, that 'finish' unpipes the source, so Dicer is never
+    // ended and pipeline() waits for a 'close' that never comes: it is fed by hand, as busboy feeds it.
+    const parsed = new Promise<void>((resolve) => parser.once('finish', resolve));
+    // "Unexpected end of multipart data": the body ended before the closing boundary ('finish' follows).
+    let malformed: Error | undefined;
+    parser.on('error', (err: Error) => (malformed ??= err));
     let total = 0;
     let tooLarge = false;
     const { postMaxSize } = this.limits;
-    const counter = new Transform({
-      transform: (chunk: Buffer, _encoding, done) => {
+    const feed = new Writable({
+      write: (chunk: Buffer, _encoding, done) => {
         total += chunk.length;
         if (postMaxSize > 0 && total > postMaxSize) {
           tooLarge = true;
           return done(new Error('post_max_size'));
         }
-        done(null, chunk);
+        // Called back once the part being read has taken the chunk: a slow upload holds the body back.
+        parser.write(chunk, done);
+      },
+      final: (done) => {
+        parser.end();
+        void parsed.then(() => done(malformed));
+      },
+      destroy: (err, done) => {
+        parser.destroy();
+        done(err);
       },
     });
     // An error here is a body that ended early (the client left, or the multipart data stopped): what
@@ -256,13 +272,13 @@ class MultipartForm {
     // Not pipeline(req, …): on an error it would destroy the request, and with it the connection the answer
     // goes back on. A client that leaves ends the parse as an early end.
     req.once('close', () => {
-      if (!req.complete) counter.destroy(new Error('the client left'));
+      if (!req.complete) feed.destroy(new Error('the client left'));
     });
-    await pipeline(req.pipe(counter), parser).catch(() => {
+    await finished(req.pipe(feed)).catch(() => {
       endedEarly = true;
     });
     if (tooLarge) {
-      req.unpipe(counter);
+      req.unpipe(feed);
       req.resume(); // the rest is read and dropped
     }
     if (endedEarly) for (const upload of this.open) this.finish(upload, UPLOAD_ERR_PARTIAL);

@@ -2,45 +2,21 @@
 // controller that returns post, files, cookies and the raw body, and to php-cgi 8.2 (Debian's
 // php8.2-cgi, the legacy stack's PHP) running test/fixtures/phpInput.php with the same php.ini limits.
 // The two answers must be equal (docs/design.md §5).
-import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { dirname, join } from 'node:path';
 import { expect } from 'chai';
 import { FORWARDERS } from '../../common/settings.ts';
 import { get } from '../helpers/http.ts';
-import { eventually, makeSandbox, readHostEvents, readLog, ROOT, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
+import { askPhp, disposition, ECHO_CONTROLLER, MULTIPART, part, requirePhpCgi, type PhpRequest } from '../helpers/php.ts';
+import { eventually, makeSandbox, readHostEvents, readLog, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
 
 /** The limits both sides run with: small, so each is crossed by a small request. */
 const LIMITS = { postMaxSize: 4096, uploadMaxFilesize: 64, maxFileUploads: 3 };
 
-const ECHO_CONTROLLER = `import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import type { Controller } from 'extqs';
-
-// Each kept upload as the MD5 of its content, as the PHP fixture prints it.
-const kept = (tree: unknown, isTmpName = false): unknown => {
-  if (typeof tree === 'string') return isTmpName && tree !== '' ? 'md5:' + createHash('md5').update(readFileSync(tree)).digest('hex') : tree;
-  if (Array.isArray(tree)) return tree.map((t) => kept(t, isTmpName));
-  if (tree && typeof tree === 'object') return Object.fromEntries(Object.entries(tree).map(([k, v]) => [k, kept(v, isTmpName || k === 'tmpName')]));
-  return tree;
-};
-
-const Echo: Controller = async ({ post, files, cookies, body }) => ({ post, files: kept(files) as object, cookies, input: await body.text() });
-export default Echo;
-`;
-
-interface Case {
+interface Case extends PhpRequest {
   title: string;
-  contentType?: string;
-  body?: string;
-  cookie?: string;
 }
-
-const part = (headers: string, content: string) => `--XX\r\n${headers}\r\n\r\n${content}\r\n`;
-const disposition = (name: string, fileName?: string) =>
-  `Content-Disposition: form-data; name="${name}"${fileName === undefined ? '' : `; filename="${fileName}"`}`;
-const MULTIPART = 'multipart/form-data; boundary=XX';
 
 const CASES: Case[] = [
   {
@@ -112,63 +88,12 @@ const CASES: Case[] = [
   },
 ];
 
-/** What PHP makes of the request: php-cgi with the CGI environment Apache's mod_fcgid gives it. */
-function askPhp(request: Case): unknown {
-  const body = Buffer.from(request.body ?? '');
-  const out = execFileSync(
-    'php-cgi',
-    [
-      '-d',
-      `post_max_size=${LIMITS.postMaxSize}`,
-      '-d',
-      `upload_max_filesize=${LIMITS.uploadMaxFilesize}`,
-      '-d',
-      `max_file_uploads=${LIMITS.maxFileUploads}`,
-      '-d',
-      'display_errors=0',
-      '-d',
-      'log_errors=0',
-    ],
-    {
-      input: body,
-      env: {
-        PATH: process.env.PATH,
-        REDIRECT_STATUS: '200',
-        GATEWAY_INTERFACE: 'CGI/1.1',
-        REQUEST_METHOD: 'POST',
-        SCRIPT_FILENAME: join(ROOT, 'test/fixtures/phpInput.php'),
-        CONTENT_TYPE: request.contentType ?? '',
-        CONTENT_LENGTH: String(body.length),
-        ...(request.cookie === undefined ? {} : { HTTP_COOKIE: request.cookie }),
-      },
-    },
-  ).toString('utf8');
-  const json = out.slice(out.indexOf('\r\n\r\n') + 4);
-  return camelCased(JSON.parse(json));
-}
-
-/** PHP's $_FILES keys as the controller contract spells them; PHP's empty array `[]` as `{}`. */
-function camelCased(value: unknown, top = true): unknown {
-  if (Array.isArray(value)) return top && value.length === 0 ? {} : value.map((v) => camelCased(v, false));
-  if (value && typeof value === 'object') {
-    return Object.fromEntries(
-      Object.entries(value).map(([key, v]) => [
-        key === 'tmp_name' ? 'tmpName' : key === 'full_path' ? 'fullPath' : key,
-        camelCased(v, ['post', 'files', 'cookies'].includes(key) && top),
-      ]),
-    );
-  }
-  return value;
-}
-
 describe("a controller's request input, against php-cgi 8.2", function () {
   let sandbox: Sandbox;
   let stack: Running;
 
   before(async function () {
-    if (spawnSync('php-cgi', ['-v']).status !== 0) {
-      throw new Error('php-cgi is missing: install Debian php8.2-cgi (.ci/run does), the reference these tests compare with');
-    }
+    requirePhpCgi();
     sandbox = makeSandbox();
     writeFileSync(join(sandbox.controllers, 'Echo.ts'), ECHO_CONTROLLER);
     stack = await startStack(sandbox, [
@@ -195,7 +120,7 @@ describe("a controller's request input, against php-cgi 8.2", function () {
       if (request.cookie !== undefined) headers.Cookie = request.cookie;
       const reply = await get(stack.url, '/External/Echo', { method: 'POST', headers, body: request.body ?? '' });
       expect(reply.status, reply.body).to.equal(200);
-      expect(JSON.parse(reply.body)).to.deep.equal(askPhp(request));
+      expect(JSON.parse(reply.body)).to.deep.equal(askPhp(request, LIMITS));
     });
   }
 

@@ -11,7 +11,15 @@ export interface Reply {
 export function get(
   base: string,
   path: string,
-  options: { method?: string; headers?: Record<string, string>; socketPath?: string; body?: string; localAddress?: string } = {},
+  options: {
+    method?: string;
+    headers?: Record<string, string>;
+    socketPath?: string;
+    body?: string;
+    localAddress?: string;
+    /** Fails the request when the connection is idle this long: a hang fails fast instead of waiting for a 504. */
+    timeoutMs?: number;
+  } = {},
 ): Promise<Reply> {
   const url = new URL(base);
   return new Promise((resolve, reject) => {
@@ -35,6 +43,10 @@ export function get(
       },
     );
     req.on('error', reject);
+    if (options.timeoutMs !== undefined) {
+      const ms = options.timeoutMs;
+      req.setTimeout(ms, () => req.destroy(new Error(`no answer to ${options.method ?? 'GET'} ${path} within ${ms} ms`)));
+    }
     req.end(options.body);
   });
 }

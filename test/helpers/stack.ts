@@ -65,21 +65,12 @@ export function spawnReady(args: string[], env: NodeJS.ProcessEnv = {}): Promise
   });
 }
 
-/** The real launcher, as `npm start` runs it. */
-export function startStack(sandbox: Sandbox, extraArgs: string[] = []): Promise<Running> {
-  return spawnReady([
-    'bin/extqs.js',
-    'start',
-    '--port',
-    '0',
-    '--listen',
-    '127.0.0.1',
-    '--www',
-    sandbox.www,
-    '--logs',
-    sandbox.logs,
-    ...extraArgs,
-  ]);
+/** The real launcher, as `npm start` runs it, with `env` added to the test's environment. */
+export function startStack(sandbox: Sandbox, extraArgs: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<Running> {
+  return spawnReady(
+    ['bin/extqs.js', 'start', '--port', '0', '--listen', '127.0.0.1', '--www', sandbox.www, '--logs', sandbox.logs, ...extraArgs],
+    env,
+  );
 }
 
 /** `extqs proxy` on its own for `sandbox`, on a free loopback port, with `args` (its --upstream among them). */
