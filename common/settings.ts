@@ -70,6 +70,10 @@ export type Forwarder = (typeof FORWARDERS)[number];
 export const CONTENT_CODINGS = ['gzip', 'br'] as const;
 export type ContentCoding = (typeof CONTENT_CODINGS)[number];
 
+/** Which symbolic links under www/public and www/controllers are followed (common/linkGuard.ts). */
+export const FOLLOW_SYMLINKS = ['owner', 'on', 'off'] as const;
+export type FollowSymlinks = (typeof FOLLOW_SYMLINKS)[number];
+
 export const SETTINGS = {
   port: setting({
     flag: 'port',
