@@ -181,6 +181,17 @@ export const SETTINGS = {
     help: 'directory holding public/ (served files) and controllers/',
     group: 'service',
   }),
+  followSymlinks: setting({
+    flag: 'follow-symlinks',
+    env: 'FOLLOW_SYMLINKS',
+    // Apache's SymLinksIfOwnerMatch, narrowed to the same root: nothing outside www/ is served or run.
+    default: 'owner',
+    parse: oneOf(FOLLOW_SYMLINKS),
+    roles: ['proxy', 'host'],
+    placeholder: 'MODE',
+    help: "symbolic links under www/public and www/controllers: owner follows one whose target is in the same directory and has the link's owner (Apache SymLinksIfOwnerMatch); on follows every link (FollowSymLinks); off none",
+    group: 'service',
+  }),
   logs: setting({
     flag: 'logs',
     env: 'LOG_DIR',

@@ -2,11 +2,13 @@
 // (so a freshly added file is served on the next request); the watcher calls refresh() on every change
 // so a loaded controller follows its file. A failed load never replaces a good version.
 import { createHash } from 'node:crypto';
-import { readFileSync, statSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Controller } from '../common/controller.ts';
+import { LinkGuard, LinkRefusedError } from '../common/linkGuard.ts';
+import type { FollowSymlinks } from '../common/settings.ts';
 import { compileController, type CompiledController } from './compile.ts';
-import { ControllerMissingError } from './errors.ts';
+import { ControllerLinkRefusedError, ControllerMissingError } from './errors.ts';
 
 export interface LoadedController {
   readonly name: string;
@@ -40,11 +42,16 @@ export class ControllerRegistry {
   private readonly failedVersions = new Map<string, string>();
   /** One load at a time per name, so a request and a reload never race each other. */
   private readonly queues = new Map<string, Promise<unknown>>();
+  /** Which symbolic links in the directory may be followed; judged when a file is read, not per request. */
+  private readonly links: LinkGuard;
 
   constructor(
     readonly dir: string,
     private readonly events: RegistryEvents,
-  ) {}
+    followSymlinks: FollowSymlinks,
+  ) {
+    this.links = new LinkGuard(dir, followSymlinks);
+  }
 
   /**
    * The controller for `name` (already validated as an identifier) for one request, which must hand it
@@ -108,11 +115,14 @@ export class ControllerRegistry {
       // Error, which a failed read builds with its stack. Any other failure (EACCES) still throws.
       const stats = statSync(file, { throwIfNoEntry: false });
       if (!stats) continue;
+      const verdict = this.links.checkSync(file);
+      if (!verdict.follow) throw new ControllerLinkRefusedError(file, verdict);
       // A FIFO or device would block the worker's thread on the read below.
       if (!stats.isFile()) throw new Error(`${file} is not a regular file`);
       try {
-        return { file, source: readFileSync(file, 'utf8') };
+        return { file, source: this.links.readFileSync(file, verdict).toString('utf8') };
       } catch (err) {
+        if (err instanceof LinkRefusedError) throw new ControllerLinkRefusedError(file, err);
         if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
       }
     }

@@ -28,16 +28,20 @@ export async function runWorker(config: HostConfig, pool: IpcChannel<WorkerSays,
     pool.notify('retire-me', { reason });
   };
 
-  const registry = new ControllerRegistry(controllersDir, {
-    loaded: (c, reason) => {
-      stats.loaded(c.name, c.version, reason);
-      log.info(`Loaded controller ${c.name} from ${c.file} (version ${c.version}, on ${reason})`);
+  const registry = new ControllerRegistry(
+    controllersDir,
+    {
+      loaded: (c, reason) => {
+        stats.loaded(c.name, c.version, reason);
+        log.info(`Loaded controller ${c.name} from ${c.file} (version ${c.version}, on ${reason})`);
+      },
+      removed: (name, file) => log.info(`Unloaded controller ${name}: ${file} was removed`),
+      reloadFailed: (name, err) =>
+        log.error(`Reload of controller ${name} failed, the previous version keeps serving: ${(err as Error).message ?? String(err)}`),
+      disposeFailed: (name, err) => log.warn(`dispose() of controller ${name} threw: ${(err as Error).stack ?? String(err)}`),
     },
-    removed: (name, file) => log.info(`Unloaded controller ${name}: ${file} was removed`),
-    reloadFailed: (name, err) =>
-      log.error(`Reload of controller ${name} failed, the previous version keeps serving: ${(err as Error).message ?? String(err)}`),
-    disposeFailed: (name, err) => log.warn(`dispose() of controller ${name} threw: ${(err as Error).stack ?? String(err)}`),
-  });
+    config.followSymlinks,
+  );
   const watcher = await watchControllers(registry, (err) => log.error(`Watcher error on ${controllersDir}: ${String(err)}`));
 
   const limit =
