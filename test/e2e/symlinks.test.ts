@@ -1,12 +1,13 @@
 // Symbolic links in www/public and www/controllers through the real stack, in each --follow-symlinks
 // mode: owner (the default) follows a link only to its own root and its own owner, on follows every
 // link, off none. A refused file is Apache's 403 with AH00037; a refused controller is a load failure.
+import { spawnSync } from 'node:child_process';
 import { chownSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { expect } from 'chai';
 import { get } from '../helpers/http.ts';
-import { eventually, makeSandbox, readHostEvents, readLog, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
+import { eventually, makeSandbox, readHostEvents, readLog, ROOT, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
 
 const OUTSIDE_SECRET = 'OUTSIDE-SECRET-6c1f\n';
 const OUTSIDE_RAN = 'outside controller ran';
@@ -138,6 +139,20 @@ describe('symbolic links under www/', function () {
 
     it('runs a controller linked to a file inside the tree', async function () {
       expect(await twice(stack, '/External/Inside')).to.deep.include({ status: 200, body: INSIDE_RAN });
+    });
+
+    it('extqs check loads the linked controller it may follow and names the one it may not (exit 1)', function () {
+      const result = spawnSync(process.execPath, ['bin/extqs.js', 'check', '--www', sandbox.www, '--logs', sandbox.logs], {
+        cwd: ROOT,
+        encoding: 'utf8',
+        timeout: 30_000,
+      });
+      expect(result.status, result.stderr).to.equal(1);
+      expect(result.stdout).to.contain(`controller ${join(sandbox.controllers, 'Inside.ts')}: ok`);
+      expect(result.stdout).to.contain(
+        `controller ${join(sandbox.controllers, 'Outside.ts')}: never served: Symbolic link not allowed or link target not accessible: ${join(sandbox.controllers, 'Outside.ts')} (its target`,
+      );
+      expect(result.stdout).not.to.contain(OUTSIDE_RAN);
     });
   });
 
