@@ -70,6 +70,10 @@ export type Forwarder = (typeof FORWARDERS)[number];
 export const CONTENT_CODINGS = ['gzip', 'br'] as const;
 export type ContentCoding = (typeof CONTENT_CODINGS)[number];
 
+/** Which symbolic links under www/public and www/controllers are followed (common/linkGuard.ts). */
+export const FOLLOW_SYMLINKS = ['owner', 'on', 'off'] as const;
+export type FollowSymlinks = (typeof FOLLOW_SYMLINKS)[number];
+
 export const SETTINGS = {
   port: setting({
     flag: 'port',
@@ -175,6 +179,17 @@ export const SETTINGS = {
     roles: ['proxy', 'host'],
     placeholder: 'DIR',
     help: 'directory holding public/ (served files) and controllers/',
+    group: 'service',
+  }),
+  followSymlinks: setting({
+    flag: 'follow-symlinks',
+    env: 'FOLLOW_SYMLINKS',
+    // Apache's SymLinksIfOwnerMatch, narrowed to the same root: nothing outside www/ is served or run.
+    default: 'owner',
+    parse: oneOf(FOLLOW_SYMLINKS),
+    roles: ['proxy', 'host'],
+    placeholder: 'MODE',
+    help: "symbolic links under www/public and www/controllers: owner follows one whose target is in the same directory and has the link's owner (Apache SymLinksIfOwnerMatch); on follows every link (FollowSymLinks); off none",
     group: 'service',
   }),
   logs: setting({

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { ControllerContext } from '../common/controller.ts';
 import { encodeStderr, ENDED_WITHOUT_HEADERS_FIELD, HOST_STDERR_FIELD, WELL_FORMED_REQUEST_ID } from '../common/protocol.ts';
-import { ControllerLoadError, ControllerMissingError } from './errors.ts';
+import { ControllerLinkRefusedError, ControllerLoadError, ControllerMissingError } from './errors.ts';
 import type { ExecutionLimit, Tracked } from './executionLimit.ts';
 import type { HostLog } from './hostLog.ts';
 import { parsePhpCookies, parsePhpQuery } from './query.ts';
@@ -117,7 +117,7 @@ export function createHostApp({ registry, log, stats, limit, inputLimits, poolSt
       // A name with no file is the client's word, not a controller: one row counts them all.
       countLoadFailure(err instanceof ControllerMissingError ? MISSING_CONTROLLERS : route.name);
       const message =
-        err instanceof ControllerMissingError || err instanceof ControllerLoadError
+        err instanceof ControllerMissingError || err instanceof ControllerLoadError || err instanceof ControllerLinkRefusedError
           ? `${err.message} ${where}`
           : `Failed opening controller script for ${route.name}: ${(err as Error).stack ?? String(err)} ${where}`;
       log.error(message, request.id);

@@ -3,6 +3,7 @@
 // CommonJS script, then vm.Script runs it with its own require/module. Nothing is registered in a module
 // cache, so when the registry drops a version, the garbage collector frees it, helpers included;
 // import(url + '?v=n') and require.cache tricks keep every version alive for the life of the process.
+import { realpathSync } from 'node:fs';
 import { createRequire, SourceMap, type SourceMapPayload } from 'node:module';
 import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
 import vm from 'node:vm';
@@ -101,7 +102,9 @@ export async function compileController(file: string, source: string, root = dir
     throw new ControllerLoadError(`Parse error in controller script ${describeBuildError(file, err)}`, file, { cause: err });
   }
   const dependencies = inputs.filter((input) => input !== file);
-  const outside = dependencies.find((input) => !isInside(root, input));
+  // esbuild names each module by its real path (links resolved), so the root is compared as one too.
+  const realRoot = realpathSync(root);
+  const outside = dependencies.find((input) => !isInside(realRoot, input));
   if (outside) {
     throw new ControllerLoadError(
       `Controller script ${file} imports ${outside}, outside ${root}: a controller's local modules live under its folder (packages come from node_modules)`,

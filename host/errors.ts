@@ -1,5 +1,6 @@
 // The ways a controller can fail to load. Each carries the file it concerns; the host logs the message
 // and ends the request without headers, as PHP's fatal errors do.
+import { LINK_REFUSED, type Refusal } from '../common/linkGuard.ts';
 
 /** Neither `<Name>.ts` nor `<Name>.js` exists (PHP: "Failed opening controller script"). */
 export class ControllerMissingError extends Error {
@@ -28,5 +29,17 @@ export class ControllerLoadError extends Error {
   ) {
     super(message, options);
     this.name = 'ControllerLoadError';
+  }
+}
+
+/** The file is a symbolic link (or lies behind one) that --follow-symlinks does not follow: nothing of it runs. */
+export class ControllerLinkRefusedError extends Error {
+  readonly code = 'HOST_CONTROLLER_LINK_REFUSED';
+  constructor(
+    readonly file: string,
+    { link, reason }: Refusal,
+  ) {
+    super(`Failed opening controller script ${file}: ${LINK_REFUSED}: ${link} (${reason})`);
+    this.name = 'ControllerLinkRefusedError';
   }
 }

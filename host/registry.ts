@@ -6,8 +6,10 @@ import { createHash } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Controller } from '../common/controller.ts';
+import { LinkGuard, LinkRefusedError } from '../common/linkGuard.ts';
+import type { FollowSymlinks } from '../common/settings.ts';
 import { compileController, type CompiledController } from './compile.ts';
-import { ControllerMissingError } from './errors.ts';
+import { ControllerLinkRefusedError, ControllerMissingError } from './errors.ts';
 
 /** Longer than the watcher's trailing refresh: a failure still on disk after it is a real one. */
 const SETTLE_MS = 150;
@@ -48,11 +50,16 @@ export class ControllerRegistry {
   private readonly queues = new Map<string, Promise<unknown>>();
   /** The refresh of each name that is queued and not yet started. */
   private readonly waitingRefreshes = new Map<string, Promise<void>>();
+  /** Which symbolic links in the directory may be followed; judged when a file is read, not per request. */
+  private readonly links: LinkGuard;
 
   constructor(
     readonly dir: string,
     private readonly events: RegistryEvents,
-  ) {}
+    followSymlinks: FollowSymlinks,
+  ) {
+    this.links = new LinkGuard(dir, followSymlinks);
+  }
 
   /**
    * The controller for `name` (already validated as an identifier) for one request, which must hand it
@@ -161,11 +168,14 @@ export class ControllerRegistry {
       // Error, which a failed read builds with its stack. Any other failure (EACCES) still throws.
       const stats = statSync(file, { throwIfNoEntry: false });
       if (!stats) continue;
+      const verdict = this.links.checkSync(file);
+      if (!verdict.follow) throw new ControllerLinkRefusedError(file, verdict);
       // A FIFO or device would block the worker's thread on the read below.
       if (!stats.isFile()) throw new Error(`${file} is not a regular file`);
       try {
-        return { file, source: readFileSync(file, 'utf8') };
+        return { file, source: this.links.readFileSync(file, verdict).toString('utf8') };
       } catch (err) {
+        if (err instanceof LinkRefusedError) throw new ControllerLinkRefusedError(file, err);
         if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
       }
     }

@@ -28,21 +28,25 @@ export async function runWorker(config: HostConfig, pool: IpcChannel<WorkerSays,
     pool.notify('retire-me', { reason });
   };
 
-  const registry = new ControllerRegistry(controllersDir, {
-    // Every worker loads each version itself: the pid tells their lines apart.
-    loaded: (c, reason) => {
-      stats.loaded(c.name, c.version, reason);
-      const helpers =
-        c.dependencies.length > 0 ? ` with ${c.dependencies.length} local module${c.dependencies.length === 1 ? '' : 's'}` : '';
-      log.info(`Loaded controller ${c.name} from ${c.file}${helpers} in worker ${process.pid} (version ${c.version}, on ${reason})`);
+  const registry = new ControllerRegistry(
+    controllersDir,
+    {
+      // Every worker loads each version itself: the pid tells their lines apart.
+      loaded: (c, reason) => {
+        stats.loaded(c.name, c.version, reason);
+        const helpers =
+          c.dependencies.length > 0 ? ` with ${c.dependencies.length} local module${c.dependencies.length === 1 ? '' : 's'}` : '';
+        log.info(`Loaded controller ${c.name} from ${c.file}${helpers} in worker ${process.pid} (version ${c.version}, on ${reason})`);
+      },
+      removed: (name, file) => log.info(`Unloaded controller ${name} in worker ${process.pid}: ${file} was removed`),
+      reloadFailed: (name, err, serving) =>
+        log.error(
+          `Reload of controller ${name} failed in worker ${process.pid}, ${serving ? `version ${serving.version} keeps serving` : 'no version is serving it (requests get 500)'}: ${(err as Error).message ?? String(err)}`,
+        ),
+      disposeFailed: (name, err) => log.warn(`dispose() of controller ${name} threw: ${(err as Error).stack ?? String(err)}`),
     },
-    removed: (name, file) => log.info(`Unloaded controller ${name} in worker ${process.pid}: ${file} was removed`),
-    reloadFailed: (name, err, serving) =>
-      log.error(
-        `Reload of controller ${name} failed in worker ${process.pid}, ${serving ? `version ${serving.version} keeps serving` : 'no version is serving it (requests get 500)'}: ${(err as Error).message ?? String(err)}`,
-      ),
-    disposeFailed: (name, err) => log.warn(`dispose() of controller ${name} threw: ${(err as Error).stack ?? String(err)}`),
-  });
+    config.followSymlinks,
+  );
   const watcher = await watchControllers(registry, (err) => log.error(`Watcher error on ${controllersDir}: ${String(err)}`));
 
   const limit =

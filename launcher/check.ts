@@ -1,9 +1,11 @@
 // `extqs check`: what `nginx -t` and `apachectl configtest` give an operator. The settings were read
 // already (a bad one stops before this, exit 2); this prints what would run, then loads every controller
 // as the host would, and lists every problem. Exit status 1 when there is any.
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import { extname, join } from 'node:path';
 import type { Config } from '../common/config.ts';
+import { LINK_REFUSED, LinkGuard } from '../common/linkGuard.ts';
+import type { FollowSymlinks } from '../common/settings.ts';
 import { formatAllowList, formatUpstream } from '../common/settingParsers.ts';
 import { compileController } from '../host/compile.ts';
 import { CONTROLLER_NAME } from '../host/route.ts';
@@ -14,8 +16,12 @@ interface ControllerReport {
 }
 
 /** Every file in controllers/: loaded when it is a controller the host would serve, else why it is not. */
-async function checkControllers(dir: string): Promise<ControllerReport[]> {
-  const names = (await readdir(dir, { withFileTypes: true })).filter((entry) => entry.isFile()).map((entry) => entry.name);
+async function checkControllers(dir: string, followSymlinks: FollowSymlinks): Promise<ControllerReport[]> {
+  // A link is listed too: the host serves one it may follow, and names one it may not.
+  const names = (await readdir(dir, { withFileTypes: true }))
+    .filter((entry) => entry.isFile() || entry.isSymbolicLink())
+    .map((entry) => entry.name);
+  const links = new LinkGuard(dir, followSymlinks);
   const reports: ControllerReport[] = [];
   for (const name of names.sort()) {
     const file = join(dir, name);
@@ -31,7 +37,12 @@ async function checkControllers(dir: string): Promise<ControllerReport[]> {
       continue;
     }
     try {
-      const compiled = await compileController(file, await readFile(file, 'utf8'));
+      const verdict = links.checkSync(file);
+      if (!verdict.follow) {
+        reports.push({ file, problem: `never served: ${LINK_REFUSED}: ${verdict.link} (${verdict.reason})` });
+        continue;
+      }
+      const compiled = await compileController(file, links.readFileSync(file, verdict).toString('utf8'));
       await compiled.dispose?.();
       reports.push({ file });
     } catch (err) {
@@ -52,12 +63,12 @@ export async function check(config: Config, out: (line: string) => void): Promis
   out(
     `host: ${config.workers} workers, max execution time ${config.maxExecutionTime} s, max requests ${config.maxRequests || 'unlimited'}; extqs host listens on ${hostAddress}`,
   );
-  out(`www: ${config.www}`);
+  out(`www: ${config.www} (symbolic links followed: ${config.followSymlinks})`);
   out(
     `logs: ${config.logs} (${config.logFormat}, level ${config.logLevel}${config.logMaxSize > 0 ? `, rotated past ${config.logMaxSize} bytes` : ''})`,
   );
 
-  const reports = await checkControllers(join(config.www, 'controllers'));
+  const reports = await checkControllers(join(config.www, 'controllers'), config.followSymlinks);
   if (reports.length === 0) out('controllers: none (every /External request fails as a missing controller)');
   for (const report of reports) out(`controller ${report.file}: ${report.problem ?? 'ok'}`);
   const problems = reports.filter((report) => report.problem !== undefined).length;

@@ -8,6 +8,7 @@ import type { Http2SecureServer } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { ConfigError } from '../common/configError.ts';
+import { LinkGuard } from '../common/linkGuard.ts';
 import { logSettingsOf } from '../common/config.ts';
 import type { IpcChannel } from '../common/ipc.ts';
 import type { Reloads } from '../common/reload.ts';
@@ -85,7 +86,8 @@ export async function serveProxy(
     { maxFails: config.upstreamMaxFails, failTimeoutMs: config.upstreamFailTimeout * 1000 },
     (message) => errorLog.write({ module: 'proxy', level: 'warn', message }),
   );
-  const staticCache = new StaticCache(join(config.www, 'public'));
+  const publicDir = join(config.www, 'public');
+  const staticCache = new StaticCache(publicDir, { links: new LinkGuard(publicDir, config.followSymlinks) });
   const { server, tlsServer, stop, tally, metrics, reloadTls } = createProxyServer({
     www: config.www,
     staticCache,

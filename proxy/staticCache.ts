@@ -6,10 +6,14 @@
 //
 // A compressible file keeps its encoded forms beside it, made when it is remembered: a precompressed
 // sibling (file.br, file.gz) when there is one, else the body compressed once. They go when it goes.
+//
+// Every file is read through the root's LinkGuard (--follow-symlinks), so an entry holds only bytes a
+// request may be served; a hit costs no link check, as the entry was judged when it was read.
 import type { Stats } from 'node:fs';
 import type { OutgoingHttpHeaders } from 'node:http';
-import { readFile, stat } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import { watch, type FSWatcher } from 'chokidar';
+import { LinkGuard, LinkRefusedError } from '../common/linkGuard.ts';
 import { CONTENT_CODINGS, type ContentCoding } from '../common/settings.ts';
 import { encodeOnce, isCompressible, MIN_LENGTH, SUFFIX, variantEtag } from './compression.ts';
 
@@ -37,12 +41,14 @@ export interface StaticCacheOptions {
   maxFiles: number;
   maxTotalBytes: number;
   maxMisses: number;
+  /** The root's --follow-symlinks guard, shared with the files it serves from disk. */
+  links: LinkGuard;
 }
 
 /** Longer than chokidar's 50 ms change throttle. */
 const TRAILING_CLEAR_MS = 75;
 
-const DEFAULTS: StaticCacheOptions = { maxFileBytes: 64 * 1024, maxFiles: 1024, maxTotalBytes: 32 * 1024 * 1024, maxMisses: 4096 };
+const DEFAULTS = { maxFileBytes: 64 * 1024, maxFiles: 1024, maxTotalBytes: 32 * 1024 * 1024, maxMisses: 4096 };
 
 /**
  * Only paths without escapes are kept: `send` decodes `%2f` and normalises, so `/css%2fsite.css`,
@@ -57,6 +63,11 @@ export function statEtag(stats: Pick<Stats, 'size' | 'mtime'>): string {
   return `W/"${stats.size.toString(16)}-${stats.mtime.getTime().toString(16)}"`;
 }
 
+function refusedAsAbsent(err: unknown): undefined {
+  if (err instanceof LinkRefusedError) return undefined;
+  throw err;
+}
+
 function entryBytes(entry: Extract<CacheEntry, { kind: 'file' }>): number {
   return entry.body.length + Object.values(entry.encoded ?? {}).reduce((sum, form) => sum + form.body.length, 0);
 }
@@ -65,7 +76,12 @@ function entryBytes(entry: Extract<CacheEntry, { kind: 'file' }>): number {
  * Each coding's form of a file: its precompressed sibling with that file's own validators, as `send`
  * serves it from disk; else the body compressed here, under the variant of the file's ETag.
  */
-async function encodedForms(file: string, headers: OutgoingHttpHeaders, body: Buffer): Promise<Partial<Record<ContentCoding, Encoded>>> {
+async function encodedForms(
+  file: string,
+  headers: OutgoingHttpHeaders,
+  body: Buffer,
+  links: LinkGuard,
+): Promise<Partial<Record<ContentCoding, Encoded>>> {
   const forms: Partial<Record<ContentCoding, Encoded>> = {};
   const common: OutgoingHttpHeaders = { ...headers, vary: 'Accept-Encoding' };
   delete common['accept-ranges']; // a range is only ever of the identity form
@@ -73,8 +89,9 @@ async function encodedForms(file: string, headers: OutgoingHttpHeaders, body: Bu
     CONTENT_CODINGS.map(async (coding) => {
       const sibling = `${file}${SUFFIX[coding]}`;
       const stats = await stat(sibling).catch(() => undefined);
-      if (stats?.isFile()) {
-        const encoded = await readFile(sibling);
+      // A sibling behind a link that may not be followed is as good as absent: the body is compressed here.
+      const encoded = stats?.isFile() ? await links.readFile(sibling).catch(refusedAsAbsent) : undefined;
+      if (stats && encoded) {
         if (encoded.length !== stats.size) throw new Error(`${sibling} changed while read`);
         forms[coding] = {
           headers: {
@@ -88,11 +105,11 @@ async function encodedForms(file: string, headers: OutgoingHttpHeaders, body: Bu
         };
         return;
       }
-      const encoded = await encodeOnce(coding, body);
+      const made = await encodeOnce(coding, body);
       const etag = typeof headers.etag === 'string' ? variantEtag(headers.etag, coding) : undefined;
       forms[coding] = {
-        headers: { ...common, 'content-encoding': coding, 'content-length': String(encoded.length), ...(etag && { etag }) },
-        body: encoded,
+        headers: { ...common, 'content-encoding': coding, 'content-length': String(made.length), ...(etag && { etag }) },
+        body: made,
       };
     }),
   );
@@ -116,12 +133,19 @@ export class StaticCache {
     private readonly root: string,
     options: Partial<StaticCacheOptions> = {},
   ) {
-    this.options = { ...DEFAULTS, ...options };
+    this.options = { ...DEFAULTS, links: options.links ?? new LinkGuard(root, 'owner'), ...options };
+  }
+
+  get links(): LinkGuard {
+    return this.options.links;
   }
 
   /** Starts watching the root; resolves once chokidar has scanned it. */
   async watch(onError: (err: unknown) => void): Promise<void> {
-    this.watcher = watch(this.root, { ignoreInitial: true });
+    // Following links would have chokidar walk whatever a link points at (a link to / walks the disk):
+    // only when they are all followed does a change behind one concern the cache.
+    const followSymlinks = this.links.mode === 'on';
+    this.watcher = watch(followSymlinks ? this.root : this.links.realRoot, { ignoreInitial: true, followSymlinks });
     this.watcher
       .on('all', () => {
         this.clear();
@@ -162,10 +186,11 @@ export class StaticCache {
   rememberFile(urlPath: string, file: string, headers: OutgoingHttpHeaders, version: number): void {
     const size = Number(headers['content-length']);
     if (this.disabled || version !== this.generation || !cacheable(urlPath) || !(size <= this.options.maxFileBytes)) return;
-    readFile(file)
+    this.links
+      .readFile(file)
       .then(async (body) => {
         const compressible = isCompressible(headers['content-type']) && body.length >= MIN_LENGTH && body.length === size;
-        return { body, encoded: compressible ? await encodedForms(file, headers, body) : undefined };
+        return { body, encoded: compressible ? await encodedForms(file, headers, body, this.links) : undefined };
       })
       .then(
         ({ body, encoded }) => {

@@ -4,14 +4,17 @@
 // and answered from memory next time. Failures get Apache's page and an error.log line; a missing file
 // is logged as Windows Apache did. A text file goes compressed to a client that accepts it: a precompressed
 // sibling (file.br, file.gz) when there is one, else encoded on its way out (compression.ts); the cache
-// holds small files' encoded forms.
-import type { Stats } from 'node:fs';
+// holds small files' encoded forms. Symbolic links are followed as --follow-symlinks says (common/linkGuard.ts):
+// a path is judged before send opens it, and the file send opened is checked to be the one judged; a
+// refused link is Apache's 403 with its AH00037 line.
+import type { ReadStream, Stats } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import fresh from 'fresh';
 import { contentType } from 'mime-types';
 import { extname, join } from 'node:path';
 import send from 'send';
+import { LINK_REFUSED, LinkRefusedError, type LinkVerdict, type Refusal } from '../common/linkGuard.ts';
 import type { ContentCoding } from '../common/settings.ts';
 import { encodeResponse, isCompressible, SUFFIX, type Negotiated } from './compression.ts';
 import { sendErrorPage } from './errorPages.ts';
@@ -80,6 +83,9 @@ function identityHeaders(siblingHeaders: OutgoingHttpHeaders, original: Stats): 
 }
 
 export function staticFiles(root: string, errorLog: ErrorLog, cache: StaticCache) {
+  /** The root's --follow-symlinks guard: the cache reads through the same one. */
+  const links = cache.links;
+
   /** Where a URL path points under the root, for the log line only (send does the real resolution). */
   function fileFor(urlPath: string): string {
     try {
@@ -103,6 +109,8 @@ export function staticFiles(root: string, errorLog: ErrorLog, cache: StaticCache
       res.destroy();
       return;
     }
+    // The file send opened was not the one judged: a link swapped in after the check.
+    if (err instanceof LinkRefusedError) return refuseLink(req, res, err, requestId);
     const status = err.status ?? 500;
     const client = clientOf(req.socket);
     if (status === 404) {
@@ -145,6 +153,49 @@ export function staticFiles(root: string, errorLog: ErrorLog, cache: StaticCache
     sendErrorPage(res, 404, headers);
   }
 
+  /** Apache's answer to a link it may not follow: 403 and `AH00037` (core.c), with the link and why. */
+  function refuseLink(req: IncomingMessage, res: ServerResponse, { link, reason }: Refusal, requestId: string): void {
+    errorLog.write({
+      module: 'core',
+      level: 'error',
+      client: clientOf(req.socket),
+      message: `AH00037: ${LINK_REFUSED}: ${link} (${reason})`,
+      requestId,
+    });
+    for (const name of res.getHeaderNames()) if (name !== 'x-request-id') res.removeHeader(name);
+    sendErrorPage(res, 403);
+  }
+
+  /**
+   * The file send will open for a URL path, for the link check; undefined where send refuses the path
+   * itself (bad escape, NUL, `..`, a dotfile), so those keep send's answer.
+   */
+  function linkCheckedFileFor(urlPath: string): string | undefined {
+    let decoded: string;
+    try {
+      decoded = decodeURIComponent(servedName(urlPath));
+    } catch {
+      return undefined;
+    }
+    if (decoded.includes('\0')) return undefined;
+    const segments = decoded.split('/');
+    if (segments.includes('..')) return undefined;
+    if (dotfilesOf(urlPath) === 'ignore' && segments.some((segment) => segment.startsWith('.'))) return undefined;
+    return join(root, decoded);
+  }
+
+  /**
+   * Once send has opened the file, and before a byte is read: is it the one the check allowed? A link
+   * swapped in meanwhile makes it another file, and the stream fails with the refusal.
+   */
+  function verifyOpened(stream: ReadStream, file: () => string | undefined, verdict: LinkVerdict | undefined): void {
+    if (!verdict) return;
+    stream.once('open', (fd: number) => {
+      const swapped = links.openedAs(fd, file() ?? '', verdict);
+      if (swapped) stream.destroy(new LinkRefusedError(swapped));
+    });
+  }
+
   /** Where a URL path points, only for a plain path (no NUL, no segment starting with a dot: send refuses those itself). */
   function plainFileFor(urlPath: string): string | undefined {
     let decoded: string;
@@ -165,7 +216,10 @@ export function staticFiles(root: string, errorLog: ErrorLog, cache: StaticCache
     if (!original?.isFile()) return undefined;
     for (const coding of codings) {
       const sibling = await stat(`${file}${SUFFIX[coding]}`).catch(() => undefined);
-      if (sibling?.isFile()) return { coding, file, original };
+      if (!sibling?.isFile()) continue;
+      // A sibling behind a link that may not be followed is as good as absent (the cache agrees).
+      const verdict = links.mode === 'on' ? undefined : await links.check(`${file}${SUFFIX[coding]}`);
+      if (verdict?.follow !== false) return { coding, file, original, verdict };
     }
     return undefined;
   }
@@ -233,16 +287,38 @@ export function staticFiles(root: string, errorLog: ErrorLog, cache: StaticCache
     if (cached?.kind === 'file' && !sendOnly) return serveCached(req, res, cached, negotiated);
 
     const version = cache.version;
+    const file = links.mode === 'on' ? undefined : linkCheckedFileFor(urlPath);
+    if (file === undefined) return fromDiskOrSibling(req, res, urlPath, requestId, version, undefined, negotiated);
+    links.check(file).then(
+      (verdict) => {
+        if (!verdict.follow) return refuseLink(req, res, verdict, requestId);
+        fromDiskOrSibling(req, res, urlPath, requestId, version, verdict, negotiated);
+      },
+      (err: SendError) => fail(req, res, urlPath, requestId, err, version),
+    );
+  };
+
+  /** A file not answered from memory: its precompressed sibling when the client takes one, else the file. */
+  function fromDiskOrSibling(
+    req: IncomingMessage,
+    res: ServerResponse,
+    urlPath: string,
+    requestId: string,
+    version: number,
+    verdict: LinkVerdict | undefined,
+    negotiated?: Negotiated,
+  ): void {
     const type = negotiated && typeOf(urlPath);
-    if (!negotiated || !isCompressible(type)) return fromDisk(req, res, urlPath, requestId, version);
+    if (!negotiated || !isCompressible(type)) return fromDisk(req, res, urlPath, requestId, version, verdict);
     // Set before send looks, so its 304, its 206 and the uncoded answer carry it too.
     res.setHeader('Vary', 'Accept-Encoding');
-    if (negotiated.codings.length === 0) return fromDisk(req, res, urlPath, requestId, version, negotiated);
+    if (negotiated.codings.length === 0) return fromDisk(req, res, urlPath, requestId, version, verdict, negotiated);
     precompressed(urlPath, negotiated.codings).then(
       (found) => {
-        if (!found) return fromDisk(req, res, urlPath, requestId, version, negotiated);
+        if (!found) return fromDisk(req, res, urlPath, requestId, version, verdict, negotiated);
         res.setHeader('Content-Type', type as string);
         res.setHeader('Content-Encoding', found.coding);
+        let opened: string | undefined;
         send(req, `${servedName(urlPath)}${SUFFIX[found.coding]}`, {
           root,
           dotfiles: dotfilesOf(urlPath),
@@ -250,7 +326,9 @@ export function staticFiles(root: string, errorLog: ErrorLog, cache: StaticCache
           acceptRanges: false,
         })
           .on('error', (err: SendError) => fail(req, res, urlPath, requestId, err, version))
-          .on('stream', () => {
+          .on('file', (path: string) => (opened = path))
+          .on('stream', (stream: ReadStream) => {
+            verifyOpened(stream, () => opened, found.verdict);
             if (res.statusCode !== 200) return;
             cache.rememberFile(urlPath, found.file, identityHeaders(res.getHeaders(), found.original), version);
           })
@@ -258,7 +336,7 @@ export function staticFiles(root: string, errorLog: ErrorLog, cache: StaticCache
       },
       (err: SendError) => fail(req, res, urlPath, requestId, err, version),
     );
-  };
+  }
 
   /** send reads the file; a compressible one is encoded on its way out when `negotiated` allows it. */
   function fromDisk(
@@ -267,6 +345,7 @@ export function staticFiles(root: string, errorLog: ErrorLog, cache: StaticCache
     urlPath: string,
     requestId: string,
     version: number,
+    verdict: LinkVerdict | undefined,
     negotiated?: Negotiated,
   ) {
     const sendOnly = SEND_ONLY_HEADERS.some((name) => req.headers[name] !== undefined);
@@ -276,7 +355,8 @@ export function staticFiles(root: string, errorLog: ErrorLog, cache: StaticCache
       .on('error', (err: SendError) => fail(req, res, urlPath, requestId, err, version))
       .on('file', (path: string) => (file = path))
       .on('directory', () => redirectToDirectory(res, urlPath))
-      .on('stream', () => {
+      .on('stream', (stream: ReadStream) => {
+        verifyOpened(stream, () => file, verdict);
         if (file && res.statusCode === 200 && !sendOnly) {
           // The head before any encoding: that is written with the first bytes, after this.
           const headers = res.getHeaders();

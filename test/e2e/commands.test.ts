@@ -50,6 +50,7 @@ function samples(sandbox: Sandbox): Record<SettingKey, { value: string; shown: s
     h2MaxConcurrentStreams: { value: '50', shown: '--h2-max-concurrent-streams 50' },
     proxyWorkers: { value: '2', shown: '--proxy-workers 2' },
     www: { value: sandbox.www, shown: `--www ${JSON.stringify(sandbox.www)}` },
+    followSymlinks: { value: 'off', shown: '--follow-symlinks "off"' },
     logs: { value: sandbox.logs, shown: `--logs ${JSON.stringify(sandbox.logs)}` },
     configFile: { value: configFile, shown: `--config ${JSON.stringify(configFile)}` },
     workers: { value: '1', shown: '--workers 1' },

@@ -1,7 +1,7 @@
 // The hostile corpus (hostileCorpus.ts) against the real stack, byte for byte over raw sockets: every case
 // is answered (or the connection closed) within 2 s, nothing from outside www/public leaks, no injected
 // header comes back, no smuggled second request is served, and both processes stay up throughout.
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { expect } from 'chai';
@@ -14,6 +14,7 @@ const ANSWER_WITHIN_MS = 2_000;
 const SENTINEL_WITHIN_MS = 5_000;
 const CONTROLLER_MARKER = 'CONTROLLER-SOURCE-MARKER-5b1e';
 const GIT_MARKER = 'GIT-CONFIG-MARKER-77d0';
+const OUTSIDE_MARKER = 'OUTSIDE-CONTROLLER-RAN-3a9c';
 const KNOWN_BODY = 'known file\n';
 
 interface RawReply {
@@ -112,6 +113,13 @@ describe('hostile requests (raw sockets, corpus of public payloads)', function (
     writeFileSync(join(sandbox.controllers, 'Echo.ts'), `export default () => 'echo ok';\n`);
     // Two levels above www/public, where /../../package.json would land.
     writeFileSync(join(sandbox.dir, 'package.json'), '{ "name": "extqs", "version": "0.0.0" }\n');
+    // Links out of both roots, which the default --follow-symlinks owner must not follow.
+    symlinkSync('/etc/passwd', join(sandbox.publicDir, 'p.txt'));
+    symlinkSync('/etc', join(sandbox.publicDir, 'etc-link'));
+    symlinkSync('..', join(sandbox.publicDir, 'up'));
+    mkdirSync(join(sandbox.dir, 'elsewhere'));
+    writeFileSync(join(sandbox.dir, 'elsewhere', 'Outside.ts'), `export default () => '${OUTSIDE_MARKER}';\n`);
+    symlinkSync(join(sandbox.dir, 'elsewhere', 'Outside.ts'), join(sandbox.controllers, 'Outside.ts'));
     stack = await startStack(sandbox);
     port = Number(new URL(stack.url).port);
   });
@@ -146,7 +154,7 @@ describe('hostile requests (raw sockets, corpus of public payloads)', function (
         expect(reply.bytes.endsWith(KNOWN_BODY), 'the sentinel answered last').to.equal(true);
       } else expect(statuses.length, 'responses on the connection').to.be.at.most(1);
 
-      for (const leak of ['root:x:0:', CONTROLLER_MARKER, GIT_MARKER, '"name": "extqs"', sandbox.dir]) {
+      for (const leak of ['root:x:0:', CONTROLLER_MARKER, GIT_MARKER, OUTSIDE_MARKER, '"name": "extqs"', sandbox.dir]) {
         expect(reply.bytes, 'bytes from outside www/public').not.to.contain(leak);
       }
       const names = headerNamesOf(reply.bytes);

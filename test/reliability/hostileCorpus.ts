@@ -4,8 +4,11 @@
 // The fixture the test builds: www/public holds index.html, known.txt, docs/index.html, a `.git/config`
 // and an `evil.example/dir/` directory; www/controllers holds Secret.ts (its source carries a marker,
 // its answer does not) and Echo.ts (answers a fixed body); the sandbox holds a package.json two levels
-// above www/public. A request aimed at a smuggled second request asks for a path containing
-// SMUGGLED_PATH, which must never reach the access log.
+// above www/public. Symbolic links lead out of both roots: www/public/p.txt -> /etc/passwd,
+// www/public/etc-link -> /etc, www/public/up -> .. (www/, so up/controllers/Secret.ts is the source), and
+// www/controllers/Outside.ts -> a controller outside www/ (its answer carries a marker); the stack runs with
+// the default --follow-symlinks owner. A request aimed at a smuggled second request asks for a path
+// containing SMUGGLED_PATH, which must never reach the access log.
 
 export const SMUGGLED_PATH = '/smuggled-by-hostile-corpus';
 
@@ -337,6 +340,40 @@ const targets: HostileCase[] = [
   },
 ];
 
+/** Links are refused as Apache refuses one it may not follow: 403 and AH00037 (a controller: a load failure). */
+const links: HostileCase[] = [
+  {
+    name: 'a file linked to /etc/passwd',
+    source: 'CWE-61 (UNIX symbolic link following); Apache Options SymLinksIfOwnerMatch, AH00037',
+    raw: get('/p.txt'),
+    expect: [403],
+  },
+  {
+    name: 'a file under a directory linked to /etc',
+    source: 'CWE-61; nginx disable_symlinks (every path component is checked)',
+    raw: get('/etc-link/passwd'),
+    expect: [403],
+  },
+  {
+    name: 'the controller source under a directory linked to www/',
+    source: 'CWE-61; Apache Options FollowSymLinks (a link up the tree)',
+    raw: get('/up/controllers/Secret.ts'),
+    expect: [403],
+  },
+  {
+    name: 'the controller source through a linked directory, slashes encoded',
+    source: 'CWE-61 with CVE-2021-41773-style encoding (%2f decoded by the file server)',
+    raw: get('/up%2fcontrollers%2fSecret.ts'),
+    expect: [403],
+  },
+  {
+    name: 'a controller linked out of the tree',
+    source: 'CWE-61; php-fpm security.limit_extensions / open_basedir (a script outside the tree must not run)',
+    raw: get('/External/Outside'),
+    expect: [500],
+  },
+];
+
 const methods: HostileCase[] = [
   {
     name: 'lower-case method',
@@ -606,4 +643,4 @@ const framing: HostileCase[] = [
   },
 ];
 
-export const HOSTILE_CORPUS: readonly HostileCase[] = [...traversal, ...targets, ...methods, ...framing];
+export const HOSTILE_CORPUS: readonly HostileCase[] = [...traversal, ...links, ...targets, ...methods, ...framing];

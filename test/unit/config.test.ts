@@ -86,6 +86,7 @@ describe('config', () => {
         tlsRedirect: 'off',
         h2MaxConcurrentStreams: 100,
         www: join(cwd, 'www'),
+        followSymlinks: 'owner',
         logs: join(cwd, 'logs'),
         upstreams: [],
         upstreamMaxFails: 1,
@@ -195,6 +196,16 @@ describe('config', () => {
       expect(() => readConfig([], { FORWARDER: 'nginx' }, cwd)).to.throw(
         ConfigError,
         '--forwarder (FORWARDER) must be one of undici, http-proxy, got "nginx"',
+      );
+    });
+
+    it('reads --follow-symlinks as owner, on or off, and rejects anything else naming the choices', () => {
+      expect(readConfig([], {}, cwd).followSymlinks).to.equal('owner');
+      expect(readConfig(['--follow-symlinks', 'off'], {}, cwd).followSymlinks).to.equal('off');
+      expect(readConfig([], { FOLLOW_SYMLINKS: 'on' }, cwd).followSymlinks).to.equal('on');
+      expect(() => readConfig(['--follow-symlinks', 'yes'], {}, cwd)).to.throw(
+        ConfigError,
+        '--follow-symlinks (FOLLOW_SYMLINKS) must be one of owner, on, off, got "yes"',
       );
     });
 
