@@ -64,7 +64,7 @@ export function createHttpProxyForwarder(options: ForwarderOptions): Forward {
       proxyRes.destroy();
       return;
     }
-    if (fail.hostSignals(proxyRes.headers, req, res, idOf(req))) {
+    if (fail.hostSignals(proxyRes.headers, req, idOf(req))) {
       // Answered here, so http-proxy neither writes the head nor pipes; the (empty) body is drained so the
       // connection serves the next request.
       answered.add(req);
@@ -128,15 +128,20 @@ export function createHttpProxyForwarder(options: ForwarderOptions): Forward {
     fail.failed(err, req, res, pathOf(req), idOf(req), upstream);
   }
 
+  /** The proxy answers `req` itself: the host's request is aborted and its answer ignored. */
+  function drop(req: IncomingMessage): void {
+    answered.add(req);
+    clearTimeout(deadlines.get(req));
+    upstreamRequests.get(req)?.destroy();
+  }
+
   return function forward(req, res, url, requestId) {
     const withBody = bodyFollows(req);
     if (withBody) {
       bodies.set(
         req,
         limitedBody(req, res, limitRequestBody, (received) => {
-          answered.add(req);
-          clearTimeout(deadlines.get(req));
-          upstreamRequests.get(req)?.destroy();
+          drop(req);
           fail.tooLarge(req, res, received, requestId);
         }),
       );
@@ -160,5 +165,6 @@ export function createHttpProxyForwarder(options: ForwarderOptions): Forward {
       res.once('close', () => clearTimeout(deadlines.get(req)));
     }
     send(req, res, upstreams.pick()!, mayRetry(req, withBody));
+    return () => drop(req);
   };
 }

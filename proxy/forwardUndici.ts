@@ -87,7 +87,7 @@ class ForwardHandler implements Dispatcher.DispatchHandler {
     if (this.settled) return controller.abort(new Error('answered already'));
     clearTimeout(this.deadline);
     this.engine.upstreams.reached(this.upstream);
-    if (this.engine.fail.hostSignals(headers, this.req, this.res, this.requestId)) {
+    if (this.engine.fail.hostSignals(headers, this.req, this.requestId)) {
       // Its (empty) body is read and dropped below, so the connection stays for the next request.
       this.settled = true;
       return this.engine.fail.failed(HUNG_UP, this.req, this.res, this.path, this.requestId, this.upstream);
@@ -181,5 +181,6 @@ export function createUndiciForwarder(options: ForwarderOptions): Forward {
       });
     }
     handler.send(upstreams.pick()!);
+    return () => handler.abandon('request body malformed');
   };
 }

@@ -5,11 +5,16 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { PassThrough, type Readable } from 'node:stream';
 import { CONTROLLER_PREFIX, decodeStderr, ENDED_WITHOUT_HEADERS_FIELD, HOST_STDERR_FIELD } from '../common/protocol.ts';
 import { sendErrorPage } from './errorPages.ts';
-import { clientAddress, clientOf, type ClientSocket, type ErrorLog } from './errorLog.ts';
-import { authorityOf, bodyFollows, schemeOf } from './protocols.ts';
+import { clientAddress, clientOfRequest, type ErrorLog } from './errorLog.ts';
+import { authorityOf, bodyFollows, responseGone, schemeOf } from './protocols.ts';
 import type { Upstreams, UpstreamState } from './upstreams.ts';
 
-export type Forward = (req: IncomingMessage, res: ServerResponse, url: string, requestId: string) => void;
+/**
+ * Sends the request to a host and its answer to `res`. Returns how to drop it: the client's request
+ * failed mid-body and the server answers it itself (server.ts), so the host's request is aborted and
+ * whatever it answers is ignored.
+ */
+export type Forward = (req: IncomingMessage, res: ServerResponse, url: string, requestId: string) => () => void;
 
 export interface ForwarderOptions {
   upstreams: Upstreams;
@@ -187,7 +192,7 @@ export interface Failures {
    * true when it says the application ended without headers, which the engine then answers with `failed`,
    * as if the connection had closed.
    */
-  hostSignals(headers: Headers, req: IncomingMessage, res: ServerResponse, requestId: string): boolean;
+  hostSignals(headers: Headers, req: IncomingMessage, requestId: string): boolean;
   /** The body passed LimitRequestBody while it streamed: 413, and the connection closed. */
   tooLarge(req: IncomingMessage, res: ServerResponse, received: number, requestId: string): void;
   /** The host's answer broke off after its headers: the client can only be cut; logged once. */
@@ -202,12 +207,12 @@ export interface Failures {
 }
 
 export function failures({ errorLog, upstreamTimeoutMs, limitRequestBody }: ForwarderOptions): Failures {
-  const logConnectFailure = (err: NodeJS.ErrnoException, client: ClientSocket, path: string, requestId: string, upstream: UpstreamState) =>
+  const logConnectFailure = (err: NodeJS.ErrnoException, req: IncomingMessage, path: string, requestId: string, upstream: UpstreamState) =>
     errorLog.write({
       module: 'proxy',
       level: 'error',
       status: `(${err.code})${err.message}`,
-      client: clientOf(client),
+      client: clientOfRequest(req),
       message: `attempt to connect to upstream ${upstream.name} failed for ${path}`,
       requestId,
     });
@@ -218,18 +223,18 @@ export function failures({ errorLog, upstreamTimeoutMs, limitRequestBody }: Forw
         module: 'proxy',
         level: 'error',
         status: '(ETIMEDOUT)The timeout specified has expired',
-        client: clientOf(req.socket ?? res.socket ?? {}),
+        client: clientOfRequest(req),
         message: `Timeout waiting for output from controller ${controllerOf(path)} (${path}): no response headers within ${seconds} s (max_execution_time ${seconds} s)`,
         requestId,
       });
       sendErrorPage(res, 504);
     },
-    hostSignals(headers, req, res, requestId) {
+    hostSignals(headers, req, requestId) {
       for (const line of decodeStderr(headers[HOST_STDERR_FIELD])) {
         errorLog.write({
           module: 'fcgid',
           level: 'warn',
-          client: clientOf(req.socket ?? res.socket ?? {}),
+          client: clientOfRequest(req),
           message: `mod_fcgid: stderr: ${line}`,
           requestId,
         });
@@ -240,7 +245,7 @@ export function failures({ errorLog, upstreamTimeoutMs, limitRequestBody }: Forw
       errorLog.write({
         module: 'http',
         level: 'info',
-        client: clientOf(req.socket ?? res.socket ?? {}),
+        client: clientOfRequest(req),
         message: `AH01591: Read content length of ${received} is larger than the configured limit of ${limitRequestBody}`,
         requestId,
       });
@@ -250,16 +255,15 @@ export function failures({ errorLog, upstreamTimeoutMs, limitRequestBody }: Forw
       res.shouldKeepAlive = false;
       sendErrorPage(res, 413);
     },
-    connectFailed: (err, req, path, requestId, upstream) => logConnectFailure(err, req.socket ?? {}, path, requestId, upstream),
+    connectFailed: (err, req, path, requestId, upstream) => logConnectFailure(err, req, path, requestId, upstream),
     failed(err, req, res, path, requestId, upstream) {
-      if (res.destroyed || res.writableEnded) return; // nobody left to answer
+      if (responseGone(res)) return; // nobody left to answer (the server logged why, if the request broke off)
       if (res.headersSent) return this.cutShort(err, req, res, path, requestId, upstream);
       // Either socket may be null here: undici nulls req.socket when it drops a request body, and Node
       // gives a queued pipelined response no socket until the one before it ends. The page is still
       // written then: Node holds it until its turn.
-      const socket = req.socket ?? res.socket ?? {};
       if (isConnectError(err)) {
-        logConnectFailure(err, socket, path, requestId, upstream);
+        logConnectFailure(err, req, path, requestId, upstream);
         return sendErrorPage(res, 503);
       }
       // The host ended the request without a response header (docs/design.md §3).
@@ -267,7 +271,7 @@ export function failures({ errorLog, upstreamTimeoutMs, limitRequestBody }: Forw
         module: 'proxy',
         level: 'error',
         status: `(${err.code ?? 'EPROTO'})${err.message}`,
-        client: clientOf(socket),
+        client: clientOfRequest(req),
         message: `End of script output before headers: ${path}`,
         requestId,
       });
@@ -279,7 +283,7 @@ export function failures({ errorLog, upstreamTimeoutMs, limitRequestBody }: Forw
         module: 'proxy',
         level: 'error',
         status: `(${err.code ?? 'ECONNRESET'})${err.message}`,
-        client: clientOf(req.socket ?? res.socket ?? {}),
+        client: clientOfRequest(req),
         message: `error reading response from upstream ${upstream.name} for ${path}: the answer broke off after its headers`,
         requestId,
       });

@@ -15,7 +15,7 @@ import send from 'send';
 import type { ContentCoding } from '../common/settings.ts';
 import { encodeResponse, isCompressible, SUFFIX, type Negotiated } from './compression.ts';
 import { sendErrorPage } from './errorPages.ts';
-import { clientOf, type ErrorLog } from './errorLog.ts';
+import { clientOfRequest, type ErrorLog } from './errorLog.ts';
 import { statEtag, type CacheEntry, type StaticCache } from './staticCache.ts';
 
 /** The OS status the observed Windows deployment logged for a missing file (Apache's %E). */
@@ -96,7 +96,7 @@ export function staticFiles(root: string, errorLog: ErrorLog, cache: StaticCache
         module: 'core',
         level: 'error',
         status: `(${err.code ?? 'EIO'})${err.message}`,
-        client: clientOf(req.socket),
+        client: clientOfRequest(req),
         message: `Cut short while sending ${urlPath}`,
         requestId,
       });
@@ -104,7 +104,7 @@ export function staticFiles(root: string, errorLog: ErrorLog, cache: StaticCache
       return;
     }
     const status = err.status ?? 500;
-    const client = clientOf(req.socket);
+    const client = clientOfRequest(req);
     if (status === 404) {
       const file = err.path ?? fileFor(urlPath);
       if (err.code === 'ENOENT' && err.path) cache.rememberMissing(urlPath, file, version);
@@ -137,7 +137,7 @@ export function staticFiles(root: string, errorLog: ErrorLog, cache: StaticCache
       module: 'core',
       level: 'info',
       status: FILE_NOT_FOUND_STATUS,
-      client: clientOf(req.socket),
+      client: clientOfRequest(req),
       message: `AH00128: File does not exist: ${file}`,
       requestId,
     });
@@ -219,7 +219,7 @@ export function staticFiles(root: string, errorLog: ErrorLog, cache: StaticCache
       errorLog.write({
         module: 'core',
         level: 'info',
-        client: clientOf(req.socket),
+        client: clientOfRequest(req),
         message: `Method ${req.method} not allowed for ${urlPath}`,
         requestId,
       });

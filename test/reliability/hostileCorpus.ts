@@ -528,6 +528,24 @@ const framing: HostileCase[] = [
     mayClose: true,
   },
   {
+    name: 'chunk size line ended by LF alone',
+    source: 'RFC 9112 §7.1 (chunk-size CRLF); CVE-2024-27982 family',
+    raw: request('POST', '/External/Echo', ['Transfer-Encoding: chunked'], '5\nhello\r\n0\r\n\r\n'),
+    expect: BAD,
+  },
+  {
+    name: 'chunk data ended by LF alone',
+    source: 'RFC 9112 §7.1 (chunk-data CRLF); llhttp HPE_CR_EXPECTED',
+    raw: request('POST', '/External/Echo', ['Transfer-Encoding: chunked'], '5\r\nhello\n0\r\n\r\n'),
+    expect: BAD,
+  },
+  {
+    name: 'trailer carrying Content-Length',
+    source: 'RFC 9110 §6.5.1 (framing fields never in a trailer); PortSwigger trailer smuggling',
+    raw: request('POST', '/External/Echo', ['Transfer-Encoding: chunked'], '5\r\nhello\r\n0\r\nContent-Length: 5\r\n\r\n'),
+    expect: BAD,
+  },
+  {
     name: 'chunked body carrying a smuggled request after 0',
     source: 'PortSwigger request smuggling (chunked terminator then a request)',
     raw: request('POST', '/External/Echo', ['Transfer-Encoding: chunked', 'Connection: close'], `0\r\n\r\n${SMUGGLED}`),
