@@ -64,11 +64,13 @@ export function createHttpProxyForwarder(options: ForwarderOptions): Forward {
       proxyRes.destroy();
       return;
     }
-    if (fail.hostSignals(proxyRes.headers, req, idOf(req))) {
-      // Answered here, so http-proxy neither writes the head nor pipes; the (empty) body is drained so the
+    const answer = fail.hostSignals(proxyRes.statusCode ?? 0, proxyRes.headers, req, idOf(req));
+    if (answer !== 'relay') {
+      // Answered here, so http-proxy neither writes the head nor pipes; the body is drained so the
       // connection serves the next request.
       answered.add(req);
-      fail.failed(HUNG_UP, req, res, pathOf(req), idOf(req), upstream!);
+      if (answer === 'host-error') fail.hostRefused(proxyRes.statusCode ?? 500, req, res, pathOf(req), idOf(req));
+      else fail.failed(HUNG_UP, req, res, pathOf(req), idOf(req), upstream!);
       proxyRes.resume();
       return;
     }

@@ -3,7 +3,13 @@
 // (docs/design.md §3). The engines (forwardHttpProxy.ts, forwardUndici.ts) only move bytes.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { PassThrough, type Readable } from 'node:stream';
-import { CONTROLLER_PREFIX, decodeStderr, ENDED_WITHOUT_HEADERS_FIELD, HOST_STDERR_FIELD } from '../common/protocol.ts';
+import {
+  CONTROLLER_ANSWER_FIELD,
+  CONTROLLER_PREFIX,
+  decodeStderr,
+  ENDED_WITHOUT_HEADERS_FIELD,
+  HOST_STDERR_FIELD,
+} from '../common/protocol.ts';
 import { sendErrorPage } from './errorPages.ts';
 import { clientAddress, clientOfRequest, type ErrorLog } from './errorLog.ts';
 import { authorityOf, bodyFollows, responseGone, schemeOf } from './protocols.ts';
@@ -73,7 +79,7 @@ export const IDLE_UPSTREAM_SOCKET_MS = 10_000;
 const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'te', 'upgrade', 'trailer'] as const;
 
 /** Hop-by-hop fields, and the host's signals to this proxy (common/protocol.ts): never passed to a client. */
-const NOT_PASSED_ON = new Set<string>([...HOP_BY_HOP, HOST_STDERR_FIELD, ENDED_WITHOUT_HEADERS_FIELD]);
+const NOT_PASSED_ON = new Set<string>([...HOP_BY_HOP, HOST_STDERR_FIELD, ENDED_WITHOUT_HEADERS_FIELD, CONTROLLER_ANSWER_FIELD]);
 
 const NEVER_FORWARDED = new Set<string>([...HOP_BY_HOP, 'forwarded', 'x-request-id']);
 
@@ -127,6 +133,19 @@ export function responseHeaders(headers: Headers, engineFramed: readonly string[
     out[name] = headers[name];
   }
   return out;
+}
+
+/**
+ * What the proxy does with the host's answer (common/protocol.ts): pass it on; answer as if the host had
+ * closed before its headers (it says the application ended without them); or answer Apache's page for
+ * its status, as the host answered an error itself, not a controller (fastify's JSON never reaches a client).
+ */
+export type HostAnswer = 'relay' | 'ended-without-headers' | 'host-error';
+
+export function hostAnswerOf(statusCode: number, headers: Headers): HostAnswer {
+  if (headers[ENDED_WITHOUT_HEADERS_FIELD] !== undefined) return 'ended-without-headers';
+  if (statusCode >= 400 && headers[CONTROLLER_ANSWER_FIELD] === undefined) return 'host-error';
+  return 'relay';
 }
 
 /** `Latest` for `/External/Latest`: what an operator greps for. */
@@ -188,11 +207,13 @@ export interface Failures {
     upstream: UpstreamState,
   ): void;
   /**
-   * The host's answer head, read for its signals (common/protocol.ts): its stderr lines go to error.log;
-   * true when it says the application ended without headers, which the engine then answers with `failed`,
-   * as if the connection had closed.
+   * The host's answer head, read for its signals (common/protocol.ts): its stderr lines go to error.log.
+   * Unless it is to be relayed, the engine drops its body and answers with `failed` (ended without
+   * headers, as if the connection had closed) or `hostRefused`.
    */
-  hostSignals(headers: Headers, req: IncomingMessage, requestId: string): boolean;
+  hostSignals(statusCode: number, headers: Headers, req: IncomingMessage, requestId: string): HostAnswer;
+  /** The host answered an error itself, not a controller: Apache's page for its status, P6. */
+  hostRefused(status: number, req: IncomingMessage, res: ServerResponse, path: string, requestId: string): void;
   /** The body passed LimitRequestBody while it streamed: 413, and the connection closed. */
   tooLarge(req: IncomingMessage, res: ServerResponse, received: number, requestId: string): void;
   /** The host's answer broke off after its headers: the client can only be cut; logged once. */
@@ -229,7 +250,7 @@ export function failures({ errorLog, upstreamTimeoutMs, limitRequestBody }: Forw
       });
       sendErrorPage(res, 504);
     },
-    hostSignals(headers, req, requestId) {
+    hostSignals(statusCode, headers, req, requestId) {
       for (const line of decodeStderr(headers[HOST_STDERR_FIELD])) {
         errorLog.write({
           module: 'fcgid',
@@ -239,7 +260,17 @@ export function failures({ errorLog, upstreamTimeoutMs, limitRequestBody }: Forw
           requestId,
         });
       }
-      return headers[ENDED_WITHOUT_HEADERS_FIELD] !== undefined;
+      return hostAnswerOf(statusCode, headers);
+    },
+    hostRefused(status, req, res, path, requestId) {
+      errorLog.write({
+        module: 'proxy',
+        level: 'error',
+        client: clientOfRequest(req),
+        message: `host answered ${status} without a controller for ${path}`,
+        requestId,
+      });
+      sendErrorPage(res, status);
     },
     tooLarge(req, res, received, requestId) {
       errorLog.write({

@@ -149,6 +149,8 @@ describe('hostile requests (raw sockets, corpus of public payloads)', function (
       for (const leak of ['root:x:0:', CONTROLLER_MARKER, GIT_MARKER, '"name": "extqs"', sandbox.dir]) {
         expect(reply.bytes, 'bytes from outside www/public').not.to.contain(leak);
       }
+      // Every error is Apache's page: fastify's own JSON errors never come through.
+      expect(reply.bytes, "the host framework's error").not.to.match(/FST_ERR|"statusCode":\s*\d/);
       const names = headerNamesOf(reply.bytes);
       expect(names).not.to.include('x-injected');
       expect(names).not.to.include('set-cookie');
