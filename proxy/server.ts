@@ -145,7 +145,7 @@ const queuedOn = new WeakMap<Socket, Set<ServerResponse>>();
 interface BodyInFlight {
   req: IncomingMessage;
   res: ServerResponse;
-  requestId: () => string;
+  requestId: string;
   drop?: () => void;
 }
 
@@ -275,10 +275,7 @@ export function createProxyServer({
     const withBody = bodyFollows(req);
     // An HTTP/2 request is `complete` once its stream closes, however it closed: its end is watched instead.
     let bodyEnded = false;
-    if (withBody) {
-      req.once('end', () => (bodyEnded = true));
-      if (!isHttp2(req)) readingBody.set(req.socket, { req, res, requestId: () => requestId });
-    }
+    if (withBody) req.once('end', () => (bodyEnded = true));
     res.once('close', () => {
       if (withBody && !res.headersSent && !refusedBodies.has(req) && !(isHttp2(req) ? bodyEnded : req.complete)) {
         bodyBrokeOff(req, res, requestId);
@@ -293,6 +290,7 @@ export function createProxyServer({
     if (stopping || limits.keepAliveTimeout === 0) res.shouldKeepAlive = false;
     const requestId = requestIdOf(req);
     res.setHeader('X-Request-Id', requestId);
+    if (withBody && !isHttp2(req)) readingBody.set(req.socket, { req, res, requestId });
     const framing = framingProblem(req, limits.maxHeaderSize);
     if (framing) {
       errorLog.write({
@@ -494,7 +492,7 @@ export function createProxyServer({
       level: 'info',
       client: clientOfRequest(req),
       message: `Bad request: ${err.code ?? ''} ${err.message}`,
-      requestId: reading.requestId(),
+      requestId: reading.requestId,
     });
     refusedBodies.add(req);
     refusedSockets.add(socket);
