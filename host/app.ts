@@ -76,6 +76,9 @@ export function createHostApp({ registry, log, stats, limit, inputLimits, poolSt
       socket.destroy();
     },
   });
+  // Node keeps the first 2,000 fields and drops the rest without a word; the proxy bounds them
+  // (--max-header-fields, up to 10,000), so every field it forwards reaches the controller.
+  app.server.maxHeadersCount = 0;
   // A controller answers whatever method the proxy forwards, as a CGI script does (fastify knows eight).
   for (const method of METHODS) {
     if (method !== 'CONNECT' && !app.supportedMethods.includes(method)) app.addHttpMethod(method, { hasBody: true });

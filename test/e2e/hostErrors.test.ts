@@ -1,14 +1,17 @@
 // A host's error answers that no controller made never reach a client: the proxy answers Apache's page for
 // their status and logs P6 (docs/design.md §3.4). The host here stands for one whose framework answered
-// itself (fastify's JSON 404 and 431); a controller's own error answer, marked so, passes as it is.
+// itself (fastify's JSON 404 and 431); a controller's own error answer, marked so, passes as it is. And the
+// real host takes every field of a head the proxy let through.
 import { once } from 'node:events';
+import { writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import { expect } from 'chai';
 import { CONTROLLER_ANSWER_FIELD } from '../../common/protocol.ts';
 import { FORWARDERS } from '../../common/settings.ts';
 import { get } from '../helpers/http.ts';
-import { eventually, makeSandbox, readLog, startProxy, type Running, type Sandbox } from '../helpers/stack.ts';
+import { eventually, makeSandbox, readLog, startProxy, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
 
 /** What fastify answers for a route it does not know, and for a head past its limit. */
 const FRAMEWORK_ANSWERS: Record<string, [number, string]> = {
@@ -85,4 +88,32 @@ describe("a host's own error answers", function () {
       });
     });
   }
+});
+
+describe('the host and the proxy agree on the request head', function () {
+  let sandbox: Sandbox;
+  let stack: Running;
+
+  before(async function () {
+    sandbox = makeSandbox();
+    writeFileSync(
+      join(sandbox.controllers, 'Fields.ts'),
+      `export default ({ headers }) => ({ count: Object.keys(headers).length, last: headers['x-2499'] });\n`,
+    );
+    stack = await startStack(sandbox, ['--max-header-fields', '3000', '--max-header-size', '65536']);
+  });
+
+  after(async function () {
+    await stack?.stop();
+    sandbox?.remove();
+  });
+
+  it('gives the controller every field the proxy let through, past the 2,000 Node keeps by default', async function () {
+    const headers = Object.fromEntries(Array.from({ length: 2500 }, (_, i) => [`x-${i}`, 'v']));
+    const reply = await get(stack.url, '/External/Fields', { headers });
+    expect(reply.status).to.equal(200);
+    const seen = JSON.parse(reply.body) as { count: number; last?: string };
+    expect(seen.last).to.equal('v');
+    expect(seen.count).to.be.at.least(2500);
+  });
 });
