@@ -37,6 +37,11 @@ export const MAX_HEADER_SIZE_CEILING = 1_048_576;
  */
 export const HOST_MAX_HEADER_SIZE = 2 * MAX_HEADER_SIZE_CEILING + 1_024;
 
+/** Apache's status for a request Node's HTTP/1.1 parser refused (its error code), in the proxy and the host alike. */
+export function statusOfParserError(code: string | undefined): number {
+  return code === 'HPE_HEADER_OVERFLOW' ? 431 : code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
+}
+
 /** The host's text for HOST_STDERR_FIELD: bounded, and any byte a header value may carry. */
 export function encodeStderr(text: string): string {
   return encodeURIComponent(text.length > 4000 ? `${text.slice(0, 4000)}…` : text);

@@ -15,6 +15,7 @@ import {
   ENDED_WITHOUT_HEADERS_FIELD,
   HOST_MAX_HEADER_SIZE,
   HOST_STDERR_FIELD,
+  statusOfParserError,
   WELL_FORMED_REQUEST_ID,
 } from '../common/protocol.ts';
 import { ControllerLoadError, ControllerMissingError } from './errors.ts';
@@ -70,9 +71,11 @@ export function createHostApp({ registry, log, stats, limit, inputLimits, poolSt
     // bare status, as fastify's own handler answers but without its JSON; the proxy answers its page (P6).
     clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket) {
       if (err.code === 'ECONNRESET' || socket.destroyed) return;
-      const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
+      const status = statusOfParserError(err.code);
       log.error(`Refused a request Node's parser could not read: ${err.code ?? ''} ${err.message}`);
-      if (socket.writable) socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`);
+      // Not while an answer is going out on the connection: the status would read as part of it.
+      if (socket.writable && !(socket as Socket & { _httpMessage?: unknown })._httpMessage)
+        socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`);
       socket.destroy();
     },
   });

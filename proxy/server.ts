@@ -11,6 +11,7 @@ import {
 import { isIP, type AddressInfo, type BlockList, type Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { join } from 'node:path';
+import { statusOfParserError } from '../common/protocol.ts';
 import type { ProxyConfig } from '../common/settings.ts';
 import type { Forward, ForwarderOptions } from './forwarding.ts';
 import type { Tally } from './workerMessages.ts';
@@ -154,11 +155,6 @@ const readingBody = new WeakMap<Socket, BodyInFlight>();
 /** Requests whose body failed and was logged and answered (refuseBody), and their connections. */
 const refusedBodies = new WeakSet<IncomingMessage>();
 const refusedSockets = new WeakSet<Socket>();
-
-/** The status for what Node's HTTP/1.1 parser refused: Apache's for each. */
-function statusOfClientError(err: NodeJS.ErrnoException): number {
-  return err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
-}
 
 function closeWithConnection(connection: Socket, res: ServerResponse): void {
   let queued = queuedOn.get(connection);
@@ -472,7 +468,7 @@ export function createProxyServer({
       socket.destroy();
       return;
     }
-    const status = statusOfClientError(err);
+    const status = statusOfParserError(err.code);
     const bytes = answerAndClose(socket, status);
     accessLog.recordRefused(socket.remoteAddress, requestLineOf((err as ParserError).rawPacket), status, bytes);
     requestMetrics.count(KIND.refused, undefined, status, bytes);
@@ -497,7 +493,7 @@ export function createProxyServer({
     refusedBodies.add(req);
     refusedSockets.add(socket);
     reading.drop?.();
-    const status = statusOfClientError(err);
+    const status = statusOfParserError(err.code);
     if (res.headersSent) return void socket.destroy();
     if (answeringOn(socket) !== res || !socket.writable) {
       res.statusCode = status;
