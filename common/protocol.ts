@@ -19,6 +19,29 @@ export const HOST_STDERR_FIELD = 'x-extqs-stderr';
  */
 export const ENDED_WITHOUT_HEADERS_FIELD = 'x-extqs-ended-without-headers';
 
+/**
+ * On a host answer of status 400 or more: a controller made it (its Response, or the empty 500 of one that
+ * threw). Any other such answer is the host's own (fastify refusing a request, a handler failing) and the
+ * proxy answers Apache's page instead (P6); it never passes the field to a client.
+ */
+export const CONTROLLER_ANSWER_FIELD = 'x-extqs-controller-answer';
+
+/** The most --max-header-size allows. */
+export const MAX_HEADER_SIZE_CEILING = 1_048_576;
+
+/**
+ * The host's limit on a request head (Node's maxHeaderSize), so that it accepts whatever a proxy lets
+ * through at the largest --max-header-size: the head as counted there, the authority again as
+ * X-Forwarded-Host, and the fields the proxy adds or its engine frames (X-Forwarded-For, -Proto,
+ * X-Request-Id, Connection, Transfer-Encoding: under 400 bytes). Only proxies reach the host.
+ */
+export const HOST_MAX_HEADER_SIZE = 2 * MAX_HEADER_SIZE_CEILING + 1_024;
+
+/** Apache's status for a request Node's HTTP/1.1 parser refused (its error code), in the proxy and the host alike. */
+export function statusOfParserError(code: string | undefined): number {
+  return code === 'HPE_HEADER_OVERFLOW' ? 431 : code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
+}
+
 /** The host's text for HOST_STDERR_FIELD: bounded, and any byte a header value may carry. */
 export function encodeStderr(text: string): string {
   return encodeURIComponent(text.length > 4000 ? `${text.slice(0, 4000)}…` : text);

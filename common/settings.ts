@@ -2,6 +2,7 @@
 // that use it, whether a SIGHUP applies it live, and its help. The Config types, the validation, each
 // command's options and --help, the SIGHUP report and the README's tables all come from this table.
 import { availableParallelism } from 'node:os';
+import { MAX_HEADER_SIZE_CEILING } from './protocol.ts';
 import { tlsPairProblem } from './tlsPair.ts';
 import { LOG_FORMATS, LOG_LEVELS } from './logFormat.ts';
 import {
@@ -487,7 +488,8 @@ export const SETTINGS = {
     flag: 'max-header-size',
     env: 'MAX_HEADER_SIZE',
     default: '16384',
-    parse: integer(1_024, 1_048_576),
+    // The host's own limit is set above what this lets through (HOST_MAX_HEADER_SIZE).
+    parse: integer(1_024, MAX_HEADER_SIZE_CEILING),
     roles: ['proxy'],
     placeholder: 'BYTES',
     help: 'bytes of request line and header fields together, then 431 (Apache LimitRequestFieldSize, per field)',

@@ -4,9 +4,20 @@
 // an empty 500 marked so, with the message as the process's stderr, on a connection the proxy keeps; the
 // proxy turns that into Apache's 500 page and error.log's lines (docs/design.md §3).
 import { randomUUID } from 'node:crypto';
+import { METHODS, STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
 import fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { ControllerContext } from '../common/controller.ts';
-import { encodeStderr, ENDED_WITHOUT_HEADERS_FIELD, HOST_STDERR_FIELD, WELL_FORMED_REQUEST_ID } from '../common/protocol.ts';
+import {
+  CONTROLLER_ANSWER_FIELD,
+  CONTROLLER_PREFIX,
+  encodeStderr,
+  ENDED_WITHOUT_HEADERS_FIELD,
+  HOST_MAX_HEADER_SIZE,
+  HOST_STDERR_FIELD,
+  statusOfParserError,
+  WELL_FORMED_REQUEST_ID,
+} from '../common/protocol.ts';
 import { ControllerLinkRefusedError, ControllerLoadError, ControllerMissingError } from './errors.ts';
 import type { ExecutionLimit, Tracked } from './executionLimit.ts';
 import type { HostLog } from './hostLog.ts';
@@ -46,7 +57,35 @@ export function createHostApp({ registry, log, stats, limit, inputLimits, poolSt
       return typeof incoming === 'string' && WELL_FORMED_REQUEST_ID.test(incoming) ? incoming : randomUUID();
     },
     routerOptions: { maxParamLength: 2048 },
+    // Above anything a proxy lets through, forwarding fields included: a head the proxy accepted is never 431 here.
+    http: { maxHeaderSize: HOST_MAX_HEADER_SIZE },
+    // fastify's own refusals answer JSON, which must never reach a client: a URL it cannot decode, a
+    // parameter past its length. Under /External/ that is a name that does not decode, answered as the
+    // handler answers one (H2, ended without headers); anything else is refused with a bare 400.
+    frameworkErrors(err, request, reply) {
+      const route = routeController(request.url);
+      if (route.kind === 'invalid' && request.url.startsWith(CONTROLLER_PREFIX)) void refuseInvalidName(request, reply, route.name);
+      else void refuse(request, reply, 400, `${err.code} ${err.message}`);
+    },
+    // Node's parser refused what came (a proxy's head is within its limit: not from a proxy, or a bug). A
+    // bare status, as fastify's own handler answers but without its JSON; the proxy answers its page (P6).
+    clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket) {
+      if (err.code === 'ECONNRESET' || socket.destroyed) return;
+      const status = statusOfParserError(err.code);
+      log.error(`Refused a request Node's parser could not read: ${err.code ?? ''} ${err.message}`);
+      // Not while an answer is going out on the connection: the status would read as part of it.
+      if (socket.writable && !(socket as Socket & { _httpMessage?: unknown })._httpMessage)
+        socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`);
+      socket.destroy();
+    },
   });
+  // Node keeps the first 2,000 fields and drops the rest without a word; the proxy bounds them
+  // (--max-header-fields, up to 10,000), so every field it forwards reaches the controller.
+  app.server.maxHeadersCount = 0;
+  // A controller answers whatever method the proxy forwards, as a CGI script does (fastify knows eight).
+  for (const method of METHODS) {
+    if (method !== 'CONNECT' && !app.supportedMethods.includes(method)) app.addHttpMethod(method, { hasBody: true });
+  }
 
   function countLoadFailure(row: string): void {
     const counters = stats.controller(row);
@@ -63,23 +102,41 @@ export function createHostApp({ registry, log, stats, limit, inputLimits, poolSt
       .send('');
   }
 
+  /** A name that is not an identifier (H2): ended without headers, as a script that could not be opened. */
+  function refuseInvalidName(request: FastifyRequest, reply: FastifyReply, name: string): FastifyReply {
+    const message = `Failed opening controller script ${registry.dir}/${JSON.stringify(name)}: Invalid controller name (allowed: ^[A-Za-z_][A-Za-z0-9_]*$) in ${request.method} ${request.url}`;
+    log.error(message, request.id);
+    countLoadFailure(MISSING_CONTROLLERS);
+    return endWithoutHeaders(reply, message);
+  }
+
+  /** The host's own refusal: a bare status and a host.log line; the proxy answers Apache's page for it (P6). */
+  function refuse(request: FastifyRequest, reply: FastifyReply, status: number, why: string): FastifyReply {
+    log.warn(`Refused ${request.method} ${request.url}: ${why}`, request.id);
+    return reply.code(status).type('text/html; charset=UTF-8').send('');
+  }
+
   /** Ends the request with no response at all: the connection closes (a controller that overran its limit). */
   function cutConnection(request: FastifyRequest, reply: FastifyReply): void {
     if (!reply.sent) reply.hijack();
     request.raw.socket.destroy();
   }
 
-  // Anything that escapes a handler (a result JSON cannot serialise, a fastify error): a bare 500 and a
-  // host.log line, never fastify's JSON error to the client.
+  // Anything that escapes a handler (a fastify error): a bare 500 and a host.log line, never fastify's
+  // JSON error to the client.
   app.setErrorHandler((err: Error, request, reply) => {
     log.error(`Error answering ${request.method} ${request.url}: ${err.stack ?? err.message}`, request.id);
     if (reply.sent) request.raw.socket.destroy();
-    else reply.code(500).type('text/html; charset=UTF-8').send('');
+    // Not a controller's answer, whatever it had set: the proxy answers its 500 page (P6).
+    else reply.removeHeader(CONTROLLER_ANSWER_FIELD).code(500).type('text/html; charset=UTF-8').send('');
   });
 
   // Bodies are the controller's, read as PHP reads them (requestInput.ts), never refused by type here.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', (_request, _payload, done) => done(null));
+
+  // Only what the proxy never forwards (it sends /External/ alone): fastify's JSON 404 goes to nobody.
+  app.setNotFoundHandler((request, reply) => refuse(request, reply, 404, 'no such route'));
 
   app.get('/ping', async (_request, reply) => reply.type('text/plain').send('pong'));
   app.get('/status', async (request) => poolStatus(Object.hasOwn(request.query as object, 'full')));
@@ -103,12 +160,7 @@ export function createHostApp({ registry, log, stats, limit, inputLimits, poolSt
 
     const route = routeController(request.url);
     const where = `in ${request.method} ${request.url}`;
-    if (route.kind === 'invalid') {
-      const message = `Failed opening controller script ${registry.dir}/${JSON.stringify(route.name)}: Invalid controller name (allowed: ^[A-Za-z_][A-Za-z0-9_]*$) ${where}`;
-      log.error(message, request.id);
-      countLoadFailure(MISSING_CONTROLLERS);
-      return endWithoutHeaders(reply, message);
-    }
+    if (route.kind === 'invalid') return refuseInvalidName(request, reply, route.name);
 
     let controller: LoadedController;
     try {
@@ -180,6 +232,7 @@ export function createHostApp({ registry, log, stats, limit, inputLimits, poolSt
       return reply
         .code(500)
         .type('text/html; charset=UTF-8')
+        .header(CONTROLLER_ANSWER_FIELD, '1')
         .header(HOST_STDERR_FIELD, encodeStderr(`PHP Fatal error:  ${message.split('\n', 1)[0]}`))
         .send('');
     } finally {

@@ -2,15 +2,19 @@
 // text/html (PHP's echo), anything else as JSON.
 import { Readable } from 'node:stream';
 import type { FastifyReply } from 'fastify';
-import { ENDED_WITHOUT_HEADERS_FIELD, HOST_STDERR_FIELD } from '../common/protocol.ts';
+import { CONTROLLER_ANSWER_FIELD, ENDED_WITHOUT_HEADERS_FIELD, HOST_STDERR_FIELD } from '../common/protocol.ts';
+
+/** The host's own signals to the proxy: never a controller's to send. */
+const HOST_SIGNALS: readonly string[] = [HOST_STDERR_FIELD, ENDED_WITHOUT_HEADERS_FIELD, CONTROLLER_ANSWER_FIELD];
 
 export function sendResult(reply: FastifyReply, result: unknown): FastifyReply {
   if (result instanceof Response) {
     reply.code(result.status);
     result.headers.forEach((value, key) => {
-      // The host's own signals to the proxy are never a controller's to send.
-      if (key !== HOST_STDERR_FIELD && key !== ENDED_WITHOUT_HEADERS_FIELD) reply.header(key, value);
+      if (!HOST_SIGNALS.includes(key)) reply.header(key, value);
     });
+    // A controller's error status is its answer, which the proxy relays (not the host's own, common/protocol.ts).
+    if (result.status >= 400) reply.header(CONTROLLER_ANSWER_FIELD, '1');
     return reply.send(result.body ? Readable.fromWeb(result.body) : '');
   }
   if (result === undefined || result === null) {

@@ -64,11 +64,13 @@ export function createHttpProxyForwarder(options: ForwarderOptions): Forward {
       proxyRes.destroy();
       return;
     }
-    if (fail.hostSignals(proxyRes.headers, req, res, idOf(req))) {
-      // Answered here, so http-proxy neither writes the head nor pipes; the (empty) body is drained so the
+    const answer = fail.hostSignals(proxyRes.statusCode ?? 0, proxyRes.headers, req, idOf(req));
+    if (answer !== 'relay') {
+      // Answered here, so http-proxy neither writes the head nor pipes; the body is drained so the
       // connection serves the next request.
       answered.add(req);
-      fail.failed(HUNG_UP, req, res, pathOf(req), idOf(req), upstream!);
+      if (answer === 'host-error') fail.hostRefused(proxyRes.statusCode ?? 500, req, res, pathOf(req), idOf(req));
+      else fail.failed(HUNG_UP, req, res, pathOf(req), idOf(req), upstream!);
       proxyRes.resume();
       return;
     }
@@ -128,15 +130,20 @@ export function createHttpProxyForwarder(options: ForwarderOptions): Forward {
     fail.failed(err, req, res, pathOf(req), idOf(req), upstream);
   }
 
+  /** The proxy answers `req` itself: the host's request is aborted and its answer ignored. */
+  function drop(req: IncomingMessage): void {
+    answered.add(req);
+    clearTimeout(deadlines.get(req));
+    upstreamRequests.get(req)?.destroy();
+  }
+
   return function forward(req, res, url, requestId) {
     const withBody = bodyFollows(req);
     if (withBody) {
       bodies.set(
         req,
         limitedBody(req, res, limitRequestBody, (received) => {
-          answered.add(req);
-          clearTimeout(deadlines.get(req));
-          upstreamRequests.get(req)?.destroy();
+          drop(req);
           fail.tooLarge(req, res, received, requestId);
         }),
       );
@@ -160,5 +167,6 @@ export function createHttpProxyForwarder(options: ForwarderOptions): Forward {
       res.once('close', () => clearTimeout(deadlines.get(req)));
     }
     send(req, res, upstreams.pick()!, mayRetry(req, withBody));
+    return () => drop(req);
   };
 }

@@ -87,9 +87,11 @@ class ForwardHandler implements Dispatcher.DispatchHandler {
     if (this.settled) return controller.abort(new Error('answered already'));
     clearTimeout(this.deadline);
     this.engine.upstreams.reached(this.upstream);
-    if (this.engine.fail.hostSignals(headers, this.req, this.res, this.requestId)) {
-      // Its (empty) body is read and dropped below, so the connection stays for the next request.
+    const answer = this.engine.fail.hostSignals(statusCode, headers, this.req, this.requestId);
+    if (answer !== 'relay') {
+      // Its body is read and dropped below, so the connection stays for the next request.
       this.settled = true;
+      if (answer === 'host-error') return this.engine.fail.hostRefused(statusCode, this.req, this.res, this.path, this.requestId);
       return this.engine.fail.failed(HUNG_UP, this.req, this.res, this.path, this.requestId, this.upstream);
     }
     this.countBytes = headers['content-length'] === undefined;
@@ -181,5 +183,6 @@ export function createUndiciForwarder(options: ForwarderOptions): Forward {
       });
     }
     handler.send(upstreams.pick()!);
+    return () => handler.abandon('request body malformed');
   };
 }

@@ -4,13 +4,24 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { PassThrough, type Readable } from 'node:stream';
 import { nullObject } from '../common/nullObject.ts';
-import { CONTROLLER_PREFIX, decodeStderr, ENDED_WITHOUT_HEADERS_FIELD, HOST_STDERR_FIELD } from '../common/protocol.ts';
+import {
+  CONTROLLER_ANSWER_FIELD,
+  CONTROLLER_PREFIX,
+  decodeStderr,
+  ENDED_WITHOUT_HEADERS_FIELD,
+  HOST_STDERR_FIELD,
+} from '../common/protocol.ts';
 import { sendErrorPage } from './errorPages.ts';
-import { clientAddress, clientOf, type ClientSocket, type ErrorLog } from './errorLog.ts';
-import { authorityOf, bodyFollows, schemeOf } from './protocols.ts';
+import { clientAddress, clientOfRequest, type ErrorLog } from './errorLog.ts';
+import { authorityOf, bodyFollows, responseGone, schemeOf } from './protocols.ts';
 import type { Upstreams, UpstreamState } from './upstreams.ts';
 
-export type Forward = (req: IncomingMessage, res: ServerResponse, url: string, requestId: string) => void;
+/**
+ * Sends the request to a host and its answer to `res`. Returns how to drop it: the client's request
+ * failed mid-body and the server answers it itself (server.ts), so the host's request is aborted and
+ * whatever it answers is ignored.
+ */
+export type Forward = (req: IncomingMessage, res: ServerResponse, url: string, requestId: string) => () => void;
 
 export interface ForwarderOptions {
   upstreams: Upstreams;
@@ -69,7 +80,7 @@ export const IDLE_UPSTREAM_SOCKET_MS = 10_000;
 const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'te', 'upgrade', 'trailer'] as const;
 
 /** Hop-by-hop fields, and the host's signals to this proxy (common/protocol.ts): never passed to a client. */
-const NOT_PASSED_ON = new Set<string>([...HOP_BY_HOP, HOST_STDERR_FIELD, ENDED_WITHOUT_HEADERS_FIELD]);
+const NOT_PASSED_ON = new Set<string>([...HOP_BY_HOP, HOST_STDERR_FIELD, ENDED_WITHOUT_HEADERS_FIELD, CONTROLLER_ANSWER_FIELD]);
 
 const NEVER_FORWARDED = new Set<string>([...HOP_BY_HOP, 'forwarded', 'x-request-id']);
 
@@ -123,6 +134,19 @@ export function responseHeaders(headers: Headers, engineFramed: readonly string[
     out[name] = headers[name];
   }
   return out;
+}
+
+/**
+ * What the proxy does with the host's answer (common/protocol.ts): pass it on; answer as if the host had
+ * closed before its headers (it says the application ended without them); or answer Apache's page for
+ * its status, as the host answered an error itself, not a controller (fastify's JSON never reaches a client).
+ */
+export type HostAnswer = 'relay' | 'ended-without-headers' | 'host-error';
+
+export function hostAnswerOf(statusCode: number, headers: Headers): HostAnswer {
+  if (headers[ENDED_WITHOUT_HEADERS_FIELD] !== undefined) return 'ended-without-headers';
+  if (statusCode >= 400 && headers[CONTROLLER_ANSWER_FIELD] === undefined) return 'host-error';
+  return 'relay';
 }
 
 /** `Latest` for `/External/Latest`: what an operator greps for. */
@@ -185,11 +209,13 @@ export interface Failures {
     upstream: UpstreamState,
   ): void;
   /**
-   * The host's answer head, read for its signals (common/protocol.ts): its stderr lines go to error.log;
-   * true when it says the application ended without headers, which the engine then answers with `failed`,
-   * as if the connection had closed.
+   * The host's answer head, read for its signals (common/protocol.ts): its stderr lines go to error.log.
+   * Unless it is to be relayed, the engine drops its body and answers with `failed` (ended without
+   * headers, as if the connection had closed) or `hostRefused`.
    */
-  hostSignals(headers: Headers, req: IncomingMessage, res: ServerResponse, requestId: string): boolean;
+  hostSignals(statusCode: number, headers: Headers, req: IncomingMessage, requestId: string): HostAnswer;
+  /** The host answered an error itself, not a controller: Apache's page for its status, P6. */
+  hostRefused(status: number, req: IncomingMessage, res: ServerResponse, path: string, requestId: string): void;
   /** The body passed LimitRequestBody while it streamed: 413, and the connection closed. */
   tooLarge(req: IncomingMessage, res: ServerResponse, received: number, requestId: string): void;
   /** The host's answer broke off after its headers: the client can only be cut; logged once. */
@@ -204,12 +230,12 @@ export interface Failures {
 }
 
 export function failures({ errorLog, upstreamTimeoutMs, limitRequestBody }: ForwarderOptions): Failures {
-  const logConnectFailure = (err: NodeJS.ErrnoException, client: ClientSocket, path: string, requestId: string, upstream: UpstreamState) =>
+  const logConnectFailure = (err: NodeJS.ErrnoException, req: IncomingMessage, path: string, requestId: string, upstream: UpstreamState) =>
     errorLog.write({
       module: 'proxy',
       level: 'error',
       status: `(${err.code})${err.message}`,
-      client: clientOf(client),
+      client: clientOfRequest(req),
       message: `attempt to connect to upstream ${upstream.name} failed for ${path}`,
       requestId,
     });
@@ -220,29 +246,39 @@ export function failures({ errorLog, upstreamTimeoutMs, limitRequestBody }: Forw
         module: 'proxy',
         level: 'error',
         status: '(ETIMEDOUT)The timeout specified has expired',
-        client: clientOf(req.socket ?? res.socket ?? {}),
+        client: clientOfRequest(req),
         message: `Timeout waiting for output from controller ${controllerOf(path)} (${path}): no response headers within ${seconds} s (max_execution_time ${seconds} s)`,
         requestId,
       });
       sendErrorPage(res, 504);
     },
-    hostSignals(headers, req, res, requestId) {
+    hostSignals(statusCode, headers, req, requestId) {
       for (const line of decodeStderr(headers[HOST_STDERR_FIELD])) {
         errorLog.write({
           module: 'fcgid',
           level: 'warn',
-          client: clientOf(req.socket ?? res.socket ?? {}),
+          client: clientOfRequest(req),
           message: `mod_fcgid: stderr: ${line}`,
           requestId,
         });
       }
-      return headers[ENDED_WITHOUT_HEADERS_FIELD] !== undefined;
+      return hostAnswerOf(statusCode, headers);
+    },
+    hostRefused(status, req, res, path, requestId) {
+      errorLog.write({
+        module: 'proxy',
+        level: 'error',
+        client: clientOfRequest(req),
+        message: `host answered ${status} without a controller for ${path}`,
+        requestId,
+      });
+      sendErrorPage(res, status);
     },
     tooLarge(req, res, received, requestId) {
       errorLog.write({
         module: 'http',
         level: 'info',
-        client: clientOf(req.socket ?? res.socket ?? {}),
+        client: clientOfRequest(req),
         message: `AH01591: Read content length of ${received} is larger than the configured limit of ${limitRequestBody}`,
         requestId,
       });
@@ -252,16 +288,15 @@ export function failures({ errorLog, upstreamTimeoutMs, limitRequestBody }: Forw
       res.shouldKeepAlive = false;
       sendErrorPage(res, 413);
     },
-    connectFailed: (err, req, path, requestId, upstream) => logConnectFailure(err, req.socket ?? {}, path, requestId, upstream),
+    connectFailed: (err, req, path, requestId, upstream) => logConnectFailure(err, req, path, requestId, upstream),
     failed(err, req, res, path, requestId, upstream) {
-      if (res.destroyed || res.writableEnded) return; // nobody left to answer
+      if (responseGone(res)) return; // nobody left to answer (the server logged why, if the request broke off)
       if (res.headersSent) return this.cutShort(err, req, res, path, requestId, upstream);
       // Either socket may be null here: undici nulls req.socket when it drops a request body, and Node
       // gives a queued pipelined response no socket until the one before it ends. The page is still
       // written then: Node holds it until its turn.
-      const socket = req.socket ?? res.socket ?? {};
       if (isConnectError(err)) {
-        logConnectFailure(err, socket, path, requestId, upstream);
+        logConnectFailure(err, req, path, requestId, upstream);
         return sendErrorPage(res, 503);
       }
       // The host ended the request without a response header (docs/design.md §3).
@@ -269,7 +304,7 @@ export function failures({ errorLog, upstreamTimeoutMs, limitRequestBody }: Forw
         module: 'proxy',
         level: 'error',
         status: `(${err.code ?? 'EPROTO'})${err.message}`,
-        client: clientOf(socket),
+        client: clientOfRequest(req),
         message: `End of script output before headers: ${path}`,
         requestId,
       });
@@ -281,7 +316,7 @@ export function failures({ errorLog, upstreamTimeoutMs, limitRequestBody }: Forw
         module: 'proxy',
         level: 'error',
         status: `(${err.code ?? 'ECONNRESET'})${err.message}`,
-        client: clientOf(req.socket ?? res.socket ?? {}),
+        client: clientOfRequest(req),
         message: `error reading response from upstream ${upstream.name} for ${path}: the answer broke off after its headers`,
         requestId,
       });

@@ -1,7 +1,7 @@
 // What the proxy asks of a request about how it came: over HTTP/2 (node:http2's compatibility request,
 // which the handler takes as an IncomingMessage) or HTTP/1.x, and over TLS or not.
-import type { IncomingMessage } from 'node:http';
-import type { Http2ServerRequest } from 'node:http2';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
 import type { TLSSocket } from 'node:tls';
 
 /** HTTP/2 here is only ever over TLS (no h2c). llhttp also parses an `HTTP/2.0` request line, so the version alone says nothing. */
@@ -16,6 +16,15 @@ export function isHttp2(req: IncomingMessage): boolean {
 export function bodyFollows(req: IncomingMessage): boolean {
   if (isHttp2(req)) return !(req as unknown as Http2ServerRequest).stream.endAfterHeaders;
   return req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] ?? '0') !== '0';
+}
+
+/**
+ * Whether nothing more can be written to the response: ended, destroyed, or, on HTTP/2, its stream closed
+ * (a compatibility response is neither ended nor destroyed when its stream is reset under it).
+ */
+export function responseGone(res: ServerResponse): boolean {
+  if (res.destroyed || res.writableEnded) return true;
+  return isHttp2(res.req) && (res as unknown as Http2ServerResponse).stream.closed;
 }
 
 export function schemeOf(req: IncomingMessage): 'http' | 'https' {

@@ -11,13 +11,14 @@ import {
 import { isIP, type AddressInfo, type BlockList, type Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { join } from 'node:path';
+import { statusOfParserError } from '../common/protocol.ts';
 import type { ProxyConfig } from '../common/settings.ts';
 import type { Forward, ForwarderOptions } from './forwarding.ts';
 import type { Tally } from './workerMessages.ts';
 import { bodyBytes, type AccessLog } from './accessLog.ts';
 import { encodeResponse, negotiateRequest, type CompressionSettings } from './compression.ts';
 import { errorPage, reasonOf, sendErrorPage } from './errorPages.ts';
-import { clientOf, type ErrorLog } from './errorLog.ts';
+import { clientOf, clientOfRequest, rememberClient, type ErrorLog } from './errorLog.ts';
 import { authorityOf, bodyFollows, isHttp2 } from './protocols.ts';
 import { KIND, metricsEndpoint, processMetricsJson, RequestMetrics, type MetricJson, type RouteKind } from './metrics.ts';
 import { requestIdOf } from './requestId.ts';
@@ -141,6 +142,20 @@ const DROP_REPORT_MS = 10_000;
  */
 const queuedOn = new WeakMap<Socket, Set<ServerResponse>>();
 
+/** A request whose body the parser is reading, and how to stop forwarding it (forward() says). */
+interface BodyInFlight {
+  req: IncomingMessage;
+  res: ServerResponse;
+  requestId: string;
+  drop?: () => void;
+}
+
+/** The last request with a body on each HTTP/1.1 connection: a parser error while it is incomplete is in its body. */
+const readingBody = new WeakMap<Socket, BodyInFlight>();
+/** Requests whose body failed and was logged and answered (refuseBody), and their connections. */
+const refusedBodies = new WeakSet<IncomingMessage>();
+const refusedSockets = new WeakSet<Socket>();
+
 function closeWithConnection(connection: Socket, res: ServerResponse): void {
   let queued = queuedOn.get(connection);
   if (!queued) {
@@ -250,9 +265,17 @@ export function createProxyServer({
     let kind: RouteKind = KIND.refused; // until the route says otherwise
     const url = req.url ?? '-';
     const remoteAddress = req.socket.remoteAddress;
+    rememberClient(req);
     open.add(res);
     if (!res.socket) closeWithConnection(req.socket, res);
+    const withBody = bodyFollows(req);
+    // An HTTP/2 request is `complete` once its stream closes, however it closed: its end is watched instead.
+    let bodyEnded = false;
+    if (withBody) req.once('end', () => (bodyEnded = true));
     res.once('close', () => {
+      if (withBody && !res.headersSent && !refusedBodies.has(req) && !(isHttp2(req) ? bodyEnded : req.complete)) {
+        bodyBrokeOff(req, res, requestId);
+      }
       const bytes = bodyBytes(req, res);
       accessLog.record(req, res, url, arrivedAt, remoteAddress, bytes);
       counters.record(res.statusCode, bytes);
@@ -263,12 +286,13 @@ export function createProxyServer({
     if (stopping || limits.keepAliveTimeout === 0) res.shouldKeepAlive = false;
     const requestId = requestIdOf(req);
     res.setHeader('X-Request-Id', requestId);
+    if (withBody && !isHttp2(req)) readingBody.set(req.socket, { req, res, requestId });
     const framing = framingProblem(req, limits.maxHeaderSize);
     if (framing) {
       errorLog.write({
         module: 'core',
         level: 'info',
-        client: clientOf(req.socket),
+        client: clientOfRequest(req),
         message: framing.message,
         requestId,
       });
@@ -281,7 +305,7 @@ export function createProxyServer({
       errorLog.write({
         module: 'core',
         level: 'info',
-        client: clientOf(req.socket),
+        client: clientOfRequest(req),
         message: `request failed: the number of request header fields exceeds this server's limit (${limits.maxHeaderFields})`,
         requestId,
       });
@@ -298,7 +322,7 @@ export function createProxyServer({
       errorLog.write({
         module: 'http',
         level: 'info',
-        client: clientOf(req.socket),
+        client: clientOfRequest(req),
         message: `AH01588: Requested content-length of ${declared} is larger than the configured limit of ${limits.limitRequestBody}`,
         requestId,
       });
@@ -312,7 +336,10 @@ export function createProxyServer({
         kind = KIND.controller;
         const negotiated = negotiateRequest(req, compression);
         if (negotiated) encodeResponse(req, res, negotiated, { flushEachTurn: true });
-        return forward(req, res, route.url, requestId);
+        const drop = forward(req, res, route.url, requestId);
+        const reading = readingBody.get(req.socket);
+        if (reading?.req === req) reading.drop = drop;
+        return;
       }
       case 'static':
         kind = KIND.static;
@@ -329,7 +356,7 @@ export function createProxyServer({
         errorLog.write({
           module: 'core',
           level: 'info',
-          client: clientOf(req.socket),
+          client: clientOfRequest(req),
           message: `Invalid request target ${JSON.stringify(req.url)}`,
           requestId,
         });
@@ -337,12 +364,29 @@ export function createProxyServer({
     }
   }
 
+  /**
+   * A request whose body did not arrive whole and that got no answer (a client that left mid-body, an
+   * HTTP/2 stream reset, a body shorter than its length): logged 400, as Apache logs a body it failed to
+   * read, never the 200 a response starts with.
+   */
+  function bodyBrokeOff(req: IncomingMessage, res: ServerResponse, requestId: string): void {
+    res.statusCode = 400;
+    const stream = isHttp2(req) ? (res as unknown as Http2ServerResponse).stream : undefined;
+    errorLog.write({
+      module: 'core',
+      level: 'info',
+      client: clientOfRequest(req),
+      message: `Request body incomplete: ${stream ? `the stream was reset (RST_STREAM ${stream.rstCode ?? '-'})` : 'the connection closed'} before it ended`,
+      requestId,
+    });
+  }
+
   /** A page about the server that failed: logged, and a 500 unless it began to answer. */
   function pageFailed(req: IncomingMessage, res: ServerResponse, page: string, requestId: string, err: Error): void {
     errorLog.write({
       module: 'status',
       level: 'error',
-      client: clientOf(req.socket),
+      client: clientOfRequest(req),
       message: `${page} failed: ${err.message}`,
       requestId,
     });
@@ -410,6 +454,9 @@ export function createProxyServer({
       socket.destroy();
       return;
     }
+    if (refusedSockets.has(socket)) return; // its request's failure is logged and answered already
+    const reading = readingBody.get(socket);
+    if (reading && !reading.req.complete && !reading.res.writableEnded) return refuseBody(reading, err, socket);
     errorLog.write({ module: 'core', level: 'info', client: clientOf(socket), message: `Bad request: ${err.code ?? ''} ${err.message}` });
     const answering = answeringOn(socket);
     // Bytes after a `Connection: close` request are never parsed (so never served), but the request before
@@ -421,10 +468,39 @@ export function createProxyServer({
       socket.destroy();
       return;
     }
-    const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
+    const status = statusOfParserError(err.code);
     const bytes = answerAndClose(socket, status);
     accessLog.recordRefused(socket.remoteAddress, requestLineOf((err as ParserError).rawPacket), status, bytes);
     requestMetrics.count(KIND.refused, undefined, status, bytes);
+  }
+
+  /**
+   * The parser failed inside a request's body (a chunk line without CR, a trailer with Content-Length, a
+   * body past --request-timeout): that request gets the status, as Apache answers a body it cannot read
+   * (400, or 408), and the connection closes. Its forwarding stops. The page goes out when this request is
+   * the one being answered and nothing of its answer has; otherwise the connection is cut, and its access
+   * line still has the status.
+   */
+  function refuseBody(reading: BodyInFlight, err: NodeJS.ErrnoException, socket: Socket): void {
+    const { req, res } = reading;
+    errorLog.write({
+      module: 'core',
+      level: 'info',
+      client: clientOfRequest(req),
+      message: `Bad request: ${err.code ?? ''} ${err.message}`,
+      requestId: reading.requestId,
+    });
+    refusedBodies.add(req);
+    refusedSockets.add(socket);
+    reading.drop?.();
+    const status = statusOfParserError(err.code);
+    if (res.headersSent) return void socket.destroy();
+    if (answeringOn(socket) !== res || !socket.writable) {
+      res.statusCode = status;
+      return void socket.destroy();
+    }
+    res.shouldKeepAlive = false;
+    sendErrorPage(res, status);
   }
 
   // CONNECT (RFC 9110 §9.3.6) asks for a tunnel; this is no forward proxy. Node would drop the connection
@@ -491,7 +567,7 @@ export function createProxyServer({
         errorLog.write({
           module: 'reqtimeout',
           level: 'info',
-          client: clientOf(req.socket),
+          client: clientOfRequest(req),
           message: `AH01382: Request body read timeout (--request-timeout ${limits.requestTimeout} s)`,
           requestId,
         });
@@ -526,7 +602,7 @@ export function createProxyServer({
     errorLog.write({
       module: 'rewrite',
       level: 'debug',
-      client: clientOf(req.socket),
+      client: clientOfRequest(req),
       message: `redirect to HTTPS: ${req.url ?? ''}`,
       requestId,
     });

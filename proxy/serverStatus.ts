@@ -7,7 +7,7 @@ import { BlockList, isIPv4 } from 'node:net';
 import { nullObject } from '../common/nullObject.ts';
 import type { AllowedClient } from '../common/settingParsers.ts';
 import { sendErrorPage } from './errorPages.ts';
-import { clientOf, type ErrorLog } from './errorLog.ts';
+import { clientOfRequest, type ErrorLog } from './errorLog.ts';
 import { renderAuto, renderHtml, renderJson, type HostSummary, type StatusReport } from './statusPage.ts';
 import type { Upstreams, UpstreamState } from './upstreams.ts';
 import type { Tally } from './workerMessages.ts';
@@ -59,7 +59,7 @@ export function refused(
   errorLog: ErrorLog,
   requestId: string,
 ): boolean {
-  const client = clientOf(req.socket);
+  const client = clientOfRequest(req);
   if (!allowed(allow, req.socket.remoteAddress)) {
     errorLog.write({
       module: 'authz_core',
@@ -136,7 +136,7 @@ function sum(tallies: readonly Tally[]): Tally {
 export function serverStatus({ tallies, upstreams, allow, errorLog }: ServerStatusOptions) {
   return async function handleServerStatus(req: IncomingMessage, res: ServerResponse, query: string, requestId: string): Promise<void> {
     if (refused(req, res, '/server-status', allow, errorLog, requestId)) return;
-    const client = clientOf(req.socket);
+    const client = clientOfRequest(req);
     const params = new URLSearchParams(query);
     const refresh = params.get('refresh');
     if (refresh !== null && !(/^\d{1,4}$/.test(refresh) && Number(refresh) >= 1 && Number(refresh) <= MAX_REFRESH_SECONDS)) {

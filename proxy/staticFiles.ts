@@ -18,7 +18,7 @@ import { LINK_REFUSED, LinkRefusedError, type LinkVerdict, type Refusal } from '
 import type { ContentCoding } from '../common/settings.ts';
 import { encodeResponse, isCompressible, SUFFIX, type Negotiated } from './compression.ts';
 import { sendErrorPage } from './errorPages.ts';
-import { clientOf, type ErrorLog } from './errorLog.ts';
+import { clientOfRequest, type ErrorLog } from './errorLog.ts';
 import { statEtag, type CacheEntry, type StaticCache } from './staticCache.ts';
 
 /** The OS status the observed Windows deployment logged for a missing file (Apache's %E). */
@@ -102,7 +102,7 @@ export function staticFiles(root: string, errorLog: ErrorLog, cache: StaticCache
         module: 'core',
         level: 'error',
         status: `(${err.code ?? 'EIO'})${err.message}`,
-        client: clientOf(req.socket),
+        client: clientOfRequest(req),
         message: `Cut short while sending ${urlPath}`,
         requestId,
       });
@@ -112,7 +112,7 @@ export function staticFiles(root: string, errorLog: ErrorLog, cache: StaticCache
     // The file send opened was not the one judged: a link swapped in after the check.
     if (err instanceof LinkRefusedError) return refuseLink(req, res, err, requestId);
     const status = err.status ?? 500;
-    const client = clientOf(req.socket);
+    const client = clientOfRequest(req);
     if (status === 404) {
       const file = err.path ?? fileFor(urlPath);
       if (err.code === 'ENOENT' && err.path) cache.rememberMissing(urlPath, file, version);
@@ -145,7 +145,7 @@ export function staticFiles(root: string, errorLog: ErrorLog, cache: StaticCache
       module: 'core',
       level: 'info',
       status: FILE_NOT_FOUND_STATUS,
-      client: clientOf(req.socket),
+      client: clientOfRequest(req),
       message: `AH00128: File does not exist: ${file}`,
       requestId,
     });
@@ -158,7 +158,7 @@ export function staticFiles(root: string, errorLog: ErrorLog, cache: StaticCache
     errorLog.write({
       module: 'core',
       level: 'error',
-      client: clientOf(req.socket),
+      client: clientOfRequest(req),
       message: `AH00037: ${LINK_REFUSED}: ${link} (${reason})`,
       requestId,
     });
@@ -273,7 +273,7 @@ export function staticFiles(root: string, errorLog: ErrorLog, cache: StaticCache
       errorLog.write({
         module: 'core',
         level: 'info',
-        client: clientOf(req.socket),
+        client: clientOfRequest(req),
         message: `Method ${req.method} not allowed for ${urlPath}`,
         requestId,
       });

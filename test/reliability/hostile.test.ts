@@ -157,6 +157,8 @@ describe('hostile requests (raw sockets, corpus of public payloads)', function (
       for (const leak of ['root:x:0:', CONTROLLER_MARKER, GIT_MARKER, OUTSIDE_MARKER, '"name": "extqs"', sandbox.dir]) {
         expect(reply.bytes, 'bytes from outside www/public').not.to.contain(leak);
       }
+      // Every error is Apache's page: fastify's own JSON errors never come through.
+      expect(reply.bytes, "the host framework's error").not.to.match(/FST_ERR|"statusCode":\s*\d/);
       const names = headerNamesOf(reply.bytes);
       expect(names).not.to.include('x-injected');
       expect(names).not.to.include('set-cookie');
@@ -180,6 +182,31 @@ describe('hostile requests (raw sockets, corpus of public payloads)', function (
         'smuggled requests served',
       ).to.deep.equal([]);
       expect(stack.stderr(), 'launcher saw a child exit').not.to.match(/exited|restart/i);
+    });
+  });
+
+  describe('when a request fails inside its body', function () {
+    const bodies: Record<string, string> = {
+      'a chunk size line ended by LF alone': '5\nhello\r\n0\r\n\r\n',
+      'chunk data ended by LF alone': '5\r\nhello\n0\r\n\r\n',
+      'a trailer carrying Content-Length': '5\r\nhello\r\n0\r\nContent-Length: 5\r\n\r\n',
+    };
+    Object.entries(bodies).forEach(([what, body], i) => {
+      it(`answers ${what} with Apache's 400, and logs the 400 and why`, async function () {
+        const target = `/External/Echo?bad-body=${i}`;
+        const reply = await sendRaw(
+          port,
+          `POST ${target} HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n${body}`,
+          'GET /known.txt HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n',
+        );
+        expect(statusesOf(reply.bytes)).to.deep.equal([400]);
+        expect(reply.bytes).to.contain('<title>400 Bad Request</title>');
+        const id = /\r\nX-Request-Id: ([^\r]+)/i.exec(reply.bytes)?.[1];
+        const line = await eventually(() => readLog(sandbox, 'access.log').find((l) => l.includes(`"POST ${target} HTTP/1.1"`)));
+        expect(line).to.match(/" 400 \d+ /);
+        const why = await eventually(() => readLog(sandbox, 'error.log').find((l) => l.endsWith(`request_id: ${id}`)));
+        expect(why).to.match(/\[core:info\] .*\[client 127\.0\.0\.1:\d+\] Bad request: HPE_/);
+      });
     });
   });
 

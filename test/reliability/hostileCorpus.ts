@@ -168,6 +168,12 @@ const traversal: HostileCase[] = [
     expect: BAD,
   },
   {
+    name: 'overlong UTF-8 dot under the controller prefix',
+    source: "CVE-2008-2938 (Tomcat %c0%ae), aimed at the host's URL decoding (fastify FST_ERR_BAD_URL)",
+    raw: get('/External/%c0%ae%c0%ae/x'),
+    expect: [500],
+  },
+  {
     name: 'overlong UTF-8 slash %c0%af',
     source: 'CVE-2000-0884 (IIS unicode traversal ..%c0%af..)',
     raw: get('/..%c0%af..%c0%afpackage.json'),
@@ -403,6 +409,12 @@ const methods: HostileCase[] = [
   { name: 'DELETE a file', source: 'RFC 9110 §9.3.5', raw: request('DELETE', '/known.txt'), expect: [405] },
   { name: 'PROPFIND', source: 'WebDAV probes (RFC 4918)', raw: request('PROPFIND', '/', ['Depth: 1']), expect: [405] },
   {
+    name: 'PROPFIND to a controller',
+    source: 'WebDAV probes (RFC 4918); a CGI script runs for any method',
+    raw: request('PROPFIND', '/External/Echo', ['Depth: 1']),
+    expect: [200],
+  },
+  {
     name: 'unknown method',
     source: 'RFC 9110 §9.1 (501 for unknown methods); llhttp',
     raw: request('FOO', '/known.txt'),
@@ -565,6 +577,24 @@ const framing: HostileCase[] = [
     mayClose: true,
   },
   {
+    name: 'chunk size line ended by LF alone',
+    source: 'RFC 9112 §7.1 (chunk-size CRLF); CVE-2024-27982 family',
+    raw: request('POST', '/External/Echo', ['Transfer-Encoding: chunked'], '5\nhello\r\n0\r\n\r\n'),
+    expect: BAD,
+  },
+  {
+    name: 'chunk data ended by LF alone',
+    source: 'RFC 9112 §7.1 (chunk-data CRLF); llhttp HPE_CR_EXPECTED',
+    raw: request('POST', '/External/Echo', ['Transfer-Encoding: chunked'], '5\r\nhello\n0\r\n\r\n'),
+    expect: BAD,
+  },
+  {
+    name: 'trailer carrying Content-Length',
+    source: 'RFC 9110 §6.5.1 (framing fields never in a trailer); PortSwigger trailer smuggling',
+    raw: request('POST', '/External/Echo', ['Transfer-Encoding: chunked'], '5\r\nhello\r\n0\r\nContent-Length: 5\r\n\r\n'),
+    expect: BAD,
+  },
+  {
     name: 'chunked body carrying a smuggled request after 0',
     source: 'PortSwigger request smuggling (chunked terminator then a request)',
     raw: request('POST', '/External/Echo', ['Transfer-Encoding: chunked', 'Connection: close'], `0\r\n\r\n${SMUGGLED}`),
@@ -610,6 +640,12 @@ const framing: HostileCase[] = [
     raw: get('/known.txt', [`X-Big: ${'a'.repeat(20_000)}`]),
     expect: [400, 431],
     mayClose: true,
+  },
+  {
+    name: 'a head just under the limit, to a controller',
+    source: 'RFC 6585 §5; the fields the proxy adds must not push it past the host limit',
+    raw: get('/External/Echo', [`X-Big: ${'a'.repeat(16_300)}`]),
+    expect: [200],
   },
   {
     name: 'many small headers',

@@ -4,6 +4,7 @@
 // and keep serving, and its resident memory must come back near where it was.
 import { once } from 'node:events';
 import { readFileSync, writeFileSync } from 'node:fs';
+import { connect as h2connect, type ClientHttp2Stream } from 'node:http2';
 import { join } from 'node:path';
 import { connect } from 'node:tls';
 import { expect } from 'chai';
@@ -127,6 +128,7 @@ describe('hostile HTTP/2', function () {
     sandbox = makeSandbox();
     const pair = makeCertificate(sandbox.dir);
     writeFileSync(join(sandbox.publicDir, 'hello.txt'), 'hello\n');
+    writeFileSync(join(sandbox.controllers, 'Echo.ts'), `export default async ({ body }) => 'got ' + (await body.text());\n`);
     // One proxy process, so its memory is the memory that serves.
     stack = await startStack(sandbox, ['--proxy-workers', '1', '--tls-port', '0', '--tls-cert', pair.cert, '--tls-key', pair.key]);
     port = Number(new URL(stack.tlsUrl!).port);
@@ -212,6 +214,32 @@ describe('hostile HTTP/2', function () {
     // as 5's) would come with 5's, and so would a reset of 3.
     const reused = await attack(port, [request(5), request(3)], ({ types }) => types.includes(FRAME.DATA));
     expect(reused.answered).to.deep.equal([5]);
+  });
+
+  it('logs a stream whose body is shorter than its content-length as 400, with the client address and port', async function () {
+    const session = h2connect(stack.tlsUrl!, { rejectUnauthorized: false });
+    session.on('error', () => {});
+    await once(session, 'connect');
+    const client = `127.0.0.1:${session.socket.localPort}`;
+    const stream: ClientHttp2Stream = session.request({ ':method': 'POST', ':path': '/External/Echo?short-body', 'content-length': '10' });
+    // nghttp2 resets the stream (PROTOCOL_ERROR): all the answer the client gets.
+    const closed = new Promise((resolve) => stream.once('close', resolve));
+    stream.on('error', () => {});
+    stream.end('hello');
+    await closed;
+    session.close();
+    const access = await eventually(() =>
+      readLog(sandbox, 'access.log').find((l) => l.includes('"POST /External/Echo?short-body HTTP/2.0"')),
+    );
+    // Written after the stream closed, when its proxy socket reads as none.
+    const lines = await eventually(() => {
+      const found = readLog(sandbox, 'error.log').filter((l) => /\[client [^\]]*\] (Request body incomplete|End of script)/.test(l));
+      return found.length > 0 ? found : undefined;
+    });
+    for (const line of lines) expect(line).to.contain(`[client ${client}]`);
+    expect(access, 'the status, never the 200 a response starts with').to.match(/" 400 - /);
+    expect(lines).to.have.length(1);
+    expect(lines[0]).to.match(/\[core:info\] .* Request body incomplete: the stream was reset \(RST_STREAM 1\)/);
   });
 
   it('refuses streams past --h2-max-concurrent-streams', async function () {

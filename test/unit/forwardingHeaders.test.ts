@@ -1,7 +1,8 @@
 // The header hygiene both forwarding engines share (proxy/forwarding.ts), as pure functions.
 import type { IncomingMessage } from 'node:http';
 import { expect } from 'chai';
-import { forwardedHeaders, responseHeaders } from '../../proxy/forwarding.ts';
+import { CONTROLLER_ANSWER_FIELD, ENDED_WITHOUT_HEADERS_FIELD } from '../../common/protocol.ts';
+import { forwardedHeaders, hostAnswerOf, responseHeaders } from '../../proxy/forwarding.ts';
 
 function requestWith(headers: Record<string, string>, remoteAddress = '::ffff:10.1.2.3'): IncomingMessage {
   return { headers, socket: { remoteAddress } } as unknown as IncomingMessage;
@@ -65,6 +66,26 @@ describe('forwarding headers', () => {
       const given = { 'transfer-encoding': 'chunked', 'content-type': 'text/plain' };
       expect(responseHeaders(given, ['transfer-encoding'])).to.deep.equal({ 'content-type': 'text/plain' });
       expect(given).to.have.property('transfer-encoding');
+    });
+  });
+
+  describe("the host's answer", () => {
+    it('is relayed when it succeeds, or when a controller made its error status', () => {
+      expect(hostAnswerOf(200, {})).to.equal('relay');
+      expect(hostAnswerOf(304, {})).to.equal('relay');
+      expect(hostAnswerOf(404, { [CONTROLLER_ANSWER_FIELD]: '1' })).to.equal('relay');
+      expect(hostAnswerOf(500, { [CONTROLLER_ANSWER_FIELD]: '1' })).to.equal('relay');
+    });
+
+    it("is the proxy's to answer when the host made an error status itself, or ended without headers", () => {
+      for (const status of [400, 404, 408, 431, 500, 503]) expect(hostAnswerOf(status, {}), String(status)).to.equal('host-error');
+      expect(hostAnswerOf(500, { [ENDED_WITHOUT_HEADERS_FIELD]: '1' })).to.equal('ended-without-headers');
+    });
+
+    it('never passes the mark on to a client', () => {
+      expect(responseHeaders({ [CONTROLLER_ANSWER_FIELD]: '1', 'content-type': 'text/plain' })).to.deep.equal({
+        'content-type': 'text/plain',
+      });
     });
   });
 });
