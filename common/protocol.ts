@@ -20,11 +20,17 @@ export const HOST_STDERR_FIELD = 'x-extqs-stderr';
 export const ENDED_WITHOUT_HEADERS_FIELD = 'x-extqs-ended-without-headers';
 
 /**
- * On a host answer of status 400 or more: a controller made it (its Response, or the empty 500 of one that
- * threw). Any other such answer is the host's own (fastify refusing a request, a handler failing) and the
- * proxy answers Apache's page instead (P6); it never passes the field to a client.
+ * On a host answer of status 400 or more: a controller made it (its Response). Any other such answer is
+ * the host's own (fastify refusing a request, a handler failing) and the proxy answers Apache's page
+ * instead (P6); it never passes the field to a client.
  */
 export const CONTROLLER_ANSWER_FIELD = 'x-extqs-controller-answer';
+
+/**
+ * On the host's empty 500 for a controller that threw (its fatal error in the stderr field): the proxy
+ * answers Apache's 500 page, as for a controller that could not be loaded, with the stderr line only.
+ */
+export const CONTROLLER_FAILED_FIELD = 'x-extqs-controller-failed';
 
 /** The most --max-header-size allows. */
 export const MAX_HEADER_SIZE_CEILING = 1_048_576;

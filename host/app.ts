@@ -10,6 +10,7 @@ import fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest }
 import type { ControllerContext } from '../common/controller.ts';
 import {
   CONTROLLER_ANSWER_FIELD,
+  CONTROLLER_FAILED_FIELD,
   CONTROLLER_PREFIX,
   encodeStderr,
   ENDED_WITHOUT_HEADERS_FIELD,
@@ -224,7 +225,7 @@ export function createHostApp({ registry, log, stats, limit, inputLimits, poolSt
     } catch (err) {
       if (overran) return;
       counters.errors += 1;
-      // The client gets a bare 500, as PHP sends after an uncaught exception; the stack stays here.
+      // The client gets Apache's 500 page, as for a controller that cannot load; the stack stays here.
       const detail = err instanceof Error ? controller.mapStack(err.stack ?? err.message) : String(err);
       const message = `Uncaught exception in controller ${controller.file} (version ${controller.version}) ${where}: ${detail}`;
       log.error(message, request.id);
@@ -232,7 +233,7 @@ export function createHostApp({ registry, log, stats, limit, inputLimits, poolSt
       return reply
         .code(500)
         .type('text/html; charset=UTF-8')
-        .header(CONTROLLER_ANSWER_FIELD, '1')
+        .header(CONTROLLER_FAILED_FIELD, '1')
         .header(HOST_STDERR_FIELD, encodeStderr(`PHP Fatal error:  ${message.split('\n', 1)[0]}`))
         .send('');
     } finally {

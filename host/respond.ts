@@ -2,10 +2,10 @@
 // text/html (PHP's echo), anything else as JSON.
 import { Readable } from 'node:stream';
 import type { FastifyReply } from 'fastify';
-import { CONTROLLER_ANSWER_FIELD, ENDED_WITHOUT_HEADERS_FIELD, HOST_STDERR_FIELD } from '../common/protocol.ts';
+import { CONTROLLER_ANSWER_FIELD, CONTROLLER_FAILED_FIELD, ENDED_WITHOUT_HEADERS_FIELD, HOST_STDERR_FIELD } from '../common/protocol.ts';
 
 /** The host's own signals to the proxy: never a controller's to send. */
-const HOST_SIGNALS: readonly string[] = [HOST_STDERR_FIELD, ENDED_WITHOUT_HEADERS_FIELD, CONTROLLER_ANSWER_FIELD];
+const HOST_SIGNALS: readonly string[] = [HOST_STDERR_FIELD, ENDED_WITHOUT_HEADERS_FIELD, CONTROLLER_ANSWER_FIELD, CONTROLLER_FAILED_FIELD];
 
 export function sendResult(reply: FastifyReply, result: unknown): FastifyReply {
   if (result instanceof Response) {

@@ -70,6 +70,7 @@ export function createHttpProxyForwarder(options: ForwarderOptions): Forward {
       // connection serves the next request.
       answered.add(req);
       if (answer === 'host-error') fail.hostRefused(proxyRes.statusCode ?? 500, req, res, pathOf(req), idOf(req));
+      else if (answer === 'controller-failed') fail.controllerFailed(res);
       else fail.failed(HUNG_UP, req, res, pathOf(req), idOf(req), upstream!);
       proxyRes.resume();
       return;

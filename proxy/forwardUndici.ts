@@ -92,6 +92,7 @@ class ForwardHandler implements Dispatcher.DispatchHandler {
       // Its body is read and dropped below, so the connection stays for the next request.
       this.settled = true;
       if (answer === 'host-error') return this.engine.fail.hostRefused(statusCode, this.req, this.res, this.path, this.requestId);
+      if (answer === 'controller-failed') return this.engine.fail.controllerFailed(this.res);
       return this.engine.fail.failed(HUNG_UP, this.req, this.res, this.path, this.requestId, this.upstream);
     }
     this.countBytes = headers['content-length'] === undefined;

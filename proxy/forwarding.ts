@@ -6,6 +6,7 @@ import { PassThrough, type Readable } from 'node:stream';
 import { nullObject } from '../common/nullObject.ts';
 import {
   CONTROLLER_ANSWER_FIELD,
+  CONTROLLER_FAILED_FIELD,
   CONTROLLER_PREFIX,
   decodeStderr,
   ENDED_WITHOUT_HEADERS_FIELD,
@@ -80,7 +81,13 @@ export const IDLE_UPSTREAM_SOCKET_MS = 10_000;
 const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'te', 'upgrade', 'trailer'] as const;
 
 /** Hop-by-hop fields, and the host's signals to this proxy (common/protocol.ts): never passed to a client. */
-const NOT_PASSED_ON = new Set<string>([...HOP_BY_HOP, HOST_STDERR_FIELD, ENDED_WITHOUT_HEADERS_FIELD, CONTROLLER_ANSWER_FIELD]);
+const NOT_PASSED_ON = new Set<string>([
+  ...HOP_BY_HOP,
+  HOST_STDERR_FIELD,
+  ENDED_WITHOUT_HEADERS_FIELD,
+  CONTROLLER_ANSWER_FIELD,
+  CONTROLLER_FAILED_FIELD,
+]);
 
 const NEVER_FORWARDED = new Set<string>([...HOP_BY_HOP, 'forwarded', 'x-request-id']);
 
@@ -138,13 +145,15 @@ export function responseHeaders(headers: Headers, engineFramed: readonly string[
 
 /**
  * What the proxy does with the host's answer (common/protocol.ts): pass it on; answer as if the host had
- * closed before its headers (it says the application ended without them); or answer Apache's page for
- * its status, as the host answered an error itself, not a controller (fastify's JSON never reaches a client).
+ * closed before its headers (it says the application ended without them); answer Apache's 500 page for a
+ * controller that threw; or answer Apache's page for its status, as the host answered an error itself,
+ * not a controller (fastify's JSON never reaches a client).
  */
-export type HostAnswer = 'relay' | 'ended-without-headers' | 'host-error';
+export type HostAnswer = 'relay' | 'ended-without-headers' | 'controller-failed' | 'host-error';
 
 export function hostAnswerOf(statusCode: number, headers: Headers): HostAnswer {
   if (headers[ENDED_WITHOUT_HEADERS_FIELD] !== undefined) return 'ended-without-headers';
+  if (headers[CONTROLLER_FAILED_FIELD] !== undefined) return 'controller-failed';
   if (statusCode >= 400 && headers[CONTROLLER_ANSWER_FIELD] === undefined) return 'host-error';
   return 'relay';
 }
@@ -214,6 +223,8 @@ export interface Failures {
    * headers, as if the connection had closed) or `hostRefused`.
    */
   hostSignals(statusCode: number, headers: Headers, req: IncomingMessage, requestId: string): HostAnswer;
+  /** A controller threw (its fatal error already relayed by hostSignals): Apache's 500 page. */
+  controllerFailed(res: ServerResponse): void;
   /** The host answered an error itself, not a controller: Apache's page for its status, P6. */
   hostRefused(status: number, req: IncomingMessage, res: ServerResponse, path: string, requestId: string): void;
   /** The body passed LimitRequestBody while it streamed: 413, and the connection closed. */
@@ -263,6 +274,10 @@ export function failures({ errorLog, upstreamTimeoutMs, limitRequestBody }: Forw
         });
       }
       return hostAnswerOf(statusCode, headers);
+    },
+    controllerFailed(res) {
+      // The fatal error's line went to error.log with the host's stderr (hostSignals).
+      sendErrorPage(res, 500);
     },
     hostRefused(status, req, res, path, requestId) {
       errorLog.write({

@@ -81,14 +81,21 @@ for (const forwarder of FORWARDERS) {
       expect(relayed).to.match(/mod_fcgid: stderr: PHP Fatal error: {2}.*Broken\.ts:1/);
     });
 
-    it("writes an uncaught exception's first line, and passes the host's empty 500 on without the page", async function () {
+    it("writes an uncaught exception's first line alone, and answers Apache's 500 page as for a missing controller", async function () {
       const reply = await get(proxy.url, '/External/Throws');
       expect(reply.status).to.equal(500);
-      expect(reply.body).to.equal('');
-      const [relayed] = await linesOf(reply.headers['x-request-id'] as string, 1);
+      expect(reply.body).to.contain('<title>500 Internal Server Error</title>');
+      expect(reply.body).not.to.contain('boom');
+      expect(reply.headers).to.not.have.property('x-extqs-controller-failed');
+      const id = reply.headers['x-request-id'] as string;
+      const [relayed] = await linesOf(id, 1);
       expect(relayed).to.match(
         /mod_fcgid: stderr: PHP Fatal error: {2}Uncaught exception in controller .*Throws\.ts .*: Error: boom, request_id: /,
       );
+      // The script did send its headers: no "End of script output before headers" after it.
+      const ok = await get(proxy.url, '/External/Latest');
+      await linesOf(ok.headers['x-request-id'] as string, 2);
+      expect(readLog(sandbox, 'error.log').filter((l) => l.endsWith(`request_id: ${id}`))).to.have.length(1);
     });
 
     it('does not let a controller send the signals as its own headers', async function () {

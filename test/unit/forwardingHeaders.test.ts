@@ -1,7 +1,7 @@
 // The header hygiene both forwarding engines share (proxy/forwarding.ts), as pure functions.
 import type { IncomingMessage } from 'node:http';
 import { expect } from 'chai';
-import { CONTROLLER_ANSWER_FIELD, ENDED_WITHOUT_HEADERS_FIELD } from '../../common/protocol.ts';
+import { CONTROLLER_ANSWER_FIELD, CONTROLLER_FAILED_FIELD, ENDED_WITHOUT_HEADERS_FIELD } from '../../common/protocol.ts';
 import { forwardedHeaders, hostAnswerOf, responseHeaders } from '../../proxy/forwarding.ts';
 
 function requestWith(headers: Record<string, string>, remoteAddress = '::ffff:10.1.2.3'): IncomingMessage {
@@ -80,10 +80,13 @@ describe('forwarding headers', () => {
     it("is the proxy's to answer when the host made an error status itself, or ended without headers", () => {
       for (const status of [400, 404, 408, 431, 500, 503]) expect(hostAnswerOf(status, {}), String(status)).to.equal('host-error');
       expect(hostAnswerOf(500, { [ENDED_WITHOUT_HEADERS_FIELD]: '1' })).to.equal('ended-without-headers');
+      expect(hostAnswerOf(500, { [CONTROLLER_FAILED_FIELD]: '1' })).to.equal('controller-failed');
     });
 
-    it('never passes the mark on to a client', () => {
-      expect(responseHeaders({ [CONTROLLER_ANSWER_FIELD]: '1', 'content-type': 'text/plain' })).to.deep.equal({
+    it('never passes the marks on to a client', () => {
+      expect(
+        responseHeaders({ [CONTROLLER_ANSWER_FIELD]: '1', [CONTROLLER_FAILED_FIELD]: '1', 'content-type': 'text/plain' }),
+      ).to.deep.equal({
         'content-type': 'text/plain',
       });
     });
