@@ -1,6 +1,6 @@
 // `extqs check`: what `nginx -t` and `apachectl configtest` give an operator. The settings were read
 // already (a bad one stops before this, exit 2); this prints what would run, then loads every controller
-// as the host would, and lists every problem. Exit status 1 when there is any.
+// as the host would, type-checks the ones that load, and lists every problem. Exit status 1 when there is any.
 import { readdir } from 'node:fs/promises';
 import { extname, join } from 'node:path';
 import type { Config } from '../common/config.ts';
@@ -9,10 +9,27 @@ import type { FollowSymlinks } from '../common/settings.ts';
 import { formatAllowList, formatUpstream } from '../common/settingParsers.ts';
 import { compileController } from '../host/compile.ts';
 import { CONTROLLER_NAME } from '../host/route.ts';
+import { typeCheck } from './typeCheck.ts';
 
 interface ControllerReport {
   file: string;
   problem?: string;
+}
+
+/** Folders under controllers/ that hold helpers the controllers import, not routes: `lib` and `_<anything>`. */
+const isHelperFolder = (name: string) => name === 'lib' || name.startsWith('_');
+
+/** The .ts and .js files in the helper folders, at any depth: type-checked even when no controller imports them yet. */
+async function helperFiles(dir: string): Promise<string[]> {
+  const folders = (await readdir(dir, { withFileTypes: true })).filter((entry) => entry.isDirectory() && isHelperFolder(entry.name));
+  const files: string[] = [];
+  for (const folder of folders) {
+    const entries = await readdir(join(dir, folder.name), { withFileTypes: true, recursive: true });
+    for (const entry of entries) {
+      if (entry.isFile() && /\.(ts|js)$/.test(entry.name)) files.push(join(entry.parentPath, entry.name));
+    }
+  }
+  return files.sort();
 }
 
 /** Every file in controllers/: loaded when it is a controller the host would serve, else why it is not. */
@@ -68,10 +85,25 @@ export async function check(config: Config, out: (line: string) => void): Promis
     `logs: ${config.logs} (${config.logFormat}, level ${config.logLevel}${config.logMaxSize > 0 ? `, rotated past ${config.logMaxSize} bytes` : ''})`,
   );
 
-  const reports = await checkControllers(join(config.www, 'controllers'), config.followSymlinks);
+  const dir = join(config.www, 'controllers');
+  const reports = await checkControllers(dir, config.followSymlinks);
+  // A controller that does not load is reported for that alone (esbuild's parse error, not TypeScript's too).
+  const loaded = reports.filter((report) => report.problem === undefined).map((report) => report.file);
+  const types = loaded.length > 0 ? await typeCheck(config.www, [...loaded, ...(await helperFiles(dir))]) : undefined;
+
   if (reports.length === 0) out('controllers: none (every /External request fails as a missing controller)');
-  for (const report of reports) out(`controller ${report.file}: ${report.problem ?? 'ok'}`);
-  const problems = reports.filter((report) => report.problem !== undefined).length;
+  for (const report of reports) {
+    const typeErrors = types?.errorsByFile.get(report.file) ?? 0;
+    const verdict = typeErrors === 0 ? 'ok' : `loads; ${typeErrors} type error${typeErrors === 1 ? '' : 's'}, below`;
+    out(`controller ${report.file}: ${report.problem ?? verdict}`);
+  }
+  if (types) {
+    out(
+      `types: ${types.checker}: ${types.errors.length === 0 ? 'no error' : `${types.errors.length} error${types.errors.length === 1 ? '' : 's'}`}`,
+    );
+    for (const error of types.errors) out(error);
+  }
+  const problems = reports.filter((report) => report.problem !== undefined).length + (types?.errors.length ?? 0);
   out(problems === 0 ? 'check: no problem found' : `check: ${problems} problem${problems === 1 ? '' : 's'} found`);
   return problems === 0 ? 0 : 1;
 }

@@ -7,7 +7,7 @@ const COMMAND_SUMMARIES: Readonly<Record<Command, string>> = {
   start: 'run the service: the host, then the proxy in front of it (what npm start runs)',
   proxy: 'run the proxy alone (web-server role), in front of the hosts given by --upstream',
   host: 'run the host alone (application role), for proxies on other machines or sockets',
-  check: 'read the settings and www/, load every controller, print what would run and every problem',
+  check: 'read the settings and www/, load and type-check every controller, print what would run and every problem',
 };
 
 const COMMAND_NOTES: Readonly<Record<Command, string>> = {
@@ -22,7 +22,9 @@ const COMMAND_NOTES: Readonly<Record<Command, string>> = {
     'Prints "listening on unix:PATH" or "listening on http://ADDR:PORT" when ready. Serves /External/<Name> from\n' +
     'www/controllers, and /status and /ping to whoever reaches its socket: let only the proxies reach it.',
   check:
-    'Takes every option of the other commands. Loads each controller as the host would (its module body runs once).\n' +
+    'Takes every option of the other commands. Loads each controller as the host would (its module body runs once),\n' +
+    'then type-checks those that load and the helpers in controllers/lib/ and controllers/_*/ with the TypeScript\n' +
+    "compiler, with www/tsconfig.json's options if there is one: one line file:line:column message per error.\n" +
     'Exit status: 0 when nothing is wrong, 1 when a controller or directory has a problem, 2 for a bad setting.',
 };
 

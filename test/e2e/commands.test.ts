@@ -2,7 +2,7 @@
 // commands that take it and refused by the others (table-driven from common/settings.ts), each setting
 // reaching the process that uses it, --help, --version, `check`, and the built JavaScript running.
 import { spawnSync } from 'node:child_process';
-import { readFileSync, readlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { expect } from 'chai';
 import { COMMANDS, takes, type Command } from '../../common/config.ts';
@@ -21,6 +21,7 @@ import {
   type Running,
   type Sandbox,
 } from '../helpers/stack.ts';
+import { get } from '../helpers/http.ts';
 
 function extqs(args: string[], env: NodeJS.ProcessEnv = {}) {
   return spawnSync(process.execPath, ['bin/extqs.js', ...args], {
@@ -211,6 +212,74 @@ describe('the extqs command', function () {
       expect(result.stdout.trim().split('\n').at(-1)).to.equal('check: 3 problems found');
     });
 
+    describe('when controllers have type errors', function () {
+      it('names each as file:line:column and the message, in controllers and their helpers, exit 1', function () {
+        writeFileSync(
+          join(sandbox.controllers, 'Bad.ts'),
+          "import type { Controller } from 'extqs';\n\nconst n: number = 'x';\nconst Bad: Controller = () => ({ n });\nexport default Bad;\n",
+        );
+        // A helper folder (not a route) is checked even before a controller imports it; a hostile name included.
+        mkdirSync(join(sandbox.controllers, '_my helpers'));
+        writeFileSync(join(sandbox.controllers, '_my helpers', 'ünits.ts'), 'export const celsius: string = 21.5;\n');
+        // JavaScript is checked only when it asks to be, as tsc does.
+        writeFileSync(join(sandbox.controllers, 'Plain.js'), 'const x = 1;\nmodule.exports = () => x.not.there;\n');
+        writeFileSync(
+          join(sandbox.controllers, 'Checked.js'),
+          "// @ts-check\n/** @type {number} */\nconst x = 'one';\nmodule.exports = () => x;\n",
+        );
+        const result = check();
+        expect(result.status, result.stdout).to.equal(1);
+        expect(result.stdout).to.contain(`controller ${join(sandbox.controllers, 'Bad.ts')}: loads; 1 type error, below`);
+        expect(result.stdout).to.contain(`controller ${join(sandbox.controllers, 'Plain.js')}: ok`);
+        expect(result.stdout).to.contain(`types: TypeScript 5.9.3, options of ${join(ROOT, 'tsconfig.controllers.json')}: 3 errors`);
+        const lines = result.stdout.split('\n');
+        expect(lines).to.include(`${join(sandbox.controllers, 'Bad.ts')}:3:7 Type 'string' is not assignable to type 'number'.`);
+        expect(lines).to.include(`${join(sandbox.controllers, 'Checked.js')}:3:7 Type 'string' is not assignable to type 'number'.`);
+        expect(lines).to.include(
+          `${join(sandbox.controllers, '_my helpers', 'ünits.ts')}:1:14 Type 'number' is not assignable to type 'string'.`,
+        );
+        expect(result.stdout.trim().split('\n').at(-1)).to.equal('check: 3 problems found');
+      });
+
+      it("uses www/tsconfig.json's options when the www has one", function () {
+        writeFileSync(
+          join(sandbox.www, 'tsconfig.json'),
+          JSON.stringify({ extends: join(ROOT, 'tsconfig.controllers.json'), compilerOptions: { noUnusedLocals: true } }),
+        );
+        writeFileSync(join(sandbox.controllers, 'Unused.ts'), 'const unused = 1;\nexport default () => "ok";\n');
+        const result = check();
+        expect(result.status, result.stdout).to.equal(1);
+        expect(result.stdout).to.contain(`options of ${join(sandbox.www, 'tsconfig.json')}: 1 error`);
+        expect(result.stdout.split('\n')).to.include(
+          `${join(sandbox.controllers, 'Unused.ts')}:1:7 'unused' is declared but its value is never read.`,
+        );
+      });
+    });
+
+    it('type-checks a controller written against the extqs types and finds nothing, exit 0', function () {
+      writeFileSync(
+        join(sandbox.controllers, 'Typed.ts'),
+        [
+          "import { readFileSync } from 'node:fs';",
+          "import type { Controller, ControllerContext, ControllerResult } from 'extqs';",
+          '',
+          "const greeting = readFileSync(__filename, 'utf8').length > 0 ? 'hello' : '';",
+          'async function answer({ query, pathInfo, signal }: ControllerContext): Promise<ControllerResult> {',
+          '  if (signal.aborted) return new Response(null, { status: 499 });',
+          "  return typeof query.name === 'string' ? { greeting, name: query.name, pathInfo } : Response.json({ error: 'name?' }, { status: 400 });",
+          '}',
+          'const Typed: Controller = answer;',
+          'export default Typed;',
+          '',
+        ].join('\n'),
+      );
+      const result = check();
+      expect(result.status, result.stdout).to.equal(0);
+      expect(result.stdout).to.contain(`controller ${join(sandbox.controllers, 'Typed.ts')}: ok`);
+      expect(result.stdout).to.contain(`types: TypeScript 5.9.3, options of ${join(ROOT, 'tsconfig.controllers.json')}: no error`);
+      expect(result.stdout.trim().split('\n').at(-1)).to.equal('check: no problem found');
+    });
+
     it('reports every bad setting at once, exit 2', function () {
       const result = check(['--port', '80a', '--workers', '0']);
       expect(result.status).to.equal(2);
@@ -277,6 +346,28 @@ describe('the extqs command', function () {
         expect(script === join(ROOT, 'bin/extqs.js') || script.startsWith(join(ROOT, 'build/')), cmdline.join(' ')).to.equal(true);
         expect(readlinkSync(`/proc/${pid}/exe`)).to.equal(process.execPath);
       }
+    });
+
+    it('never loads the TypeScript compiler in extqs start, even serving a TypeScript controller (only check does)', async function () {
+      this.timeout(40_000); // a check and a start, each process writing every module it loads
+      // NODE_DEBUG=module makes Node's CommonJS loader, which loads the compiler, name every file it loads on
+      // stderr; every process of the stack inherits it and writes to the launcher's stderr.
+      const compiler = join(ROOT, 'node_modules', 'typescript', 'lib', 'typescript.js');
+      writeFileSync(
+        join(sandbox.controllers, 'Typed.ts'),
+        "import type { Controller } from 'extqs';\nconst Typed: Controller = () => 'typed';\nexport default Typed;\n",
+      );
+      const checked = extqs(['check', '--www', sandbox.www, '--logs', sandbox.logs], { NODE_DEBUG: 'module' });
+      expect(checked.status, checked.stdout).to.equal(0);
+      expect(checked.stderr, 'extqs check loads the compiler: the probe sees it').to.contain(`load "${compiler}"`);
+
+      // One host worker and no proxy workers: each process prints hundreds of lines, and one of each role is the proof.
+      const args = ['start', '--port', '0', '--listen', '127.0.0.1', '--www', sandbox.www, '--logs', sandbox.logs];
+      stack = await spawnReady(['bin/extqs.js', ...args, '--workers', '1', '--proxy-workers', '1'], { NODE_DEBUG: 'module' });
+      expect((await get(stack.url, '/External/Typed')).body).to.equal('typed');
+      await stack.stop();
+      expect(stack.stderr()).to.contain('load "'); // the probe was on in the stack too
+      expect(stack.stderr()).not.to.contain(compiler);
     });
   });
 });
