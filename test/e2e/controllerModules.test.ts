@@ -1,12 +1,13 @@
 // Controllers as a developer writes them: local modules under www/controllers (lib/, any depth, with or
 // without the extension), a package from the application's node_modules, and edits to a helper reloading
 // exactly the controllers that import it, under load too; the messages a save leaves in host.log.
+import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { dirname, join } from 'node:path';
 import { expect } from 'chai';
 import { get } from '../helpers/http.ts';
-import { eventually, makeSandbox, readHostEvents, readLog, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
+import { eventually, makeSandbox, readHostEvents, readLog, ROOT, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
 
 describe('controllers that import their own modules', function () {
   let sandbox: Sandbox;
@@ -96,6 +97,21 @@ describe('controllers that import their own modules', function () {
     expect(JSON.parse(await body('/External/Greeter?who=a')).text).to.equal('hi a');
     write('lib/greet.ts', `export const greet = (who: string): string => \`fixed \${who}\`;\n`);
     await eventually(async () => (JSON.parse(await body('/External/Greeter?who=a')).text === 'fixed a' ? true : undefined), 3000);
+  });
+
+  it('is type-checked with its helpers by extqs check, which names the helper file:line:column', function () {
+    this.timeout(30_000);
+    write('lib/typed.ts', `export const twice = (n: number): string => n * 2;\n`);
+    write('Typed.ts', `import { twice } from './lib/typed.ts';\nexport default () => ({ n: twice(2) });\n`);
+    const checked = spawnSync(process.execPath, ['bin/extqs.js', 'check', '--www', sandbox.www, '--logs', sandbox.logs], {
+      cwd: ROOT,
+      encoding: 'utf8',
+    });
+    expect(checked.status, checked.stdout + checked.stderr).to.equal(1);
+    expect(checked.stdout).to.contain(`controller ${join(sandbox.controllers, 'Typed.ts')}: ok`);
+    expect(checked.stdout).to.contain(
+      `${join(sandbox.controllers, 'lib', 'typed.ts')}:1:45 Type 'number' is not assignable to type 'string'.`,
+    );
   });
 
   it('refuses a local import from outside www/controllers, as a load failure', async function () {
