@@ -151,9 +151,10 @@ describe('a running stack under faults and signals', function () {
   });
 
   it('on SIGTERM finishes the requests of keep-alive clients, closes their connections, and logs every one', async function () {
+    const called = callMarker(sandbox, 'Half');
     writeFileSync(
       join(sandbox.controllers, 'Half.ts'),
-      `export default async () => { await new Promise((r) => setTimeout(r, 500)); return 'half'; };\n`,
+      `export default async () => { ${called.statement} await new Promise((r) => setTimeout(r, 500)); return 'half'; };\n`,
     );
     const { Agent } = await import('node:http');
     const { request } = await import('node:http');
@@ -172,7 +173,7 @@ describe('a running stack under faults and signals', function () {
     const warm = await Promise.all(Array.from({ length: 5 }, ask)); // five open keep-alive connections
     expect(warm.map((r) => r.connection)).to.deep.equal(Array(5).fill('keep-alive'));
     const pending = Array.from({ length: 5 }, ask);
-    await new Promise((r) => setTimeout(r, 100)); // let them reach the controller
+    await called.reached(3000, 10); // the five warm-up calls and these five
     const code = stack.stop();
     const replies = await Promise.all(pending);
     agent.destroy();
