@@ -1,6 +1,6 @@
 // The processes as an operator meets them: the host on its own, the proxy with no host behind it,
 // start-up validation, crash recovery, graceful stop, the shipped examples, and npm start stopped by SIGTERM.
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { copyFileSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -256,11 +256,20 @@ function isRunning(pid: number): boolean {
 
 describe('npm start under a process manager', function () {
   let sandbox: Sandbox;
+  let npmStart: { child: ChildProcess; exited: Promise<unknown> } | undefined;
   let stackPids: number[] = [];
 
   before(() => (sandbox = makeSandbox()));
 
-  after(function () {
+  after(async function () {
+    // npm still running means its ready line never came or the SIGTERM did not end it: the stack under it
+    // is found before npm goes (its children are then re-parented) and killed with it.
+    const npm = npmStart?.child;
+    if (npm && npm.exitCode === null && npm.signalCode === null) {
+      stackPids = [...new Set([...stackPids, ...descendants(npm.pid!)])];
+      npm.kill('SIGKILL');
+      await npmStart!.exited;
+    }
     // Had the SIGTERM not reached the launcher, the stack would still run, orphaned: it is killed here.
     for (const pid of stackPids.filter(isRunning)) process.kill(pid, 'SIGKILL');
     sandbox.remove();
@@ -273,6 +282,7 @@ describe('npm start under a process manager', function () {
       cwd: ROOT,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
+    npmStart = { child: npm, exited: once(npm, 'exit') };
     let stderr = '';
     npm.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
     // Every process of the stack holds these pipes: both close once the last of them has exited.
