@@ -16,6 +16,7 @@ import {
   readLog,
   ROOT,
   slowController,
+  spawnReady,
   startProcess,
   startStack,
   type Running,
@@ -68,16 +69,27 @@ describe('start-up validation', function () {
     expect(result.stderr).to.contain('got "70000"');
   });
 
-  it('lets a flag win over a bad variable of the same setting, in every process', async function () {
-    const { spawnReady } = await import('../helpers/stack.ts');
+  it('lets a flag win over a bad variable of the same setting: the stack starts, answers through the proxy and the host, and no process has exited', async function () {
+    const own = makeSandbox(); // its error.log holds this stack's lines only
+    writeFileSync(join(own.controllers, 'Ping.ts'), `export default () => 'pong';\n`);
+    // Every child inherits the launcher's environment, bad variables included.
     const stack = await spawnReady(
-      ['bin/extqs.js', 'start', '--port', '0', '--listen', '127.0.0.1', '--www', sandbox.www, '--logs', sandbox.logs],
+      ['bin/extqs.js', 'start', '--port', '0', '--listen', '127.0.0.1', '--www', own.www, '--logs', own.logs],
       { PORT: 'abc', LISTEN: 'nope' },
     );
     try {
-      expect((await get(stack.url, '/favicon.ico')).status).to.equal(404);
+      expect(new URL(stack.url).hostname).to.equal('127.0.0.1');
+      // A static answer from the proxy, a controller's from the host: each on a new connection, which the
+      // proxy's primary hands to its workers in turn.
+      for (let i = 0; i < 4; i++) {
+        expect((await get(stack.url, '/favicon.ico')).status).to.equal(404);
+        expect((await get(stack.url, '/External/Ping')).body).to.equal('pong');
+      }
+      expect(stack.stderr()).not.to.match(/exited|restart/);
+      expect(readLog(own, 'error.log').filter((l) => /exited|:error\]/.test(l))).to.deep.equal([]);
     } finally {
       await stack.stop();
+      own.remove();
     }
   });
 
