@@ -182,11 +182,16 @@ export class StaticCache {
     this.misses.set(urlPath, { kind: 'missing', file });
   }
 
-  /** Reads `file` (which `send` has just served with `headers`) and keeps it, if small and unchanged. */
-  rememberFile(urlPath: string, file: string, headers: OutgoingHttpHeaders, version: number): void {
+  /**
+   * Reads `file` (which `send` has just served with `headers`) and keeps it, if small and unchanged.
+   * Settles once it is kept or dropped (never rejects): the server does not wait for it, the tests do.
+   */
+  rememberFile(urlPath: string, file: string, headers: OutgoingHttpHeaders, version: number): Promise<void> {
     const size = Number(headers['content-length']);
-    if (this.disabled || version !== this.generation || !cacheable(urlPath) || !(size <= this.options.maxFileBytes)) return;
-    this.links
+    if (this.disabled || version !== this.generation || !cacheable(urlPath) || !(size <= this.options.maxFileBytes)) {
+      return Promise.resolve();
+    }
+    return this.links
       .readFile(file)
       .then(async (body) => {
         const compressible = isCompressible(headers['content-type']) && body.length >= MIN_LENGTH && body.length === size;

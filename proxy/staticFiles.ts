@@ -330,7 +330,7 @@ export function staticFiles(root: string, errorLog: ErrorLog, cache: StaticCache
           .on('stream', (stream: ReadStream) => {
             verifyOpened(stream, () => opened, found.verdict);
             if (res.statusCode !== 200) return;
-            cache.rememberFile(urlPath, found.file, identityHeaders(res.getHeaders(), found.original), version);
+            void cache.rememberFile(urlPath, found.file, identityHeaders(res.getHeaders(), found.original), version);
           })
           .pipe(res);
       },
@@ -362,7 +362,7 @@ export function staticFiles(root: string, errorLog: ErrorLog, cache: StaticCache
           const headers = res.getHeaders();
           delete headers['x-request-id'];
           delete headers.vary;
-          cache.rememberFile(urlPath, file, headers, version);
+          void cache.rememberFile(urlPath, file, headers, version);
         }
       })
       .pipe(res);

@@ -8,6 +8,7 @@ import { expect } from 'chai';
 import { COMMANDS, takes, type Command } from '../../common/config.ts';
 import { SETTING_KEYS, specOf, type SettingKey } from '../../common/settings.ts';
 import { makeCertificate } from '../../tools/certificate.ts';
+import { get } from '../helpers/http.ts';
 import {
   descendants,
   eventually,
@@ -21,7 +22,6 @@ import {
   type Running,
   type Sandbox,
 } from '../helpers/stack.ts';
-import { get } from '../helpers/http.ts';
 
 function extqs(args: string[], env: NodeJS.ProcessEnv = {}) {
   return spawnSync(process.execPath, ['bin/extqs.js', ...args], {
@@ -296,6 +296,9 @@ describe('the extqs command', function () {
       const file = join(sandbox.dir, 'proxy.conf');
       writeFileSync(file, 'LOG_LEVEL=warn\nWORKERS=3\n');
       running = await startProxy(sandbox, ['--upstream', `unix:${join(sandbox.dir, 'none.sock')}`, '--config', file]);
+      // A missing file is an info line (AH00128): not written at warn, written at info.
+      const idOfMiss = async () => (await get(running!.url, '/no-such-file.txt')).headers['x-request-id'] as string;
+      const beforeId = await idOfMiss();
       writeFileSync(file, 'LOG_LEVEL=info\nWORKERS=4\nKEEP_ALIVE_TIMEOUT=2\n');
       running.child.kill('SIGHUP');
       const line = await eventually(
@@ -307,6 +310,10 @@ describe('the extqs command', function () {
       expect(line).to.contain(
         'SIGHUP received: reopened access.log, error.log; applied --log-level "warn" -> "info"; need a restart to apply: --keep-alive-timeout 5 -> 2',
       );
+      const afterId = await idOfMiss();
+      await eventually(() => readLog(sandbox, 'error.log').find((l) => l.includes(afterId)), 3000, 'the info line of a miss after SIGHUP');
+      // A worker sends a turn's lines at once, long before the reload line: the earlier miss's would be here.
+      expect(readLog(sandbox, 'error.log').filter((l) => l.includes(beforeId))).to.deep.equal([]);
     });
 
     it("makes a launcher's child sent SIGHUP directly reopen its logs and keep the launcher's settings", async function () {

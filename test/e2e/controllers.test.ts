@@ -1,8 +1,8 @@
 // Controllers dropped into www/controllers of a running stack: results, failures, PHP query semantics,
 // hostile names, and reload without restart (docs/design.md §3, §5).
 import { execFileSync } from 'node:child_process';
-import { existsSync, rmSync, renameSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, rmSync, renameSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { expect } from 'chai';
 import { get } from '../helpers/http.ts';
 import { callMarker, eventually, makeSandbox, readHostEvents, readLog, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
@@ -182,14 +182,23 @@ describe('controllers in a running stack', function () {
       '/External/9lives',
       '/External/x%2fy',
     ]) {
-      it(`answers ${path} as a missing controller and logs it, touching no file`, async function () {
-        write('Latest.ts', `export default () => 'should never be reached';\n`);
+      it(`answers ${path} as a missing controller and logs it, loading no file its name spells`, async function () {
+        // A decoy where the name, taken as a file name, would lead; loading it marks it (a name with NUL has none).
+        const name = decodeURIComponent(path.slice('/External/'.length));
+        const decoy = callMarker(sandbox, `decoy-${Buffer.from(name).toString('hex')}`);
+        const decoyFile = join(sandbox.controllers, `${name}.ts`);
+        if (!name.includes('\0')) {
+          mkdirSync(dirname(decoyFile), { recursive: true });
+          writeFileSync(decoyFile, `${decoy.statement}\nexport default () => 'should never be reached';\n`);
+        }
         const reply = await get(stack.url, path);
         expect(reply.status).to.equal(500);
         expect(reply.body).to.contain('<title>500 Internal Server Error</title>');
         const id = reply.headers['x-request-id'] as string;
         const line = await eventually(() => readLog(sandbox, 'host.log').find((l) => l.includes(`[req ${id}]`)), 3000, 'host.log line');
         expect(line).to.contain('Invalid controller name');
+        // A load would have come before the answer.
+        expect(decoy.calls(), `${decoyFile} was loaded`).to.equal(0);
       });
     }
   });

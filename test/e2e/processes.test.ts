@@ -1,6 +1,6 @@
 // The processes as an operator meets them: the host on its own, the proxy with no host behind it,
 // start-up validation, crash recovery, graceful stop, the shipped examples, and npm start stopped by SIGTERM.
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { copyFileSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -16,6 +16,7 @@ import {
   readLog,
   ROOT,
   slowController,
+  spawnReady,
   startProcess,
   startStack,
   type Running,
@@ -68,16 +69,27 @@ describe('start-up validation', function () {
     expect(result.stderr).to.contain('got "70000"');
   });
 
-  it('lets a flag win over a bad variable of the same setting, in every process', async function () {
-    const { spawnReady } = await import('../helpers/stack.ts');
+  it('lets a flag win over a bad variable of the same setting: the stack starts, answers through the proxy and the host, and no process has exited', async function () {
+    const own = makeSandbox(); // its error.log holds this stack's lines only
+    writeFileSync(join(own.controllers, 'Ping.ts'), `export default () => 'pong';\n`);
+    // Every child inherits the launcher's environment, bad variables included.
     const stack = await spawnReady(
-      ['bin/extqs.js', 'start', '--port', '0', '--listen', '127.0.0.1', '--www', sandbox.www, '--logs', sandbox.logs],
+      ['bin/extqs.js', 'start', '--port', '0', '--listen', '127.0.0.1', '--www', own.www, '--logs', own.logs],
       { PORT: 'abc', LISTEN: 'nope' },
     );
     try {
-      expect((await get(stack.url, '/favicon.ico')).status).to.equal(404);
+      expect(new URL(stack.url).hostname).to.equal('127.0.0.1');
+      // A static answer from the proxy, a controller's from the host: each on a new connection, which the
+      // proxy's primary hands to its workers in turn.
+      for (let i = 0; i < 4; i++) {
+        expect((await get(stack.url, '/favicon.ico')).status).to.equal(404);
+        expect((await get(stack.url, '/External/Ping')).body).to.equal('pong');
+      }
+      expect(stack.stderr()).not.to.match(/exited|restart/);
+      expect(readLog(own, 'error.log').filter((l) => /exited|:error\]/.test(l))).to.deep.equal([]);
     } finally {
       await stack.stop();
+      own.remove();
     }
   });
 
@@ -151,9 +163,10 @@ describe('a running stack under faults and signals', function () {
   });
 
   it('on SIGTERM finishes the requests of keep-alive clients, closes their connections, and logs every one', async function () {
+    const called = callMarker(sandbox, 'Half');
     writeFileSync(
       join(sandbox.controllers, 'Half.ts'),
-      `export default async () => { await new Promise((r) => setTimeout(r, 500)); return 'half'; };\n`,
+      `export default async () => { ${called.statement} await new Promise((r) => setTimeout(r, 500)); return 'half'; };\n`,
     );
     const { Agent } = await import('node:http');
     const { request } = await import('node:http');
@@ -172,7 +185,7 @@ describe('a running stack under faults and signals', function () {
     const warm = await Promise.all(Array.from({ length: 5 }, ask)); // five open keep-alive connections
     expect(warm.map((r) => r.connection)).to.deep.equal(Array(5).fill('keep-alive'));
     const pending = Array.from({ length: 5 }, ask);
-    await new Promise((r) => setTimeout(r, 100)); // let them reach the controller
+    await called.reached(3000, 10); // the five warm-up calls and these five
     const code = stack.stop();
     const replies = await Promise.all(pending);
     agent.destroy();
@@ -255,11 +268,20 @@ function isRunning(pid: number): boolean {
 
 describe('npm start under a process manager', function () {
   let sandbox: Sandbox;
+  let npmStart: { child: ChildProcess; exited: Promise<unknown> } | undefined;
   let stackPids: number[] = [];
 
   before(() => (sandbox = makeSandbox()));
 
-  after(function () {
+  after(async function () {
+    // npm still running means its ready line never came or the SIGTERM did not end it: the stack under it
+    // is found before npm goes (its children are then re-parented) and killed with it.
+    const npm = npmStart?.child;
+    if (npm && npm.exitCode === null && npm.signalCode === null) {
+      stackPids = [...new Set([...stackPids, ...descendants(npm.pid!)])];
+      npm.kill('SIGKILL');
+      await npmStart!.exited;
+    }
     // Had the SIGTERM not reached the launcher, the stack would still run, orphaned: it is killed here.
     for (const pid of stackPids.filter(isRunning)) process.kill(pid, 'SIGKILL');
     sandbox.remove();
@@ -272,6 +294,7 @@ describe('npm start under a process manager', function () {
       cwd: ROOT,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
+    npmStart = { child: npm, exited: once(npm, 'exit') };
     let stderr = '';
     npm.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
     // Every process of the stack holds these pipes: both close once the last of them has exited.

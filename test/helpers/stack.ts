@@ -2,7 +2,7 @@
 // read from the process's own ready line, and every child killed and awaited in teardown.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -122,7 +122,7 @@ export async function eventually<T>(check: () => T | undefined | Promise<T | und
  * Writes controller `name`, which marks its call (callMarker) and answers 'done slowly' after `ms`: a request
  * in flight for a stop or a restart to meet. Resolves once a request reaches it.
  */
-export function slowController(sandbox: Sandbox, name: string, ms: number): { reached(timeoutMs?: number): Promise<true> } {
+export function slowController(sandbox: Sandbox, name: string, ms: number): Pick<ReturnType<typeof callMarker>, 'reached'> {
   const called = callMarker(sandbox, name);
   writeFileSync(
     join(sandbox.controllers, `${name}.ts`),
@@ -132,14 +132,21 @@ export function slowController(sandbox: Sandbox, name: string, ms: number): { re
 }
 
 /**
- * Proof that a request reached a controller: the controller runs `statement` first thing, and `reached()`
- * waits for it. ("Loaded controller X" is no such proof: the watcher loads an added file by itself.)
+ * Proof that requests reached a controller: the controller runs `statement` first thing, `calls()` counts
+ * the runs and `reached()` waits for `count` of them. ("Loaded controller X" is no such proof: the watcher
+ * loads an added file by itself.)
  */
-export function callMarker(sandbox: Sandbox, name: string): { statement: string; reached(timeoutMs?: number): Promise<true> } {
+export function callMarker(
+  sandbox: Sandbox,
+  name: string,
+): { statement: string; calls(): number; reached(timeoutMs?: number, count?: number): Promise<true> } {
   const file = join(sandbox.dir, `${name}.called`);
+  // One byte a call: appends from several workers do not interleave.
+  const calls = () => statSync(file, { throwIfNoEntry: false })?.size ?? 0;
   return {
-    statement: `require('node:fs').writeFileSync(${JSON.stringify(file)}, '');`,
-    reached: (timeoutMs = 3000) =>
-      eventually(() => (existsSync(file) ? true : undefined), timeoutMs, `a request to reach controller ${name}`),
+    statement: `require('node:fs').appendFileSync(${JSON.stringify(file)}, '.');`,
+    calls,
+    reached: (timeoutMs = 3000, count = 1) =>
+      eventually(() => (calls() >= count ? true : undefined), timeoutMs, `${count} request(s) to reach controller ${name}`),
   };
 }

@@ -5,7 +5,6 @@ import { brotliDecompressSync, gunzipSync, gzipSync } from 'node:zlib';
 import { expect } from 'chai';
 import { acceptableCodings, isCompressible, negotiate, originalTags, variantEtag } from '../../proxy/compression.ts';
 import { StaticCache } from '../../proxy/staticCache.ts';
-import { cachedEntry } from '../helpers/staticCache.ts';
 
 describe('compression', () => {
   describe('negotiate (RFC 9110 §12.5.3)', () => {
@@ -106,8 +105,8 @@ describe('compression', () => {
     it('keeps a compressible file with its body compressed in each coding, under variant ETags', async () => {
       writeFileSync(join(dir, 'a.txt'), text);
       const cache = new StaticCache(dir);
-      cache.rememberFile('/a.txt', join(dir, 'a.txt'), headers, cache.version);
-      const entry = await cachedEntry(cache, '/a.txt');
+      await cache.rememberFile('/a.txt', join(dir, 'a.txt'), headers, cache.version);
+      const entry = cache.get('/a.txt');
       if (entry?.kind !== 'file' || !entry.encoded?.gzip || !entry.encoded.br) return expect.fail('no encoded forms');
       expect(gunzipSync(entry.encoded.gzip.body).toString()).to.equal(text);
       expect(brotliDecompressSync(entry.encoded.br.body).toString()).to.equal(text);
@@ -124,8 +123,8 @@ describe('compression', () => {
       writeFileSync(join(dir, 'a.txt'), text);
       writeFileSync(join(dir, 'a.txt.gz'), gzipSync('the sibling'));
       const cache = new StaticCache(dir);
-      cache.rememberFile('/a.txt', join(dir, 'a.txt'), headers, cache.version);
-      const entry = await cachedEntry(cache, '/a.txt');
+      await cache.rememberFile('/a.txt', join(dir, 'a.txt'), headers, cache.version);
+      const entry = cache.get('/a.txt');
       if (entry?.kind !== 'file' || !entry.encoded?.gzip) return expect.fail('no encoded forms');
       expect(gunzipSync(entry.encoded.gzip.body).toString()).to.equal('the sibling');
       expect(entry.encoded.gzip.headers.etag).to.match(/^W\/"[0-9a-f]+-[0-9a-f]+"$/);
@@ -136,10 +135,13 @@ describe('compression', () => {
       writeFileSync(join(dir, 'small.txt'), 'short');
       writeFileSync(join(dir, 'a.png'), text);
       const cache = new StaticCache(dir);
-      cache.rememberFile('/small.txt', join(dir, 'small.txt'), { ...headers, 'content-length': '5' }, cache.version);
-      cache.rememberFile('/a.png', join(dir, 'a.png'), { ...headers, 'content-type': 'image/png' }, cache.version);
+      await Promise.all([
+        cache.rememberFile('/small.txt', join(dir, 'small.txt'), { ...headers, 'content-length': '5' }, cache.version),
+        cache.rememberFile('/a.png', join(dir, 'a.png'), { ...headers, 'content-type': 'image/png' }, cache.version),
+      ]);
       for (const path of ['/small.txt', '/a.png']) {
-        const entry = await cachedEntry(cache, path);
+        const entry = cache.get(path);
+        expect(entry?.kind, path).to.equal('file');
         expect(entry?.kind === 'file' && entry.encoded, path).to.equal(undefined);
       }
     });

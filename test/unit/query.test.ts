@@ -337,8 +337,33 @@ describe('parsePhpQuery', () => {
         expect(result!.query, JSON.stringify(raw)).to.be.an('object');
         expect(result!.warnings, JSON.stringify(raw)).to.deep.equal([]);
       }
-      expect(({} as Record<string, unknown>).a).to.equal(undefined);
-      expect(({} as Record<string, unknown>)['1']).to.equal(undefined);
+    });
+
+    it('keeps every name of random queries over __proto__, constructor and the like as an own key, polluting nothing', () => {
+      // Whole names, not characters: random characters would almost never spell these.
+      const names = ['__proto__', 'constructor', 'prototype', 'toString', 'hasOwnProperty', 'a', '0', '1'];
+      const random = prng(0xc0ffee);
+      const pick = (from: string[]) => from[Math.floor(random() * from.length)];
+      const prototypeNames = Object.getOwnPropertyNames(Object.prototype);
+      for (let n = 0; n < 2000; n++) {
+        const pieces = Array.from({ length: 1 + Math.floor(random() * 4) }, () => ({
+          path: Array.from({ length: 1 + Math.floor(random() * 3) }, () => pick(names)),
+          value: pick(names),
+        }));
+        const raw = pieces.map(({ path: [base, ...keys], value }) => `${base}${keys.map((k) => `[${k}]`).join('')}=${value}`).join('&');
+        const { query, warnings } = parsePhpQuery(raw);
+        expect(warnings, raw).to.deep.equal([]);
+        for (const [base] of pieces.map((p) => p.path)) expect(has(query, base), `${raw}: ${base}`).to.equal(true);
+        // The last piece wins wherever its path leads, as in PHP.
+        const last = pieces.at(-1)!;
+        const reached = last.path.reduce<unknown>(
+          (at, key) => (typeof at === 'object' && at !== null && has(at, key) ? (at as Record<string, unknown>)[key] : undefined),
+          query,
+        );
+        expect(reached, raw).to.equal(last.value);
+      }
+      expect(Object.getOwnPropertyNames(Object.prototype)).to.deep.equal(prototypeNames);
+      expect(Object.getPrototypeOf({})).to.equal(Object.prototype);
     });
   });
 });

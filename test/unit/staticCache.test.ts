@@ -3,7 +3,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { StaticCache } from '../../proxy/staticCache.ts';
-import { cachedEntry } from '../helpers/staticCache.ts';
 
 describe('the static file cache', () => {
   let dir: string;
@@ -15,8 +14,8 @@ describe('the static file cache', () => {
   it('keeps a small file with the headers it was served with', async () => {
     writeFileSync(join(dir, 'a.txt'), 'hello');
     const cache = new StaticCache(dir);
-    cache.rememberFile('/a.txt', join(dir, 'a.txt'), headersFor(5), cache.version);
-    const entry = await cachedEntry(cache, '/a.txt');
+    await cache.rememberFile('/a.txt', join(dir, 'a.txt'), headersFor(5), cache.version);
+    const entry = cache.get('/a.txt');
     expect(entry).to.deep.include({ kind: 'file' });
     expect(entry && entry.kind === 'file' && entry.body.toString()).to.equal('hello');
   });
@@ -26,9 +25,11 @@ describe('the static file cache', () => {
     const cache = new StaticCache(dir);
     const version = cache.version;
     cache.clear(); // a change seen by the watcher while the lookup ran
-    cache.rememberFile('/a.txt', join(dir, 'a.txt'), headersFor(5), version);
+    const stale = cache.rememberFile('/a.txt', join(dir, 'a.txt'), headersFor(5), version);
     cache.rememberMissing('/gone.ico', join(dir, 'gone.ico'), version);
-    await new Promise((r) => setTimeout(r, 50));
+    // A control looked up after the change is kept: proof that a settled remember has decided.
+    await Promise.all([stale, cache.rememberFile('/control.txt', join(dir, 'a.txt'), headersFor(5), cache.version)]);
+    expect(cache.get('/control.txt')?.kind).to.equal('file');
     expect(cache.get('/a.txt')).to.equal(undefined);
     expect(cache.get('/gone.ico')).to.equal(undefined);
   });
@@ -36,8 +37,11 @@ describe('the static file cache', () => {
   it('does not keep a file whose size no longer matches the headers sent', async () => {
     writeFileSync(join(dir, 'a.txt'), 'hello, longer now');
     const cache = new StaticCache(dir);
-    cache.rememberFile('/a.txt', join(dir, 'a.txt'), headersFor(5), cache.version);
-    await new Promise((r) => setTimeout(r, 50));
+    await Promise.all([
+      cache.rememberFile('/a.txt', join(dir, 'a.txt'), headersFor(5), cache.version),
+      cache.rememberFile('/control.txt', join(dir, 'a.txt'), headersFor(17), cache.version),
+    ]);
+    expect(cache.get('/control.txt')?.kind).to.equal('file');
     expect(cache.get('/a.txt')).to.equal(undefined);
   });
 
@@ -50,8 +54,7 @@ describe('the static file cache', () => {
       writeFileSync(file, 'second');
       for (let i = 0; i < 200 && cache.version === 0; i++) await new Promise((r) => setTimeout(r, 5));
       expect(cache.version, 'the first change was seen').to.be.greaterThan(0);
-      cache.rememberFile('/page.html', file, headersFor(6), cache.version); // served 'second'
-      await cachedEntry(cache, '/page.html');
+      await cache.rememberFile('/page.html', file, headersFor(6), cache.version); // served 'second'
       writeFileSync(file, 'third!'); // the same size, well within chokidar's 50 ms
       let body: string | undefined = 'second';
       for (let i = 0; i < 100 && body === 'second'; i++) {
@@ -68,9 +71,10 @@ describe('the static file cache', () => {
   it('keeps only paths without escapes, so %2f variants of one file cannot fill memory', async () => {
     writeFileSync(join(dir, 'a.txt'), 'hello');
     const cache = new StaticCache(dir);
-    cache.rememberFile('/x%2fa.txt', join(dir, 'a.txt'), headersFor(5), cache.version);
+    const escaped = cache.rememberFile('/x%2fa.txt', join(dir, 'a.txt'), headersFor(5), cache.version);
     cache.rememberMissing('/x%2fnone', join(dir, 'none'), cache.version);
-    await new Promise((r) => setTimeout(r, 50));
+    await Promise.all([escaped, cache.rememberFile('/x/a.txt', join(dir, 'a.txt'), headersFor(5), cache.version)]);
+    expect(cache.get('/x/a.txt')?.kind).to.equal('file');
     expect(cache.get('/x%2fa.txt')).to.equal(undefined);
     expect(cache.get('/x%2fnone')).to.equal(undefined);
   });
@@ -78,8 +82,7 @@ describe('the static file cache', () => {
   it('bounds misses apart from files: a flood of missing paths does not push a file out', async () => {
     writeFileSync(join(dir, 'hot.txt'), 'hot');
     const cache = new StaticCache(dir, { maxMisses: 10 });
-    cache.rememberFile('/hot.txt', join(dir, 'hot.txt'), headersFor(3), cache.version);
-    await cachedEntry(cache, '/hot.txt');
+    await cache.rememberFile('/hot.txt', join(dir, 'hot.txt'), headersFor(3), cache.version);
     for (let i = 0; i < 100; i++) cache.rememberMissing(`/miss${i}`, join(dir, `miss${i}`), cache.version);
     expect(cache.get('/hot.txt')?.kind).to.equal('file');
     expect(cache.get('/miss0')).to.equal(undefined);
@@ -90,8 +93,7 @@ describe('the static file cache', () => {
     const cache = new StaticCache(dir, { maxTotalBytes: 10 });
     for (const name of ['a', 'b', 'c']) {
       writeFileSync(join(dir, name), '12345');
-      cache.rememberFile(`/${name}`, join(dir, name), headersFor(5), cache.version);
-      await cachedEntry(cache, `/${name}`);
+      await cache.rememberFile(`/${name}`, join(dir, name), headersFor(5), cache.version);
     }
     expect(cache.get('/a')).to.equal(undefined);
     expect(cache.get('/b')?.kind).to.equal('file');
@@ -105,8 +107,8 @@ describe('the static file cache', () => {
       throw err;
     });
     try {
-      cache.rememberFile('/a.txt', join(dir, 'a.txt'), headersFor(5), cache.version);
-      await cachedEntry(cache, '/a.txt');
+      await cache.rememberFile('/a.txt', join(dir, 'a.txt'), headersFor(5), cache.version);
+      expect(cache.get('/a.txt')?.kind, 'kept before the change').to.equal('file');
       writeFileSync(join(dir, 'b.txt'), 'new');
       for (let i = 0; i < 100 && cache.get('/a.txt'); i++) await new Promise((r) => setTimeout(r, 10));
       expect(cache.get('/a.txt')).to.equal(undefined);
