@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { ControllerContext } from '../common/controller.ts';
 import { encodeStderr, ENDED_WITHOUT_HEADERS_FIELD, HOST_STDERR_FIELD, WELL_FORMED_REQUEST_ID } from '../common/protocol.ts';
+import { runControllerCall } from './controllerCall.ts';
 import { ControllerLoadError, ControllerMissingError } from './errors.ts';
 import type { ExecutionLimit, Tracked } from './executionLimit.ts';
 import type { HostLog } from './hostLog.ts';
@@ -166,7 +167,9 @@ export function createHostApp({ registry, log, stats, limit, inputLimits, poolSt
         };
         limit.track(tracked);
       }
-      const result = await controller.handler(context);
+      // As this call: its console lines carry the request id and the controller's name (consoleCapture.ts).
+      const call = { requestId: request.id, controller: controller.name, mapStack: controller.mapStack };
+      const result = await runControllerCall(call, () => controller.handler(context));
       if (overran) return;
       return sendResult(reply, result);
     } catch (err) {
