@@ -169,7 +169,7 @@ export function createHostApp({ registry, log, stats, limit, inputLimits, poolSt
       }
       // As this call: its console lines carry the request id and the controller's name (consoleCapture.ts).
       const call = { requestId: request.id, controller: controller.name, mapStack: controller.mapStack };
-      const result = await runControllerCall(call, () => controller.handler(context));
+      const result = await runControllerCall(call, request.raw, () => controller.handler(context));
       if (overran) return;
       return sendResult(reply, result);
     } catch (err) {

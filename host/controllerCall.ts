@@ -13,12 +13,30 @@ export interface ControllerCall {
 
 const calls = new AsyncLocalStorage<ControllerCall>();
 
-/** Runs the handler as `call`. */
-export function runControllerCall<T>(call: ControllerCall, handler: () => T | Promise<T>): Promise<T> {
-  return calls.run(call, async () => handler());
+/** What a failed call threw, kept while the request lives (for `extqs dev`'s error page). */
+export interface CallFailure {
+  call: ControllerCall;
+  error: unknown;
+}
+
+const failures = new WeakMap<object, CallFailure>();
+
+/** Runs the handler as `call`; when it throws or rejects, the failure is kept under `request`, then rethrown. */
+export async function runControllerCall<T>(call: ControllerCall, request: object, handler: () => T | Promise<T>): Promise<T> {
+  try {
+    return await calls.run(call, handler);
+  } catch (err) {
+    failures.set(request, { call, error: err });
+    throw err;
+  }
 }
 
 /** The call running in this async context, if any. */
 export function currentCall(): ControllerCall | undefined {
   return calls.getStore();
+}
+
+/** What the controller called for `request` threw, if it did. */
+export function failureOf(request: object): CallFailure | undefined {
+  return failures.get(request);
 }

@@ -6,6 +6,7 @@ import type { HostConfig } from '../common/settings.ts';
 import { onShutdownSignal } from '../common/shutdown.ts';
 import { createHostApp } from './app.ts';
 import { captureConsole } from './consoleCapture.ts';
+import { showErrorsToLocalClients } from './devErrorPage.ts';
 import { ExecutionLimit } from './executionLimit.ts';
 import { workerHostLog } from './hostLog.ts';
 import { WATCHDOG_LOG_FD, type PoolSays, type WorkerSays } from './poolMessages.ts';
@@ -74,6 +75,8 @@ export async function runWorker(config: HostConfig, pool: IpcChannel<WorkerSays,
       if (config.maxRequests > 0 && stats.requests >= config.maxRequests) askToRetire(`max_requests ${config.maxRequests} reached`);
     },
   });
+
+  if (config.dev) showErrorsToLocalClients(app, controllersDir);
 
   let retiring: Promise<void> | undefined;
   /** Stops taking requests, finishes those in flight, cutting what is left after `hardStopMs`. */

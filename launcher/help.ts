@@ -25,7 +25,7 @@ const COMMAND_NOTES: Readonly<Record<Command, string>> = {
   dev:
     'As start, with --workers 1 --proxy-workers 1 --log-level debug unless given. Every error.log and host.log line\n' +
     "is also written to stderr (in colour on a terminal; NO_COLOR, FORCE_COLOR), a controller's failure with the\n" +
-    'lines of its source.',
+    "lines of its source, and a controller's uncaught error is shown with its stack to loopback clients only.",
   check:
     'Takes every option of the other commands. Loads each controller as the host would (its module body runs once).\n' +
     'Exit status: 0 when nothing is wrong, 1 when a controller or directory has a problem, 2 for a bad setting.',

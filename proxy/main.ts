@@ -101,6 +101,7 @@ export async function serveProxy(
     everyMetrics: primary && (() => primary.request('all-metrics', null, TALLIES_TIMEOUT_MS)),
     tls: config.tlsCert === undefined ? undefined : tlsOptionsOf(config),
     compression,
+    markLocalClients: config.dev === true,
   });
   primary?.answer('tally', tally);
   primary?.answer('metrics', metrics);

@@ -1,14 +1,15 @@
 // `extqs dev`, the service on a developer's machine: one proxy and one host worker, every log line also on
-// the terminal in colour with a code frame under a controller's failure (docs/design.md §5.5).
+// the terminal in colour with a code frame under a controller's failure, and a controller's uncaught error
+// shown with its stack to a loopback client; `extqs start` never shows it (docs/design.md §5.5).
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { get } from '../helpers/http.ts';
-import { descendants, eventually, makeSandbox, spawnReady, type Running, type Sandbox } from '../helpers/stack.ts';
+import { descendants, eventually, makeSandbox, spawnReady, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
 
 const ESC = '\u001b';
 
-/** Throws on line 4, column 16. */
+/** Throws on line 4, column 16; the message holds markup, which the page must show, not run. */
 const THROWING = [
   'const x = 1;',
   '',
@@ -46,6 +47,16 @@ describe('extqs dev', function () {
       expect(descendants(running!.child.pid!)).to.have.length(3);
     });
 
+    it('shows a loopback client the message and the stack mapped to the .ts file, HTML-escaped', async function () {
+      const reply = await get(running!.url, '/External/Boom');
+      expect(reply.status).to.equal(500);
+      expect(reply.headers['content-type']).to.equal('text/html; charset=utf-8');
+      expect(reply.body).to.contain('Error: boom &lt;b&gt;');
+      expect(reply.body).not.to.contain('<b>');
+      expect(reply.body).to.contain(`${join(sandbox.controllers, 'Boom.ts')}:4:16`);
+      expect(reply.body).to.contain('&gt; 4 |   if (x) throw new Error(&#39;boom &lt;b&gt;&#39;);');
+    });
+
     it('writes every log line on stderr in colour, with the code frame under the failure', async function () {
       const reply = await get(running!.url, '/External/Boom');
       const id = reply.headers['x-request-id'] as string;
@@ -76,5 +87,30 @@ describe('extqs dev', function () {
     expect(stderr).not.to.contain(ESC);
     expect(stderr).to.contain('Parse error in controller script');
     expect(stderr).to.match(/> 2 \| {3}return \{;\n {4}\| {11}\^/);
+  });
+});
+
+describe('extqs start, with the same throwing controller', function () {
+  let sandbox: Sandbox;
+  let stack: Running;
+
+  before(async function () {
+    sandbox = makeSandbox();
+    writeFileSync(join(sandbox.controllers, 'Boom.ts'), THROWING);
+    stack = await startStack(sandbox, ['--workers', '1', '--proxy-workers', '1']);
+  });
+  after(async function () {
+    await stack?.stop();
+    sandbox?.remove();
+  });
+
+  it('answers a loopback client the usual empty 500, whatever it claims', async function () {
+    const claims: Record<string, string>[] = [{}, { 'X-Extqs-Local-Client': '1', 'X-Forwarded-For': '127.0.0.1' }];
+    for (const headers of claims) {
+      const reply = await get(stack.url, '/External/Boom', { headers });
+      expect(reply.status).to.equal(500);
+      expect(reply.body).to.equal('');
+    }
+    expect(stack.stderr()).not.to.contain('boom');
   });
 });
