@@ -20,8 +20,8 @@ const THROWING = [
   '',
 ].join('\n');
 
-function startDev(sandbox: Sandbox, env: NodeJS.ProcessEnv = {}): Promise<Running> {
-  return spawnReady(['bin/extqs.js', 'dev', '--port', '0', '--listen', '127.0.0.1', '--www', sandbox.www, '--logs', sandbox.logs], env);
+function startDev(sandbox: Sandbox, env: NodeJS.ProcessEnv = {}, args: string[] = ['--listen', '127.0.0.1']): Promise<Running> {
+  return spawnReady(['bin/extqs.js', 'dev', '--port', '0', '--www', sandbox.www, '--logs', sandbox.logs, ...args], env);
 }
 
 describe('extqs dev', function () {
@@ -79,6 +79,16 @@ describe('extqs dev', function () {
       // The proxy's error.log lines too.
       expect(stderr).to.match(/fcgid.* mod_fcgid: stderr: PHP Fatal error: {2}Uncaught exception/);
     });
+  });
+
+  it('shows the page through the http-proxy engine too, to a client on ::1', async function () {
+    writeFileSync(join(sandbox.controllers, 'Boom.ts'), THROWING);
+    running = await startDev(sandbox, {}, ['--listen', '::1', '--forwarder', 'http-proxy']);
+    expect(running.url).to.match(/^http:\/\/\[::1\]:/);
+    const reply = await get(running.url, '/External/Boom');
+    expect(reply.status).to.equal(500);
+    expect(reply.body).to.contain('Error: boom &lt;b&gt;');
+    expect(reply.body).to.contain(`${join(sandbox.controllers, 'Boom.ts')}:4:16`);
   });
 
   it('writes no colour with NO_COLOR, and a compile error with its code frame', async function () {
