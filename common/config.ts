@@ -23,8 +23,8 @@ import {
 
 export type { Config, HostConfig, LiveSettings, LogSettings, ProxyConfig, Role, SettingKey } from './settings.ts';
 
-/** The commands of `extqs`: both processes, one of them, or a check of what would run. */
-export const COMMANDS = ['start', 'proxy', 'host', 'check'] as const;
+/** The commands of `extqs`: both processes, one of them, both for a developer, or a check of what would run. */
+export const COMMANDS = ['start', 'proxy', 'host', 'dev', 'check'] as const;
 export type Command = (typeof COMMANDS)[number];
 
 /** What each command reads: `proxy` and `host` their own settings, `check` every one. */
@@ -34,7 +34,8 @@ export type ConfigOf<C extends Command> = C extends 'proxy' ? ProxyConfig : C ex
 export function takes(command: Command, key: SettingKey): boolean {
   const spec = specOf(key);
   if (command === 'proxy' || command === 'host') return spec.roles.includes(command);
-  if (command === 'start') return spec.setByLauncher === undefined;
+  // `dev` is `start` with a developer's defaults (launcher/cli.ts): the same settings.
+  if (command === 'start' || command === 'dev') return spec.setByLauncher === undefined;
   return true;
 }
 
@@ -86,7 +87,7 @@ function flagsOf(command: Command, argv: readonly string[]): Map<SettingKey, str
     const key = KEY_BY_FLAG.get(flag);
     if (key === undefined || value === undefined) continue;
     if (!takes(command, key)) {
-      const reason = command === 'start' ? `: ${specOf(key).setByLauncher}` : '';
+      const reason = command === 'start' || command === 'dev' ? `: ${specOf(key).setByLauncher}` : '';
       throw new UsageError(`--${flag} is not an option of extqs ${command}${reason}; it is taken by ${commandsTaking(key).join(', ')}`);
     }
     given.set(key, Array.isArray(value) ? value.join(',') : value);
@@ -153,7 +154,7 @@ export function readConfig<C extends Command>(
     }
   };
 
-  const wanted = SETTING_KEYS.filter((key) => command === 'start' || command === 'check' || takes(command, key));
+  const wanted = SETTING_KEYS.filter((key) => command === 'start' || command === 'dev' || command === 'check' || takes(command, key));
   const config: Record<string, unknown> = {};
   for (const key of wanted) {
     try {
@@ -170,7 +171,7 @@ export function readConfig<C extends Command>(
 /** The settings one process uses, from a configuration holding them (what the launcher hands a child). */
 export function sliceFor<R extends Role>(role: R, config: Partial<Config>): R extends 'proxy' ? ProxyConfig : HostConfig {
   const slice = Object.fromEntries(SETTING_KEYS.filter((key) => specOf(key).roles.includes(role)).map((key) => [key, config[key]]));
-  return Object.freeze(slice) as R extends 'proxy' ? ProxyConfig : HostConfig;
+  return Object.freeze(slice) as unknown as R extends 'proxy' ? ProxyConfig : HostConfig;
 }
 
 /** The live settings a configuration holds (a host's has no --compression): what a SIGHUP replaces. */

@@ -183,7 +183,7 @@ export function hostLogTime(date: Date): string {
 
 export interface HostEntry {
   time: Date;
-  level: 'error' | 'warn' | 'notice' | 'info';
+  level: 'error' | 'warn' | 'notice' | 'info' | 'debug';
   requestId?: string;
   message: string;
   /** The process the event happened in (a host worker); only the JSON layout shows it. */

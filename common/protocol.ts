@@ -62,3 +62,10 @@ export function decodeStderr(value: string | string[] | undefined): string[] {
     return [];
   }
 }
+
+/**
+ * Under `extqs dev` only: the proxy says the client connected from a loopback address (its socket's, never
+ * a field the client sent), so the host may show it a controller's error with its stack. The proxy drops
+ * this field from every client request; the host outside `extqs dev` never reads it.
+ */
+export const LOCAL_CLIENT_FIELD = 'x-extqs-local-client';

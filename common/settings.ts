@@ -535,8 +535,16 @@ type LiveKeys = { [K in SettingKey]: NonNullable<Settings[K]['live']> extends tr
 /** Every setting, validated. */
 export type Config = { readonly [K in SettingKey]: ReturnType<Settings[K]['parse']> };
 type KeysOf<R extends Role> = { [K in SettingKey]: R extends Settings[K]['roles'][number] ? K : never }[SettingKey];
-export type ProxyConfig = Pick<Config, KeysOf<'proxy'>>;
-export type HostConfig = Pick<Config, KeysOf<'host'>>;
+/**
+ * Decided by the command, not a setting: only `extqs dev` sets it, for the processes it starts, so no flag,
+ * variable or file line can turn a developer's error page on in `extqs start`, `proxy` or `host`.
+ */
+export interface CommandMode {
+  /** `extqs dev`: logs also on the terminal, and the error page for loopback clients (docs/design.md §5.5). */
+  readonly dev?: boolean;
+}
+export type ProxyConfig = Pick<Config, KeysOf<'proxy'>> & CommandMode;
+export type HostConfig = Pick<Config, KeysOf<'host'>> & CommandMode;
 /** The settings a SIGHUP applies without a restart. */
 export type LiveSettings = Pick<Config, LiveKeys>;
 /** The live settings every process takes: how its log files are written. */

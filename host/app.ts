@@ -19,6 +19,7 @@ import {
   statusOfParserError,
   WELL_FORMED_REQUEST_ID,
 } from '../common/protocol.ts';
+import { runControllerCall } from './controllerCall.ts';
 import { ControllerLinkRefusedError, ControllerLoadError, ControllerMissingError } from './errors.ts';
 import type { ExecutionLimit, Tracked } from './executionLimit.ts';
 import type { HostLog } from './hostLog.ts';
@@ -219,7 +220,9 @@ export function createHostApp({ registry, log, stats, limit, inputLimits, poolSt
         };
         limit.track(tracked);
       }
-      const result = await controller.handler(context);
+      // As this call: its console lines carry the request id and the controller's name (consoleCapture.ts).
+      const call = { requestId: request.id, controller: controller.name, mapStack: controller.mapStack };
+      const result = await runControllerCall(call, request.raw, () => controller.handler(context));
       if (overran) return;
       return sendResult(reply, result);
     } catch (err) {

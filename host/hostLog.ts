@@ -16,6 +16,7 @@ export interface HostLog {
   warn(message: string, requestId?: string): void;
   notice(message: string, requestId?: string): void;
   info(message: string, requestId?: string): void;
+  debug(message: string, requestId?: string): void;
   /** Resolves when every event logged so far is in the file (a worker: in the primary's hands). */
   drain(): Promise<void>;
 }
@@ -26,6 +27,7 @@ export function levelled(write: (level: HostEntry['level'], message: string, req
     warn: (message, requestId) => write('warn', message, requestId),
     notice: (message, requestId) => write('notice', message, requestId),
     info: (message, requestId) => write('info', message, requestId),
+    debug: (message, requestId) => write('debug', message, requestId),
   };
 }
 

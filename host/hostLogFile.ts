@@ -3,6 +3,7 @@
 import type { LogSettings } from '../common/settings.ts';
 import { openLineLog, rotationOf } from '../common/lineLog.ts';
 import { hostJson, hostLine, levelEnabled, type HostEntry } from '../common/logFormat.ts';
+import type { TerminalEntry } from '../common/terminal.ts';
 import { levelled, type HostLog } from './hostLog.ts';
 
 export interface PrimaryHostLog extends HostLog {
@@ -12,14 +13,15 @@ export interface PrimaryHostLog extends HostLog {
   reopen(settings: LogSettings): boolean;
 }
 
-/** The primary's log: the one writer of host.log. */
-export function openHostLog(dir: string, settings: LogSettings): PrimaryHostLog {
+/** The primary's log: the one writer of host.log; with `terminal` (`extqs dev`) each event also goes there. */
+export function openHostLog(dir: string, settings: LogSettings, terminal?: (entry: TerminalEntry) => void): PrimaryHostLog {
   const log = openLineLog(dir, 'host.log', rotationOf(settings));
   let threshold = settings.logLevel;
   let json = settings.logFormat === 'json';
   const write = (entry: HostEntry) => {
     if (!levelEnabled(entry.level, threshold)) return;
     log.write(json ? hostJson(entry, process.pid) : hostLine(entry));
+    terminal?.({ ...entry, source: 'host' });
   };
   return {
     ...levelled((level, message, requestId) => write({ time: new Date(), level, requestId, message })),

@@ -5,11 +5,13 @@ import cluster, { type Worker } from 'node:cluster';
 import { once } from 'node:events';
 import { chmod, rm } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { describeSettings, logSettingsOf } from '../common/config.ts';
 import { siblingFile } from '../common/entryFile.ts';
 import { childEndpoint, IpcChannel } from '../common/ipc.ts';
 import { readyLine } from '../common/ready.ts';
+import { terminalWriter } from '../common/terminal.ts';
 import { RESTART_DELAY_MS, RestartPace } from '../common/restartPace.ts';
 import type { Reloads } from '../common/reload.ts';
 import { formatUpstream } from '../common/settingParsers.ts';
@@ -23,7 +25,7 @@ import { addDeparted, departedNone, summarize, type WorkerSnapshot } from './sta
 const SNAPSHOT_TIMEOUT_MS = 1_000;
 
 export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>): Promise<void> {
-  const log = openHostLog(config.logs, logSettingsOf(config));
+  const log = openHostLog(config.logs, logSettingsOf(config), config.dev ? terminalWriter(join(config.www, 'controllers')) : undefined);
   // Workers send their lines here, so this process alone reopens host.log; its workers ignore SIGHUP.
   // What a worker started from now on is given: the live settings change with a reload.
   let current = config;

@@ -5,6 +5,8 @@ import type { IpcChannel } from '../common/ipc.ts';
 import type { HostConfig } from '../common/settings.ts';
 import { onShutdownSignal } from '../common/shutdown.ts';
 import { createHostApp } from './app.ts';
+import { captureConsole } from './consoleCapture.ts';
+import { showErrorsToLocalClients } from './devErrorPage.ts';
 import { ExecutionLimit } from './executionLimit.ts';
 import { workerHostLog } from './hostLog.ts';
 import { WATCHDOG_LOG_FD, type PoolSays, type WorkerSays } from './poolMessages.ts';
@@ -20,6 +22,7 @@ export async function runWorker(config: HostConfig, pool: IpcChannel<WorkerSays,
   pool.answer('stats', () => stats.snapshot());
   const log = workerHostLog(pool);
   const controllersDir = join(config.www, 'controllers');
+  const consoleCapture = captureConsole(log, controllersDir);
 
   let retireAsked = false;
   const askToRetire = (reason: string) => {
@@ -82,6 +85,8 @@ export async function runWorker(config: HostConfig, pool: IpcChannel<WorkerSays,
     },
   });
 
+  if (config.dev) showErrorsToLocalClients(app, controllersDir);
+
   let retiring: Promise<void> | undefined;
   /** Stops taking requests, finishes those in flight, cutting what is left after `hardStopMs`. */
   const retire = (hardStopMs: number) =>
@@ -102,6 +107,7 @@ export async function runWorker(config: HostConfig, pool: IpcChannel<WorkerSays,
       await registry.disposeAll();
       // The pool adds what this worker did to the totals of workers gone, so /status never goes backwards.
       pool.notify('final-stats', { snapshot: stats.snapshot() });
+      consoleCapture.flush();
       await log.drain();
     })());
 

@@ -1,4 +1,4 @@
-// The `extqs` command: `start`, `proxy`, `host` and `check`, each with --help, and --version. The
+// The `extqs` command: `start`, `proxy`, `host`, `dev` and `check`, each with --help, and --version. The
 // settings each command takes are read here, once; a bad one stops with exit status 2.
 import { COMMANDS, readConfig, type Command } from '../common/config.ts';
 import { UsageError } from '../common/configError.ts';
@@ -6,7 +6,7 @@ import { VERSION } from '../common/version.ts';
 import { reloadOnSighup } from '../common/reload.ts';
 import { commandHelp, mainHelp } from './help.ts';
 import { exitWith, runRole } from './roles.ts';
-import { start } from './start.ts';
+import { DEV_DEFAULTS, start } from './start.ts';
 
 function isCommand(word: string | undefined): word is Command {
   return (COMMANDS as readonly (string | undefined)[]).includes(word);
@@ -41,6 +41,11 @@ async function main(args: string[]): Promise<void> {
   }
   if (word === 'start') {
     await start(argv, readConfig('start', argv));
+    return;
+  }
+  if (word === 'dev') {
+    const devArgv = [...DEV_DEFAULTS, ...argv];
+    await start(devArgv, readConfig('dev', devArgv), true);
     return;
   }
   const config = readConfig(word, argv);

@@ -7,6 +7,7 @@ const COMMAND_SUMMARIES: Readonly<Record<Command, string>> = {
   start: 'run the service: the host, then the proxy in front of it (what npm start runs)',
   proxy: 'run the proxy alone (web-server role), in front of the hosts given by --upstream',
   host: 'run the host alone (application role), for proxies on other machines or sockets',
+  dev: "run the service on a developer's machine: start with one host worker, one proxy process, logs on the terminal",
   check: 'read the settings and www/, load and type-check every controller, print what would run and every problem',
 };
 
@@ -21,6 +22,10 @@ const COMMAND_NOTES: Readonly<Record<Command, string>> = {
   host:
     'Prints "listening on unix:PATH" or "listening on http://ADDR:PORT" when ready. Serves /External/<Name> from\n' +
     'www/controllers, and /status and /ping to whoever reaches its socket: let only the proxies reach it.',
+  dev:
+    'As start, with --workers 1 --proxy-workers 1 --log-level debug unless given. Every error.log and host.log line\n' +
+    "is also written to stderr (in colour on a terminal; NO_COLOR, FORCE_COLOR), a controller's failure with the\n" +
+    "lines of its source, and a controller's uncaught error is shown with its stack to loopback clients only.",
   check:
     'Takes every option of the other commands. Loads each controller as the host would (its module body runs once),\n' +
     'then type-checks those that load and the helpers in controllers/lib/ and controllers/_*/ with the TypeScript\n' +

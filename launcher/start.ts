@@ -18,7 +18,12 @@ function portOf(url: string): number {
   return Number(port) || (protocol === 'https:' ? 443 : 80);
 }
 
-export async function start(argv: readonly string[], initial: Config): Promise<void> {
+/** `extqs dev`'s defaults, before the developer's own flags (the last of a flag wins): one of each process, every log line. */
+export const DEV_DEFAULTS: readonly string[] = ['--workers', '1', '--proxy-workers', '1', '--log-level', 'debug'];
+
+/** `extqs start`, or with `dev` `extqs dev`: `argv` is read again on SIGHUP as the command's own. */
+export async function start(argv: readonly string[], initial: Config, dev = false): Promise<void> {
+  const command = dev ? 'dev' : 'start';
   let config = initial;
   // The host listens on a socket in a directory only this user can enter (0700); the socket itself is 0600.
   const runDir = mkdtempSync(join(tmpdir(), 'extqs-'));
@@ -29,8 +34,14 @@ export async function start(argv: readonly string[], initial: Config): Promise<v
   // or every client would lose the service.
   let port = config.port;
   let tlsPort = config.tlsPort;
-  const hostConfig = (): HostConfig => ({ ...sliceFor('host', config), socket });
-  const proxyConfig = (): ProxyConfig => ({ ...sliceFor('proxy', config), port, tlsPort, upstreams: [{ kind: 'unix', path: socket }] });
+  const hostConfig = (): HostConfig => ({ ...sliceFor('host', config), socket, dev });
+  const proxyConfig = (): ProxyConfig => ({
+    ...sliceFor('proxy', config),
+    port,
+    tlsPort,
+    upstreams: [{ kind: 'unix', path: socket }],
+    dev,
+  });
 
   const host = new Supervisor({
     role: 'host',
@@ -66,7 +77,7 @@ export async function start(argv: readonly string[], initial: Config): Promise<v
   // The children run in their own process groups: a SIGHUP reaches them only through here. The live
   // settings read again also go to children started later (restarts); other settings need a restart.
   process.on('SIGHUP', () => {
-    const { config: fresh, note, kept } = rereadConfig('start', argv, config);
+    const { config: fresh, note, kept } = rereadConfig(command, argv, config);
     config = fresh;
     say(`SIGHUP: the children reopen their logs; ${note}`);
     host.reload({ config: hostConfig(), note, kept });

@@ -4,6 +4,7 @@ import type { IncomingMessage } from 'node:http';
 import type { LogSettings } from '../common/settings.ts';
 import { openLineLog, rotationOf, type LineLog } from '../common/lineLog.ts';
 import { errorJson, errorLine, levelEnabled, nowMicros, type ErrorEntry } from '../common/logFormat.ts';
+import type { TerminalEntry } from '../common/terminal.ts';
 
 export interface ErrorLog {
   write(event: ErrorEntry): void;
@@ -12,11 +13,15 @@ export interface ErrorLog {
   drain(): Promise<void>;
 }
 
-/** `log` is the file itself, or a worker's relay to the primary that writes it (logRelay.ts). */
+/**
+ * `log` is the file itself, or a worker's relay to the primary that writes it (logRelay.ts). With
+ * `terminal` (`extqs dev`) each event also goes there, from the process where it happened.
+ */
 export function openErrorLog(
   dir: string,
   settings: LogSettings,
   log: LineLog = openLineLog(dir, 'error.log', rotationOf(settings)),
+  terminal?: (entry: TerminalEntry) => void,
 ): ErrorLog {
   let threshold = settings.logLevel;
   let format = settings.logFormat === 'json' ? errorJson : errorLine;
@@ -24,6 +29,7 @@ export function openErrorLog(
     write(event) {
       if (!levelEnabled(event.level, threshold)) return;
       log.write(format(event, nowMicros(), process.pid));
+      terminal?.({ ...event, time: new Date(), source: event.module });
     },
     reopen(next) {
       threshold = next.logLevel;

@@ -150,7 +150,7 @@ export function createHttpProxyForwarder(options: ForwarderOptions): Forward {
       );
     }
     // http-proxy copies req.headers; the access log reads only Referer and User-Agent from it later.
-    req.headers = forwardedHeaders(req, requestId);
+    req.headers = forwardedHeaders(req, requestId, [], options.markLocalClients);
     req.url = url;
     if (upstreamTimeoutMs > 0) {
       afterBody(req, () => {

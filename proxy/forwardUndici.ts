@@ -164,7 +164,7 @@ export function createUndiciForwarder(options: ForwarderOptions): Forward {
 
   return function forward(req, res, url, requestId) {
     const withBody = bodyFollows(req);
-    const headers = forwardedHeaders(req, requestId, ENGINE_FRAMED);
+    const headers = forwardedHeaders(req, requestId, ENGINE_FRAMED, options.markLocalClients);
     // undici destroys a body stream it could not send, and destroying `req` would reset the client's
     // connection instead of answering 503: it gets a stream of its own.
     const body = withBody

@@ -11,9 +11,11 @@ import {
   decodeStderr,
   ENDED_WITHOUT_HEADERS_FIELD,
   HOST_STDERR_FIELD,
+  LOCAL_CLIENT_FIELD,
 } from '../common/protocol.ts';
 import { sendErrorPage } from './errorPages.ts';
 import { clientAddress, clientOfRequest, type ErrorLog } from './errorLog.ts';
+import { isLoopback } from './loopback.ts';
 import { authorityOf, bodyFollows, responseGone, schemeOf } from './protocols.ts';
 import type { Upstreams, UpstreamState } from './upstreams.ts';
 
@@ -31,6 +33,8 @@ export interface ForwarderOptions {
   upstreamTimeoutMs: number;
   /** LimitRequestBody: a longer body is cut and answered 413. 0 = none. */
   limitRequestBody: number;
+  /** `extqs dev`: tell the host which clients are on loopback (LOCAL_CLIENT_FIELD). */
+  markLocalClients: boolean;
 }
 
 /** Fields Node frames itself in a response to the client (and HTTP/2 forbids from anyone else). */
@@ -89,7 +93,7 @@ const NOT_PASSED_ON = new Set<string>([
   CONTROLLER_FAILED_FIELD,
 ]);
 
-const NEVER_FORWARDED = new Set<string>([...HOP_BY_HOP, 'forwarded', 'x-request-id']);
+const NEVER_FORWARDED = new Set<string>([...HOP_BY_HOP, 'forwarded', 'x-request-id', LOCAL_CLIENT_FIELD]);
 
 /** Errors that mean the host could not be reached at all (down or restarting): 503, not 500. */
 const CONNECT_ERRORS = new Set([
@@ -174,12 +178,15 @@ function controllerOf(path: string): string {
  *   process (node-http-proxy #1647);
  * - X-Forwarded-* and Forwarded from the client: only this proxy says who the client is (spoofing);
  * - the client's X-Request-Id: the id this proxy chose (kept if well-formed) goes instead;
+ * - the client's LOCAL_CLIENT_FIELD: with `markLocalClients` (`extqs dev`) this proxy sets it from the
+ *   socket's address, so a remote client cannot claim to be local and see a controller's stack;
  * - `engineFramed`: what the engine frames or refuses itself.
  */
 export function forwardedHeaders(
   req: IncomingMessage,
   requestId: string,
   engineFramed: readonly string[] = [],
+  markLocalClients = false,
 ): Record<string, string | string[]> {
   const incoming = req.headers;
   const nominated = nominatedBy(incoming.connection);
@@ -198,6 +205,7 @@ export function forwardedHeaders(
   out['x-forwarded-proto'] = schemeOf(req);
   if (authority !== undefined) out['x-forwarded-host'] = authority;
   out['x-request-id'] = requestId;
+  if (markLocalClients && isLoopback(req.socket.remoteAddress)) out[LOCAL_CLIENT_FIELD] = '1';
   return out;
 }
 

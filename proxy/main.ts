@@ -17,6 +17,7 @@ import { onShutdownSignal } from '../common/shutdown.ts';
 import { openAccessLog } from './accessLog.ts';
 import type { CompressionSettings } from './compression.ts';
 import { openErrorLog } from './errorLog.ts';
+import { terminalWriter } from '../common/terminal.ts';
 import { announceStart, listenerUrl, reloadedEntry, stoppingEntry } from './lifecycle.ts';
 import { logRelay } from './logRelay.ts';
 import { createProxyServer } from './server.ts';
@@ -70,7 +71,7 @@ export async function serveProxy(
 ): Promise<void> {
   const relay = primary && logRelay(primary);
   const accessLog = openAccessLog(config.logs, logSettingsOf(config), relay?.('access.log'));
-  const errorLog = openErrorLog(config.logs, logSettingsOf(config), relay?.('error.log'));
+  const errorLog = openErrorLog(config.logs, logSettingsOf(config), relay?.('error.log'), config.dev ? terminalWriter() : undefined);
   // Registered first, so a SIGHUP during start-up reopens the logs rather than ending the process.
   let reloadCertificate = (_settings: ProxyConfig): void => {};
   // Read by every request, so a SIGHUP's --compression applies to the next answers.
@@ -102,6 +103,7 @@ export async function serveProxy(
     everyMetrics: primary && (() => primary.request('all-metrics', null, TALLIES_TIMEOUT_MS)),
     tls: config.tlsCert === undefined ? undefined : tlsOptionsOf(config),
     compression,
+    markLocalClients: config.dev === true,
   });
   primary?.answer('tally', tally);
   primary?.answer('metrics', metrics);

@@ -14,6 +14,7 @@ import type { ProxyConfig } from '../common/settings.ts';
 import { onShutdownSignal } from '../common/shutdown.ts';
 import { nullObject } from '../common/nullObject.ts';
 import { openErrorLog } from './errorLog.ts';
+import { terminalWriter } from '../common/terminal.ts';
 import { announceStart, listenerUrl, reloadedEntry, stoppingEntry } from './lifecycle.ts';
 import { addCounts, type MetricJson } from './metrics.ts';
 import type { LineBatch, ProxyPrimarySays, ProxyWorkerSays, Tally } from './workerMessages.ts';
@@ -26,7 +27,7 @@ const HARD_STOP_MS = 2_000;
 export async function runProxyPrimary(config: ProxyConfig, reloads: Reloads<ProxyConfig>): Promise<void> {
   const accessLines = openLineLog(config.logs, 'access.log', rotationOf(config));
   const errorLines = openLineLog(config.logs, 'error.log', rotationOf(config));
-  const errorLog = openErrorLog(config.logs, logSettingsOf(config), errorLines);
+  const errorLog = openErrorLog(config.logs, logSettingsOf(config), errorLines, config.dev ? terminalWriter() : undefined);
   let current = config;
   // Each worker's server counts its own connections: it takes its share of --max-connections (nginx's
   // worker_connections is per worker outright). The port stays the one the first workers asked for: the

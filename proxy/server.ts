@@ -65,6 +65,8 @@ export interface ProxyOptions {
   everyMetrics?: () => Promise<MetricJson[][]>;
   /** The codings --compression allows; a SIGHUP may change them while the server runs. */
   compression: CompressionSettings;
+  /** `extqs dev`: the host is told which clients are on loopback (proxy/forwarding.ts). */
+  markLocalClients?: boolean;
 }
 
 export interface ProxyServer {
@@ -193,8 +195,9 @@ export function createProxyServer({
   tls,
   everyMetrics,
   compression,
+  markLocalClients = false,
 }: ProxyOptions): ProxyServer {
-  const forward = createForwarder({ upstreams, errorLog, upstreamTimeoutMs, limitRequestBody: limits.limitRequestBody });
+  const forward = createForwarder({ upstreams, errorLog, upstreamTimeoutMs, limitRequestBody: limits.limitRequestBody, markLocalClients });
   const serveStatic = staticFiles(join(www, 'public'), errorLog, staticCache);
 
   const open = new Set<ServerResponse>();

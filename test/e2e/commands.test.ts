@@ -178,7 +178,7 @@ describe('the extqs command', function () {
     it('refuses an unknown command with exit 2 and the list of commands', function () {
       const result = extqs(['serve']);
       expect(result.status).to.equal(2);
-      expect(result.stderr).to.contain('extqs: unknown command "serve"; the commands are start, proxy, host, check');
+      expect(result.stderr).to.contain('extqs: unknown command "serve"; the commands are start, proxy, host, dev, check');
     });
   });
 

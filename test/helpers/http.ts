@@ -25,7 +25,8 @@ export function get(
   return new Promise((resolve, reject) => {
     const req = request(
       {
-        host: options.socketPath ? undefined : url.hostname,
+        // An IPv6 URL's hostname keeps its brackets (`[::1]`); node:http wants the bare address.
+        host: options.socketPath ? undefined : url.hostname.replace(/^\[(.*)\]$/, '$1'),
         port: options.socketPath ? undefined : url.port,
         socketPath: options.socketPath,
         path,

@@ -1,0 +1,42 @@
+// The controller call that is running, for code that is not handed the request: a controller's console
+// output (consoleCapture.ts) is tagged with the request id and controller name of the call it came from,
+// found through AsyncLocalStorage, which follows the call into its awaits, timers and callbacks.
+import { AsyncLocalStorage } from 'node:async_hooks';
+
+export interface ControllerCall {
+  requestId: string;
+  /** The controller's name, `Latest` for www/controllers/Latest.ts. */
+  controller: string;
+  /** Maps a stack's `file:line:column` to the controller's source (host/compile.ts). */
+  mapStack: (stack: string) => string;
+}
+
+const calls = new AsyncLocalStorage<ControllerCall>();
+
+/** What a failed call threw, kept while the request lives (for `extqs dev`'s error page). */
+export interface CallFailure {
+  call: ControllerCall;
+  error: unknown;
+}
+
+const failures = new WeakMap<object, CallFailure>();
+
+/** Runs the handler as `call`; when it throws or rejects, the failure is kept under `request`, then rethrown. */
+export async function runControllerCall<T>(call: ControllerCall, request: object, handler: () => T | Promise<T>): Promise<T> {
+  try {
+    return await calls.run(call, handler);
+  } catch (err) {
+    failures.set(request, { call, error: err });
+    throw err;
+  }
+}
+
+/** The call running in this async context, if any. */
+export function currentCall(): ControllerCall | undefined {
+  return calls.getStore();
+}
+
+/** What the controller called for `request` threw, if it did. */
+export function failureOf(request: object): CallFailure | undefined {
+  return failures.get(request);
+}

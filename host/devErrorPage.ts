@@ -1,0 +1,55 @@
+// `extqs dev` only: a controller that throws shows a loopback client its error, stack and source lines
+// (PHP's display_errors for the developer's browser), where every other client gets the usual
+// 500. The proxy alone decides who is on loopback, from the client's socket (LOCAL_CLIENT_FIELD,
+// proxy/forwarding.ts); this worker is reached only through it (a private socket under the launcher).
+import type { FastifyInstance } from 'fastify';
+import { CONTROLLER_ANSWER_FIELD, CONTROLLER_FAILED_FIELD, LOCAL_CLIENT_FIELD } from '../common/protocol.ts';
+import { frameFor } from '../common/terminal.ts';
+import { failureOf } from './controllerCall.ts';
+
+const HTML_ESCAPES: Readonly<Record<string, string>> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+
+export function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => HTML_ESCAPES[c]);
+}
+
+export interface DevErrorPageInput {
+  controller: string;
+  requestId: string;
+  /** The error's stack mapped to the controller's source (or the thrown value as text). */
+  detail: string;
+  /** The source lines around the failing one ('' when unknown). */
+  frame: string;
+}
+
+/** The page: every value escaped, so an error message holding markup is shown, never run. */
+export function devErrorPage({ controller, requestId, detail, frame }: DevErrorPageInput): string {
+  const [first, ...rest] = detail.split('\n');
+  return [
+    '<!DOCTYPE html>',
+    '<html lang="en"><head><meta charset="utf-8"><title>500 Uncaught exception in ' + escapeHtml(controller) + '</title>',
+    '<style>body{font:14px/1.4 system-ui,sans-serif;margin:2em}pre{background:#f6f6f6;padding:1em;overflow:auto}h1{color:#b00020;font-size:1.3em}</style>',
+    '</head><body>',
+    `<h1>Uncaught exception in controller ${escapeHtml(controller)}</h1>`,
+    `<p><strong>${escapeHtml(first)}</strong></p>`,
+    frame ? `<pre class="frame">${escapeHtml(frame)}</pre>` : '',
+    `<pre class="stack">${escapeHtml(rest.join('\n'))}</pre>`,
+    `<p>Request id ${escapeHtml(requestId)}. Shown by <code>extqs dev</code> to clients on this machine only; other clients get the server's 500 page.</p>`,
+    '</body></html>',
+    '',
+  ].join('\n');
+}
+
+/** Replaces the empty 500 of a controller's uncaught error with the page, for a client the proxy marked local. */
+export function showErrorsToLocalClients(app: FastifyInstance, controllersDir: string): void {
+  app.addHook('onSend', async (request, reply, payload) => {
+    if (reply.statusCode !== 500 || request.headers[LOCAL_CLIENT_FIELD] !== '1') return payload;
+    const failure = failureOf(request.raw);
+    if (!failure) return payload;
+    const { call, error } = failure;
+    const detail = error instanceof Error ? call.mapStack(error.stack ?? error.message) : String(error);
+    // The page is this answer, relayed by the proxy, not the failure it would answer with Apache's page.
+    reply.removeHeader(CONTROLLER_FAILED_FIELD).header(CONTROLLER_ANSWER_FIELD, '1').type('text/html; charset=utf-8');
+    return devErrorPage({ controller: call.controller, requestId: call.requestId, detail, frame: frameFor(detail, controllersDir, false) });
+  });
+}

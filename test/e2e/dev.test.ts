@@ -1,0 +1,129 @@
+// `extqs dev`, the service on a developer's machine: one proxy and one host worker, every log line also on
+// the terminal in colour with a code frame under a controller's failure, and a controller's uncaught error
+// shown with its stack to a loopback client; `extqs start` never shows it (docs/design.md §5.5).
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { expect } from 'chai';
+import { get } from '../helpers/http.ts';
+import { descendants, eventually, makeSandbox, spawnReady, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
+
+const ESC = '\u001b';
+
+/** Throws on line 4, column 16; the message holds markup, which the page must show, not run. */
+const THROWING = [
+  'const x = 1;',
+  '',
+  'export default () => {',
+  "  if (x) throw new Error('boom <b>');",
+  "  return 'never';",
+  '};',
+  '',
+].join('\n');
+
+function startDev(sandbox: Sandbox, env: NodeJS.ProcessEnv = {}, args: string[] = ['--listen', '127.0.0.1']): Promise<Running> {
+  return spawnReady(['bin/extqs.js', 'dev', '--port', '0', '--www', sandbox.www, '--logs', sandbox.logs, ...args], env);
+}
+
+describe('extqs dev', function () {
+  let sandbox: Sandbox;
+  let running: Running | undefined;
+
+  beforeEach(() => (sandbox = makeSandbox()));
+  afterEach(async function () {
+    await running?.stop();
+    running = undefined;
+    sandbox.remove();
+  });
+
+  describe('when a controller throws', function () {
+    beforeEach(async function () {
+      writeFileSync(join(sandbox.controllers, 'Boom.ts'), THROWING);
+      writeFileSync(join(sandbox.controllers, 'Chatty.ts'), "export default () => { console.log('said', 42); return 'ok'; };\n");
+      running = await startDev(sandbox, { FORCE_COLOR: '1' });
+    });
+
+    it('runs one proxy process and one host worker', function () {
+      // The host primary, its one worker, the proxy: no proxy workers. (esbuild's service, started by a
+      // worker's first compile, is no extqs process.)
+      const nodes = descendants(running!.child.pid!).filter((pid) => readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'node');
+      expect(nodes).to.have.length(3);
+    });
+
+    it('shows a loopback client the message and the stack mapped to the .ts file, HTML-escaped', async function () {
+      const reply = await get(running!.url, '/External/Boom');
+      expect(reply.status).to.equal(500);
+      expect(reply.headers['content-type']).to.equal('text/html; charset=utf-8');
+      expect(reply.body).to.contain('Error: boom &lt;b&gt;');
+      expect(reply.body).not.to.contain('<b>');
+      expect(reply.body).to.contain(`${join(sandbox.controllers, 'Boom.ts')}:4:16`);
+      expect(reply.body).to.contain('&gt; 4 |   if (x) throw new Error(&#39;boom &lt;b&gt;&#39;);');
+    });
+
+    it('writes every log line on stderr in colour, with the code frame under the failure', async function () {
+      const reply = await get(running!.url, '/External/Boom');
+      const id = reply.headers['x-request-id'] as string;
+      const said = await get(running!.url, '/External/Chatty');
+      const saidId = said.headers['x-request-id'] as string;
+      const stderr = await eventually(
+        () => (running!.stderr().includes('said 42') && running!.stderr().includes('mod_fcgid') ? running!.stderr() : undefined),
+        5000,
+        'the lines on stderr',
+      );
+      // Level in red, the request id in magenta, then the message.
+      expect(stderr).to.contain(
+        `${ESC}[31merror ${ESC}[0m ${ESC}[1mhost${ESC}[0m ${ESC}[35m[req ${id}]${ESC}[0m Uncaught exception in controller`,
+      );
+      expect(stderr).to.contain(`${ESC}[31m> 4 |${ESC}[0m   if (x) throw new Error('boom <b>');`);
+      // A console line: the controller's name in cyan after the request id.
+      expect(stderr).to.contain(`${ESC}[35m[req ${saidId}]${ESC}[0m ${ESC}[36m[Chatty]${ESC}[0m said 42`);
+      // The proxy's error.log lines too.
+      expect(stderr).to.match(/fcgid.* mod_fcgid: stderr: PHP Fatal error: {2}Uncaught exception/);
+    });
+  });
+
+  it('shows the page through the http-proxy engine too, to a client on ::1', async function () {
+    writeFileSync(join(sandbox.controllers, 'Boom.ts'), THROWING);
+    running = await startDev(sandbox, {}, ['--listen', '::1', '--forwarder', 'http-proxy']);
+    expect(running.url).to.match(/^http:\/\/\[::1\]:/);
+    const reply = await get(running.url, '/External/Boom');
+    expect(reply.status).to.equal(500);
+    expect(reply.body).to.contain('Error: boom &lt;b&gt;');
+    expect(reply.body).to.contain(`${join(sandbox.controllers, 'Boom.ts')}:4:16`);
+  });
+
+  it('writes no colour with NO_COLOR, and a compile error with its code frame', async function () {
+    writeFileSync(join(sandbox.controllers, 'Broken.ts'), 'export default () => {\n  return {;\n};\n');
+    running = await startDev(sandbox, { NO_COLOR: '1', FORCE_COLOR: undefined });
+    await get(running.url, '/External/Broken');
+    const stderr = await eventually(() => (running!.stderr().includes('> 2 |') ? running!.stderr() : undefined), 5000, 'the code frame');
+    expect(stderr).not.to.contain(ESC);
+    expect(stderr).to.contain('Parse error in controller script');
+    expect(stderr).to.match(/> 2 \| {3}return \{;\n {4}\| {11}\^/);
+  });
+});
+
+describe('extqs start, with the same throwing controller', function () {
+  let sandbox: Sandbox;
+  let stack: Running;
+
+  before(async function () {
+    sandbox = makeSandbox();
+    writeFileSync(join(sandbox.controllers, 'Boom.ts'), THROWING);
+    stack = await startStack(sandbox, ['--workers', '1', '--proxy-workers', '1']);
+  });
+  after(async function () {
+    await stack?.stop();
+    sandbox?.remove();
+  });
+
+  it('answers a loopback client the usual 500 page, without the error, whatever it claims', async function () {
+    const claims: Record<string, string>[] = [{}, { 'X-Extqs-Local-Client': '1', 'X-Forwarded-For': '127.0.0.1' }];
+    for (const headers of claims) {
+      const reply = await get(stack.url, '/External/Boom', { headers });
+      expect(reply.status).to.equal(500);
+      expect(reply.body).to.contain('<title>500 Internal Server Error</title>');
+      expect(reply.body).not.to.contain('boom');
+    }
+    expect(stack.stderr()).not.to.contain('boom');
+  });
+});
