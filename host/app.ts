@@ -73,6 +73,9 @@ export function createHostApp({ registry, log, stats, limit, inputLimits, poolSt
     // bare status, as fastify's own handler answers but without its JSON; the proxy answers its page (P6).
     clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket) {
       if (err.code === 'ECONNRESET' || socket.destroyed) return;
+      // The proxy cut its request mid-body (its client left, or it refused the body): nothing was misread.
+      // The request reads its body as ended early, as PHP does (requestInput.ts).
+      if (err.code === 'HPE_INVALID_EOF_STATE') return void socket.destroy();
       const status = statusOfParserError(err.code);
       log.error(`Refused a request Node's parser could not read: ${err.code ?? ''} ${err.message}`);
       // Not while an answer is going out on the connection: the status would read as part of it.

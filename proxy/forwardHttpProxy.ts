@@ -27,6 +27,12 @@ import type { UpstreamState } from './upstreams.ts';
 /** How the failure line reads when the host says it ended without headers: as when it closed the connection. */
 const HUNG_UP = Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
 
+/**
+ * Not forwarded: http-proxy emits 'proxyReq' only for a request without `expect`, and without it this
+ * engine cannot abort the host's request. The client got its 100 Continue from this server already.
+ */
+const ENGINE_FRAMED = ['expect'] as const;
+
 function targetOf(upstream: Upstream) {
   return upstream.kind === 'unix' ? { socketPath: upstream.path } : { host: upstream.host, port: upstream.port, protocol: 'http:' };
 }
@@ -50,6 +56,8 @@ export function createHttpProxyForwarder(options: ForwarderOptions): Forward {
   const idOf = (req: IncomingMessage) => String(req.headers['x-request-id']);
 
   proxy.on('proxyReq', (proxyReq, req, res) => {
+    // Dropped before it had a socket (drop() found nothing to abort): the host must not wait for its body.
+    if (answered.has(req)) return void proxyReq.destroy();
     upstreamRequests.set(req, proxyReq);
     res.once('close', () => {
       if (!res.writableFinished) proxyReq.destroy();
@@ -150,7 +158,7 @@ export function createHttpProxyForwarder(options: ForwarderOptions): Forward {
       );
     }
     // http-proxy copies req.headers; the access log reads only Referer and User-Agent from it later.
-    req.headers = forwardedHeaders(req, requestId, [], options.markLocalClients);
+    req.headers = forwardedHeaders(req, requestId, ENGINE_FRAMED, options.markLocalClients);
     req.url = url;
     if (upstreamTimeoutMs > 0) {
       afterBody(req, () => {

@@ -459,7 +459,12 @@ export function createProxyServer({
     }
     if (refusedSockets.has(socket)) return; // its request's failure is logged and answered already
     const reading = readingBody.get(socket);
-    if (reading && !reading.req.complete && !reading.res.writableEnded) return refuseBody(reading, err, socket);
+    if (reading && !reading.req.complete && !reading.res.writableEnded) {
+      // The client closed its side mid-body: it left, the body is not malformed. Cut as a client that left:
+      // the request's close logs F5 (bodyBrokeOff), and the engine's abort ends the host's body early.
+      if (err.code === 'HPE_INVALID_EOF_STATE') return void socket.destroy();
+      return refuseBody(reading, err, socket);
+    }
     errorLog.write({ module: 'core', level: 'info', client: clientOf(socket), message: `Bad request: ${err.code ?? ''} ${err.message}` });
     const answering = answeringOn(socket);
     // Bytes after a `Connection: close` request are never parsed (so never served), but the request before
@@ -479,10 +484,10 @@ export function createProxyServer({
 
   /**
    * The parser failed inside a request's body (a chunk line without CR, a trailer with Content-Length, a
-   * body past --request-timeout): that request gets the status, as Apache answers a body it cannot read
-   * (400, or 408), and the connection closes. Its forwarding stops. The page goes out when this request is
-   * the one being answered and nothing of its answer has; otherwise the connection is cut, and its access
-   * line still has the status.
+   * body past --request-timeout; not the connection ending, a client that left): that request gets the
+   * status, as Apache answers a body it cannot read (400, or 408), and the connection closes. Its forwarding
+   * stops. The page goes out when this request is the one being answered and nothing of its answer has;
+   * otherwise the connection is cut, and its access line still has the status.
    */
   function refuseBody(reading: BodyInFlight, err: NodeJS.ErrnoException, socket: Socket): void {
     const { req, res } = reading;

@@ -1,5 +1,6 @@
 // What crosses the proxy on the way to the host and back, for each forwarding engine (the same
 // conformance suite for both): headers, failures and their status codes, clients that leave.
+import { createServer, type Server } from 'node:http';
 import { connect } from 'node:net';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -341,6 +342,72 @@ for (const forwarder of FORWARDERS) {
       });
       expect(reply.status).to.equal(200);
       expect(JSON.parse(reply.body).method).to.equal('POST');
+    });
+  });
+
+  describe(`a body that breaks off after 100 Continue, to a host of our own (${forwarder})`, function () {
+    let sandbox: Sandbox;
+    let proxy: Running;
+    let host: Server;
+    /** The host's side of each request, by its target: its first body bytes came, it closed before the body's end. */
+    const seen = new Map<string, { data: Promise<void>; cut: boolean }>();
+
+    before(async function () {
+      sandbox = makeSandbox();
+      const path = join(sandbox.dir, 'host.sock');
+      host = createServer((req) => {
+        const side = { data: new Promise<void>((resolve) => req.once('data', () => resolve())), cut: false };
+        seen.set(req.url ?? '', side);
+        req.once('close', () => (side.cut = !req.complete));
+      });
+      await new Promise<void>((resolve) => host.listen(path, resolve));
+      proxy = await startProxy(sandbox, ['--upstream', `unix:${path}`, '--forwarder', forwarder]);
+    });
+
+    after(async function () {
+      await proxy?.stop();
+      host?.closeAllConnections();
+      host?.close();
+      sandbox?.remove();
+    });
+
+    /** Sends a chunked head with Expect, then a first chunk once 100 Continue came; resolves when the host has it. */
+    async function startBody(query: string) {
+      const { hostname, port } = new URL(proxy.url);
+      const socket = connect(Number(port), hostname);
+      let received = '';
+      socket.setEncoding('latin1');
+      socket.on('data', (chunk: string) => (received += chunk));
+      socket.on('error', () => {});
+      socket.write(`POST /External/Cut?${query} HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nExpect: 100-continue\r\n\r\n`);
+      await eventually(() => (received.startsWith('HTTP/1.1 100 ') ? true : undefined), 3000, 'the 100 Continue');
+      socket.write('5\r\nhello\r\n');
+      const host = await eventually(() => seen.get(`/External/Cut?${query}`), 3000, "the host's request");
+      await host.data;
+      return { socket, received: () => received, hostCut: () => (host.cut ? true : undefined) };
+    }
+
+    it("answers a malformed chunk 400 and ends the host's request", async function () {
+      const sent = await startBody('bad=1');
+      sent.socket.write('5\nhello\r\n0\r\n\r\n');
+      await eventually(() => (/HTTP\/1\.1 400 /.test(sent.received()) ? true : undefined), 3000, 'the 400 page');
+      await eventually(sent.hostCut, 3000, "the host's request cut");
+      sent.socket.destroy();
+    });
+
+    it("logs a client that leaves mid-body F5 and ends the host's request", async function () {
+      const sent = await startBody('left=1');
+      sent.socket.destroy();
+      await eventually(sent.hostCut, 3000, "the host's request cut");
+      const line = await eventually(
+        () => readLog(sandbox, 'access.log').find((l) => l.includes('"POST /External/Cut?left=1 HTTP/1.1"')),
+        3000,
+        'the access line',
+      );
+      expect(line).to.match(/" 400 - /);
+      const errors = readLog(sandbox, 'error.log');
+      expect(errors.filter((l) => l.includes('Request body incomplete: the connection closed before it ended'))).to.have.length(1);
+      expect(errors.filter((l) => l.includes('HPE_INVALID_EOF_STATE'))).to.deep.equal([]);
     });
   });
 

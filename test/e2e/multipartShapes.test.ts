@@ -11,7 +11,7 @@ import { FORWARDERS } from '../../common/settings.ts';
 import { curl } from '../helpers/clients.ts';
 import { get, type Reply } from '../helpers/http.ts';
 import { askPhp, disposition, ECHO_CONTROLLER, MULTIPART, part, requirePhpCgi } from '../helpers/php.ts';
-import { eventually, makeSandbox, readHostEvents, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
+import { eventually, makeSandbox, readHostEvents, readLog, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
 
 /** php.ini's defaults but for the file limits: a 3 MB file passes upload_max_filesize, a fourth file max_file_uploads. */
 const LIMITS = { postMaxSize: 8 * 1024 * 1024, uploadMaxFilesize: 1024 * 1024, maxFileUploads: 3 };
@@ -269,6 +269,22 @@ export default ({ rawQuery, post, files }: any) => {
           expect(next.status, `the form after ${query}`).to.equal(200);
           expect(JSON.parse(next.body)).to.deep.include({ post: { a: '1', b: '2' }, files: {} });
         }
+        // Logged as clients that left (F5, 400), not as bodies the parser refused (F1); the host logs nothing.
+        const cuts = await eventually(
+          () => {
+            const lines = readLog(sandbox, 'access.log').filter((line) => line.includes('"POST /External/Record?cut='));
+            return lines.length === SENDS ? lines : undefined;
+          },
+          ANSWER_WITHIN_MS,
+          'an access line for each cut',
+        );
+        for (const line of cuts) expect(line).to.match(/" 400 - /);
+        const errors = readLog(sandbox, 'error.log');
+        expect(
+          errors.filter((line) => /\[core:info\] .*Request body incomplete: the connection closed before it ended/.test(line)),
+        ).to.have.length(SENDS);
+        expect(errors.filter((line) => line.includes('Bad request'))).to.deep.equal([]);
+        expect(readLog(sandbox, 'host.log').filter((line) => line.includes('Refused a request'))).to.deep.equal([]);
         expectNoWorkerReplaced();
       });
     });
