@@ -61,13 +61,17 @@ describe('controller names that are Object.prototype members', function () {
         expect(JSON.parse(reply.body)).to.deep.equal({ name });
       }
     }
-    // 24 requests at 5 per worker: both first workers retire, and hand their counts over as they exit
-    // (once the proxy has let go of their idle connections, within 10 s).
+    // 24 requests at 5 per worker: one of the first two workers at least took 5 and retires, handing its
+    // counts over as it exits (once the proxy has let go of its idle connections, within 10 s).
     const hostPid = (await scrape()).host.pid;
-    const retired = await eventually(() => {
-      const pids = readLog(sandbox, 'host.log').flatMap((l) => /Recycling worker (\d+)/.exec(l)?.[1] ?? []);
-      return pids.length >= 2 ? pids.map(Number) : undefined;
-    }, 10_000);
+    const retired = await eventually(
+      () => {
+        const pids = readLog(sandbox, 'host.log').flatMap((l) => /Recycling worker (\d+)/.exec(l)?.[1] ?? []);
+        return pids.length >= 1 ? pids.map(Number) : undefined;
+      },
+      10_000,
+      'a worker recycled',
+    );
     await eventually(
       () => (retired.some((pid) => workersOf(hostPid).includes(pid)) ? undefined : true),
       20_000,

@@ -130,10 +130,12 @@ describe('access control', function () {
       });
     }
 
-    it('answers a throwing controller with an empty 500, as PHP with display_errors off, and keeps the details in host.log', async function () {
+    it("answers a throwing controller with Apache's 500 page and nothing of the error, and keeps the details in host.log", async function () {
       const answer = await raw(stack.url, '/External/Throws');
       expect(answer).to.match(/^HTTP\/1\.1 500 Internal Server Error\r\n/);
-      expect(answer.split('\r\n\r\n')[1]).to.equal('');
+      const body = answer.split('\r\n\r\n')[1];
+      expect(body).to.contain('<title>500 Internal Server Error</title>');
+      expect(body).not.to.contain('/etc/app.conf');
       await eventually(
         () => (readLog(sandbox, 'host.log').some((l) => l.includes('/etc/app.conf')) ? true : undefined),
         3000,
