@@ -4,9 +4,11 @@
 // cache, so when the registry drops a version, the garbage collector frees it, helpers included;
 // import(url + '?v=n') and require.cache tricks keep every version alive for the life of the process.
 import { realpathSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { createRequire, SourceMap, type SourceMapPayload } from 'node:module';
-import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
+import { dirname, extname, isAbsolute, relative, resolve, sep } from 'node:path';
 import vm from 'node:vm';
+import type { Loader, Plugin } from 'esbuild';
 import type { Controller } from '../common/controller.ts';
 import { ControllerLoadError } from './errors.ts';
 
@@ -18,6 +20,8 @@ export interface CompiledController {
   dispose: (() => unknown) | undefined;
   /** The local modules bundled in, absolute paths, the controller's own file not included. */
   dependencies: string[];
+  /** What esbuild read of each local module it loaded itself: the version is the hash of what was built. */
+  dependencySources: ReadonlyMap<string, string>;
 }
 
 /** The CommonJS wrapper the transpiled code runs in; it shares line 1 with the code. */
@@ -59,6 +63,37 @@ function describeBuildError(file: string, err: unknown): string {
   return at ? `${resolve(dirname(file), at.file)}:${at.line}:${at.column + 1}: ${first.text}` : `${file}: ${first.text}`;
 }
 
+const LOADERS: Readonly<Record<string, Loader>> = {
+  '.ts': 'ts',
+  '.mts': 'ts',
+  '.cts': 'ts',
+  '.tsx': 'tsx',
+  '.js': 'js',
+  '.mjs': 'js',
+  '.cjs': 'js',
+  '.jsx': 'jsx',
+  '.json': 'json',
+};
+
+/**
+ * Loads each local module as esbuild would and keeps its text in `into`: a save landing between the build
+ * and a later read would otherwise give the version the hash of code that was not built.
+ */
+function recordSources(into: Map<string, string>): Plugin {
+  return {
+    name: 'extqs-record-sources',
+    setup(build) {
+      build.onLoad({ filter: /\.[cm]?[jt]sx?$|\.json$/ }, async ({ path, namespace }) => {
+        const loader = LOADERS[extname(path)];
+        if (namespace !== 'file' || !loader) return undefined;
+        const contents = await readFile(path, 'utf8');
+        into.set(path, contents);
+        return { contents, loader };
+      });
+    },
+  };
+}
+
 /** Whether `path` lies inside `dir` (both absolute). */
 function isInside(dir: string, path: string): boolean {
   const rel = relative(dir, path);
@@ -73,6 +108,7 @@ export async function compileController(file: string, source: string, root = dir
   let code: string;
   let map: string;
   let inputs: string[];
+  const dependencySources = new Map<string, string>();
   try {
     // Loaded with the first controller: a host with none (the default install) keeps its 10 MB.
     const { build } = await import('esbuild');
@@ -94,6 +130,7 @@ export async function compileController(file: string, source: string, root = dir
       // that fails every request: as an error, the previous version keeps serving until the next event.
       logOverride: { 'import-is-undefined': 'error' },
       logLevel: 'silent',
+      plugins: [recordSources(dependencySources)],
     });
     code = result.outputFiles.find((out) => out.path.endsWith('.js'))!.text;
     map = result.outputFiles.find((out) => out.path.endsWith('.map'))!.text;
@@ -131,5 +168,5 @@ export async function compileController(file: string, source: string, root = dir
     throw new ControllerLoadError(`Controller script ${file} has no default export function`, file);
   }
   const dispose = typeof exported.dispose === 'function' ? (exported.dispose as () => unknown) : undefined;
-  return { handler: handler as Controller, mapStack, dispose, dependencies };
+  return { handler: handler as Controller, mapStack, dispose, dependencies, dependencySources };
 }

@@ -48,6 +48,8 @@ export class ControllerRegistry {
   private readonly failedVersions = new Map<string, string>();
   /** One load at a time per name, so a request and a reload never race each other. */
   private readonly queues = new Map<string, Promise<unknown>>();
+  /** Changes the watcher has reported, so a load can tell whether the files moved under it. */
+  private changes = 0;
   /** The refresh of each name that is queued and not yet started. */
   private readonly waitingRefreshes = new Map<string, Promise<void>>();
   /** Which symbolic links in the directory may be followed; judged when a file is read, not per request. */
@@ -92,6 +94,7 @@ export class ControllerRegistry {
    * one per save.
    */
   refresh(name: string): Promise<void> {
+    this.changes += 1;
     const waiting = this.waitingRefreshes.get(name);
     if (waiting) return waiting;
     const refreshed = this.serialize(name, () => {
@@ -107,6 +110,7 @@ export class ControllerRegistry {
    * and every one whose last load failed (its imports are unknown, and this may be the fix).
    */
   refreshDependents(file: string): Promise<void> {
+    this.changes += 1;
     const names = new Set([...this.loaded.values()].filter((entry) => entry.dependencies.includes(file)).map((entry) => entry.name));
     for (const name of this.failedVersions.keys()) {
       this.failedVersions.delete(name);
@@ -182,12 +186,23 @@ export class ControllerRegistry {
     return undefined;
   }
 
-  private async loadIfAbsent(name: string): Promise<Entry> {
+  private async loadIfAbsent(name: string, retried = false): Promise<Entry> {
     const current = this.loaded.get(name);
     if (current) return current;
     const found = this.read(name);
     if (!found) throw new ControllerMissingError(join(this.dir, `${name}.ts`), `${name}.js`);
-    const entry = await this.install(name, found.file, found.source);
+    const changesBefore = this.changes;
+    let entry: Entry;
+    try {
+      entry = await this.install(name, found.file, found.source);
+    } catch (err) {
+      // A first load that met a save half-written (its own file or a helper's) is tried again once the
+      // files have settled, as a reload is; a file that stays broken fails as it is.
+      if (retried) throw err;
+      await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
+      if (this.changes === changesBefore) throw err;
+      return this.loadIfAbsent(name, true);
+    }
     this.events.loaded(entry, 'request');
     return entry;
   }
@@ -219,7 +234,8 @@ export class ControllerRegistry {
 
   private async install(name: string, file: string, source: string): Promise<Entry> {
     const compiled = await compileController(file, source, this.dir);
-    const entry: Entry = { name, file, version: versionOf(source, compiled.dependencies), ...compiled, active: 0, retired: false };
+    const version = versionOf(source, compiled.dependencies, compiled.dependencySources);
+    const entry: Entry = { name, file, version, ...compiled, active: 0, retired: false };
     const previous = this.loaded.get(name);
     this.loaded.set(name, entry);
     // Requests already running keep their reference to the old version and finish on it.
@@ -242,16 +258,16 @@ export class ControllerRegistry {
 }
 
 /**
- * The hash of a controller's source and of each local module it imports (read here, on the calling
- * thread, as the source is); a module gone reads as empty. A controller with none keeps the hash of its
- * source alone.
+ * The hash of a controller's source and of each local module it imports: as built (`built`), or read here,
+ * on the calling thread as the source is, to see whether anything changed since. A controller with none
+ * keeps the hash of its source alone.
  */
-function versionOf(source: string, dependencies: readonly string[]): string {
+function versionOf(source: string, dependencies: readonly string[], built?: ReadonlyMap<string, string>): string {
   const hash = createHash('sha256').update(source);
   for (const file of [...dependencies].sort()) {
     hash.update(`\0${file}\0`);
     try {
-      hash.update(readFileSync(file));
+      hash.update(built?.get(file) ?? readFileSync(file, 'utf8'));
     } catch {
       hash.update('\0missing');
     }
