@@ -355,12 +355,24 @@ export function createProxyServer({
       case 'metrics':
         kind = KIND.metrics;
         return void handleMetrics(req, res, requestId).catch((err: Error) => pageFailed(req, res, '/metrics', requestId, err));
-      case 'bad-request':
+      case 'encoded-slash':
+        kind = KIND.static;
+        // Apache's words (request.c), with the target as sent, as its r->unparsed_uri.
         errorLog.write({
           module: 'core',
           level: 'info',
           client: clientOfRequest(req),
-          message: `Invalid request target ${JSON.stringify(req.url)}`,
+          message: `AH00026: found %2f (encoded '/') in URI path (${req.url}), returning 404`,
+          requestId,
+        });
+        return sendErrorPage(res, 404);
+      case 'bad-request':
+        // A path above the root is a traversal probe, an error to Apache (AH10244); the rest is S2.
+        errorLog.write({
+          module: 'core',
+          level: route.aboveRoot ? 'error' : 'info',
+          client: clientOfRequest(req),
+          message: route.aboveRoot ? `AH10244: invalid URI path (${req.url})` : `Invalid request target ${JSON.stringify(req.url)}`,
           requestId,
         });
         return sendErrorPage(res, route.status);
