@@ -85,9 +85,14 @@ export const IDLE_UPSTREAM_SOCKET_MS = 10_000;
 /** RFC 9110 §7.6.1: connection-specific fields are never forwarded, in either direction. */
 const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'te', 'upgrade', 'trailer'] as const;
 
-/** Hop-by-hop fields, and the host's signals to this proxy (common/protocol.ts): never passed to a client. */
+/**
+ * Hop-by-hop fields, the host's signals to this proxy (common/protocol.ts), and `Server`: never passed to
+ * a client. This server's own Server field (--server-tokens) replaces a controller's, as Apache's replaces
+ * a CGI script's.
+ */
 const NOT_PASSED_ON = new Set<string>([
   ...HOP_BY_HOP,
+  'server',
   HOST_STDERR_FIELD,
   ENDED_WITHOUT_HEADERS_FIELD,
   CONTROLLER_ANSWER_FIELD,

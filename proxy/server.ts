@@ -67,6 +67,8 @@ export interface ProxyOptions {
   compression: CompressionSettings;
   /** `extqs dev`: the host is told which clients are on loopback (proxy/forwarding.ts). */
   markLocalClients?: boolean;
+  /** The Server field of every answer (--server-tokens); absent sends none. */
+  serverBanner?: string;
 }
 
 export interface ProxyServer {
@@ -196,6 +198,7 @@ export function createProxyServer({
   everyMetrics,
   compression,
   markLocalClients = false,
+  serverBanner,
 }: ProxyOptions): ProxyServer {
   const forward = createForwarder({ upstreams, errorLog, upstreamTimeoutMs, limitRequestBody: limits.limitRequestBody, markLocalClients });
   const serveStatic = staticFiles(join(www, 'public'), errorLog, staticCache);
@@ -289,6 +292,7 @@ export function createProxyServer({
     if (stopping || limits.keepAliveTimeout === 0) res.shouldKeepAlive = false;
     const requestId = requestIdOf(req);
     res.setHeader('X-Request-Id', requestId);
+    if (serverBanner !== undefined) res.setHeader('Server', serverBanner);
     if (withBody && !isHttp2(req)) readingBody.set(req.socket, { req, res, requestId });
     const framing = framingProblem(req, limits.maxHeaderSize);
     if (framing) {
@@ -540,10 +544,11 @@ export function createProxyServer({
    * Writes Apache's page for `status` straight to a socket Node's server no longer answers on, then closes
    * it; returns the page's length (the access log's %b).
    */
+  const serverField = serverBanner === undefined ? '' : `Server: ${serverBanner}\r\n`;
   function answerAndClose(socket: Socket, status: number, extraHeaders = ''): number {
     const page = errorPage(status);
     const head =
-      `HTTP/1.1 ${status} ${reasonOf(status)}\r\n${extraHeaders}` +
+      `HTTP/1.1 ${status} ${reasonOf(status)}\r\n${serverField}${extraHeaders}` +
       `Content-Type: text/html; charset=iso-8859-1\r\nContent-Length: ${page.length}\r\nConnection: close\r\n\r\n`;
     socket.end(Buffer.concat([Buffer.from(head, 'latin1'), page]));
     return page.length;
