@@ -75,6 +75,10 @@ export type ContentCoding = (typeof CONTENT_CODINGS)[number];
 export const FOLLOW_SYMLINKS = ['owner', 'on', 'off'] as const;
 export type FollowSymlinks = (typeof FOLLOW_SYMLINKS)[number];
 
+/** What the `Server` field says (Apache's ServerTokens): full `extqs/<version> (Node.js <version>)`, prod `extqs`, off none. */
+export const SERVER_TOKENS = ['full', 'prod', 'off'] as const;
+export type ServerTokens = (typeof SERVER_TOKENS)[number];
+
 export const SETTINGS = {
   port: setting({
     flag: 'port',
@@ -191,6 +195,17 @@ export const SETTINGS = {
     roles: ['proxy', 'host'],
     placeholder: 'MODE',
     help: "symbolic links under www/public and www/controllers: owner follows one whose target is in the same directory and has the link's owner (Apache SymLinksIfOwnerMatch); on follows every link (FollowSymLinks); off none",
+    group: 'service',
+  }),
+  serverTokens: setting({
+    flag: 'server-tokens',
+    env: 'SERVER_TOKENS',
+    // Apache's ServerTokens Full and nginx's server_tokens on both name the server and its version.
+    default: 'full',
+    parse: oneOf(SERVER_TOKENS),
+    roles: ['proxy'],
+    placeholder: 'MODE',
+    help: 'the Server field of every answer: full says extqs/0.1.0 (Node.js v20.20.2) with the versions running, prod says extqs, off sends none (Apache ServerTokens)',
     group: 'service',
   }),
   logs: setting({

@@ -30,6 +30,9 @@ import { sendResult } from './respond.ts';
 import { routeController } from './route.ts';
 import { MISSING_CONTROLLERS, type PoolStatus, type WorkerStats } from './stats.ts';
 
+/** Stack lines relayed to error.log with a failure mid-answer; the whole stack stays in host.log. */
+const STDERR_STACK_LINES = 3;
+
 export interface HostAppOptions {
   registry: ControllerRegistry;
   log: HostLog;
@@ -227,7 +230,14 @@ export function createHostApp({ registry, log, stats, limit, inputLimits, poolSt
       const call = { requestId: request.id, controller: controller.name, mapStack: controller.mapStack };
       const result = await runControllerCall(call, request.raw, () => controller.handler(context));
       if (overran) return;
-      return sendResult(reply, result);
+      return await sendResult(reply, result, function failedWhileSending(err) {
+        counters.errors += 1;
+        const detail = err instanceof Error ? controller.mapStack(err.stack ?? err.message) : String(err);
+        const message = `Uncaught exception in controller ${controller.file} (version ${controller.version}) while sending its answer ${where}: ${detail}`;
+        log.error(message, request.id);
+        // As PHP's fatal error reaches stderr: the message and the first lines of its stack.
+        return `PHP Fatal error:  ${message.split('\n', 1 + STDERR_STACK_LINES).join('\n')}`;
+      });
     } catch (err) {
       if (overran) return;
       counters.errors += 1;

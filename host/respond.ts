@@ -1,21 +1,84 @@
 // Sends what a controller returned (docs/design.md §5): a Response as it is (its body streamed), a string as
-// text/html (PHP's echo), anything else as JSON.
+// text/html (PHP's echo), anything else as JSON. A streamed body that fails once its answer has begun ends
+// with the fatal error in a trailer (common/protocol.ts): the head is gone, and the proxy relays it.
 import { Readable } from 'node:stream';
 import type { FastifyReply } from 'fastify';
-import { CONTROLLER_ANSWER_FIELD, CONTROLLER_FAILED_FIELD, ENDED_WITHOUT_HEADERS_FIELD, HOST_STDERR_FIELD } from '../common/protocol.ts';
+import {
+  CONTROLLER_ANSWER_FIELD,
+  CONTROLLER_FAILED_FIELD,
+  encodeStderr,
+  ENDED_WITHOUT_HEADERS_FIELD,
+  HOST_STDERR_FIELD,
+} from '../common/protocol.ts';
 
 /** The host's own signals to the proxy: never a controller's to send. */
 const HOST_SIGNALS: readonly string[] = [HOST_STDERR_FIELD, ENDED_WITHOUT_HEADERS_FIELD, CONTROLLER_ANSWER_FIELD, CONTROLLER_FAILED_FIELD];
 
-export function sendResult(reply: FastifyReply, result: unknown): FastifyReply {
+/** Logs a body's failure after its answer began; returns the stderr text for the trailer. */
+export type FailedWhileSending = (err: unknown) => string;
+
+/** Why a trailer function gives no value: fastify then leaves the trailer out. */
+const NO_FAILURE = new Error('the body did not fail');
+
+/**
+ * A controller's body, its first chunk already read: on a failure it ends, with `failed` called, so the
+ * answer's framing closes normally and the trailer can say what happened.
+ */
+async function* bodyOf(first: Uint8Array, reader: ReadableStreamDefaultReader<Uint8Array>, failed: (err: unknown) => void) {
+  try {
+    yield first;
+    for (;;) {
+      const next = await reader.read();
+      if (next.done) return;
+      yield next.value;
+    }
+  } catch (err) {
+    failed(err);
+  } finally {
+    // The client may have left (the stream is destroyed): the controller's stream is told.
+    reader.cancel().catch(() => {});
+  }
+}
+
+/**
+ * Sends the result. A Response's first chunk is read before its head goes out (as fastify's stream does
+ * anyway), so a body that fails at once is the controller's failure (thrown, H4); one that fails later gets
+ * `failedWhileSending` and the trailer.
+ */
+export async function sendResult(reply: FastifyReply, result: unknown, failedWhileSending: FailedWhileSending): Promise<FastifyReply> {
   if (result instanceof Response) {
+    let body: Readable | string = '';
+    if (result.body) {
+      const reader = (result.body as ReadableStream<Uint8Array>).getReader();
+      const first = await reader.read();
+      // The controller overran its limit meanwhile (the connection is cut) or the client left.
+      if (reply.sent || reply.raw.destroyed) {
+        reader.cancel().catch(() => {});
+        return reply;
+      }
+      if (!first.done) {
+        // Trailers need chunked framing: under a declared length the failure cuts the connection instead (P4).
+        const trailed = !result.headers.has('content-length');
+        let stderr: string | undefined;
+        const failed = (err: unknown) => {
+          stderr = failedWhileSending(err);
+          if (!trailed) throw err;
+        };
+        body = Readable.from(bodyOf(first.value, reader, failed), { objectMode: false });
+        if (trailed) {
+          reply.trailer(HOST_STDERR_FIELD, (_reply, _payload, done) =>
+            stderr === undefined ? done(NO_FAILURE) : done(null, encodeStderr(stderr)),
+          );
+        }
+      }
+    }
     reply.code(result.status);
     result.headers.forEach((value, key) => {
       if (!HOST_SIGNALS.includes(key)) reply.header(key, value);
     });
     // A controller's error status is its answer, which the proxy relays (not the host's own, common/protocol.ts).
     if (result.status >= 400) reply.header(CONTROLLER_ANSWER_FIELD, '1');
-    return reply.send(result.body ? Readable.fromWeb(result.body) : '');
+    return reply.send(body);
   }
   if (result === undefined || result === null) {
     return reply.type('text/html; charset=UTF-8').send('');

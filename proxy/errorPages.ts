@@ -49,9 +49,13 @@ export function sendErrorPage(res: ServerResponse, status: number, headers: Reco
     return;
   }
   const page = errorPage(status);
-  const fields = { ...headers, 'Content-Type': 'text/html; charset=iso-8859-1', 'Content-Length': String(page.length) };
+  const head = res.req.method === 'HEAD';
+  // A HEAD answer carries no body length for a body that does not follow, as Apache's error pages
+  // (RFC 9110 §8.6 lets a server leave it out; a cache would otherwise take it for the GET's).
+  const fields: Record<string, string> = { ...headers, 'Content-Type': 'text/html; charset=iso-8859-1' };
+  if (!head) fields['Content-Length'] = String(page.length);
   // HTTP/2 has no reason phrase (RFC 9113 §8.3.2); Node warns when given one.
   if (isHttp2(res.req)) res.writeHead(status, fields);
   else res.writeHead(status, reasonOf(status), fields);
-  res.end(res.req.method === 'HEAD' ? undefined : page);
+  res.end(head ? undefined : page);
 }

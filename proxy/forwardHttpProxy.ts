@@ -24,9 +24,6 @@ import {
 import { bodyFollows, isHttp2 } from './protocols.ts';
 import type { UpstreamState } from './upstreams.ts';
 
-/** How the failure line reads when the host says it ended without headers: as when it closed the connection. */
-const HUNG_UP = Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
-
 /**
  * Not forwarded: http-proxy emits 'proxyReq' only for a request without `expect`, and without it this
  * engine cannot abort the host's request. The client got its 100 Continue from this server already.
@@ -79,7 +76,7 @@ export function createHttpProxyForwarder(options: ForwarderOptions): Forward {
       answered.add(req);
       if (answer === 'host-error') fail.hostRefused(proxyRes.statusCode ?? 500, req, res, pathOf(req), idOf(req));
       else if (answer === 'controller-failed') fail.controllerFailed(res);
-      else fail.failed(HUNG_UP, req, res, pathOf(req), idOf(req), upstream!);
+      else fail.endedWithoutHeaders(req, res, pathOf(req), idOf(req));
       proxyRes.resume();
       return;
     }
@@ -94,6 +91,8 @@ export function createHttpProxyForwarder(options: ForwarderOptions): Forward {
       proxyRes.headers.connection = res.shouldKeepAlive ? 'keep-alive' : 'close';
     }
     if (proxyRes.headers['content-length'] === undefined) proxyRes.on('data', (chunk: Buffer) => countBodyBytes(res, chunk.length));
+    // Before http-proxy's pipe() ends the client's answer: a failure in the trailers cuts it instead.
+    proxyRes.once('end', () => fail.trailers(proxyRes.trailers, req, res, idOf(req)));
     // pipe() does not pass errors on: a host dying mid-body would leave the client waiting forever.
     proxyRes.once('close', () => {
       if (proxyRes.complete) return;

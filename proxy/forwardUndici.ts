@@ -25,9 +25,6 @@ import type { Upstreams, UpstreamState } from './upstreams.ts';
 /** Fields undici frames or refuses itself (the other hop-by-hop ones are never forwarded). */
 const ENGINE_FRAMED = ['transfer-encoding', 'expect'] as const;
 
-/** How the failure line reads when the host says it ended without headers: as when it closed the connection. */
-const HUNG_UP = Object.assign(new Error('other side closed'), { code: 'ECONNRESET' });
-
 /** One forwarded request: the host's answer is written to `res` as it arrives. */
 class ForwardHandler implements Dispatcher.DispatchHandler {
   private controller: Dispatcher.DispatchController | undefined;
@@ -93,7 +90,7 @@ class ForwardHandler implements Dispatcher.DispatchHandler {
       this.settled = true;
       if (answer === 'host-error') return this.engine.fail.hostRefused(statusCode, this.req, this.res, this.path, this.requestId);
       if (answer === 'controller-failed') return this.engine.fail.controllerFailed(this.res);
-      return this.engine.fail.failed(HUNG_UP, this.req, this.res, this.path, this.requestId, this.upstream);
+      return this.engine.fail.endedWithoutHeaders(this.req, this.res, this.path, this.requestId);
     }
     this.countBytes = headers['content-length'] === undefined;
     this.res.writeHead(statusCode, responseHeaders(headers, NODE_FRAMED));
@@ -108,8 +105,9 @@ class ForwardHandler implements Dispatcher.DispatchHandler {
     }
   }
 
-  onResponseEnd(): void {
-    if (!this.settled) this.res.end();
+  onResponseEnd(_controller: Dispatcher.DispatchController, trailers: Record<string, string | string[] | undefined>): void {
+    if (this.settled || this.engine.fail.trailers(trailers, this.req, this.res, this.requestId)) return;
+    this.res.end();
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, cause: Error & { code?: string }): void {

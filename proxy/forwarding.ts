@@ -2,6 +2,7 @@
 // header hygiene in both directions, and the answers and error-log lines for each way forwarding fails
 // (docs/design.md §3). The engines (forwardHttpProxy.ts, forwardUndici.ts) only move bytes.
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { constants } from 'node:os';
 import { PassThrough, type Readable } from 'node:stream';
 import { nullObject } from '../common/nullObject.ts';
 import {
@@ -84,9 +85,14 @@ export const IDLE_UPSTREAM_SOCKET_MS = 10_000;
 /** RFC 9110 §7.6.1: connection-specific fields are never forwarded, in either direction. */
 const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'te', 'upgrade', 'trailer'] as const;
 
-/** Hop-by-hop fields, and the host's signals to this proxy (common/protocol.ts): never passed to a client. */
+/**
+ * Hop-by-hop fields, the host's signals to this proxy (common/protocol.ts), and `Server`: never passed to
+ * a client. This server's own Server field (--server-tokens) replaces a controller's, as Apache's replaces
+ * a CGI script's.
+ */
 const NOT_PASSED_ON = new Set<string>([
   ...HOP_BY_HOP,
+  'server',
   HOST_STDERR_FIELD,
   ENDED_WITHOUT_HEADERS_FIELD,
   CONTROLLER_ANSWER_FIELD,
@@ -94,6 +100,8 @@ const NOT_PASSED_ON = new Set<string>([
 ]);
 
 const NEVER_FORWARDED = new Set<string>([...HOP_BY_HOP, 'forwarded', 'x-request-id', LOCAL_CLIENT_FIELD]);
+
+const { errno } = constants;
 
 /** Errors that mean the host could not be reached at all (down or restarting): 503, not 500. */
 const CONNECT_ERRORS = new Set([
@@ -106,6 +114,19 @@ const CONNECT_ERRORS = new Set([
   'ETIMEDOUT',
   'UND_ERR_CONNECT_TIMEOUT',
 ]);
+
+/** strerror()'s text for the socket errors a host's connection meets, as Apache's `(104)Connection reset by peer`. */
+const STRERROR: Record<string, string> = {
+  ECONNRESET: 'Connection reset by peer',
+  EPIPE: 'Broken pipe',
+  ECONNABORTED: 'Software caused connection abort',
+};
+
+/** `(<errno>)<text>`, Apache's `%E`, for an error with a system error code. */
+function errnoText(err: NodeJS.ErrnoException): string {
+  const code = err.code as keyof typeof errno;
+  return `(${errno[code]})${STRERROR[code] ?? err.message}`;
+}
 
 /** Nothing reached the host: another upstream may be tried. */
 export function isConnectError(err: NodeJS.ErrnoException): boolean {
@@ -231,6 +252,16 @@ export interface Failures {
    * headers, as if the connection had closed) or `hostRefused`.
    */
   hostSignals(statusCode: number, headers: Headers, req: IncomingMessage, requestId: string): HostAnswer;
+  /**
+   * The host said the application ended without headers (common/protocol.ts): Apache's 500 page and
+   * `End of script output before headers`, after its stderr lines (hostSignals); no socket failed.
+   */
+  endedWithoutHeaders(req: IncomingMessage, res: ServerResponse, path: string, requestId: string): void;
+  /**
+   * The host's answer ended with trailers: its stderr there (a controller that failed mid-answer) goes to
+   * error.log and the client's answer, incomplete, is cut. True when it was.
+   */
+  trailers(trailers: Headers, req: IncomingMessage, res: ServerResponse, requestId: string): boolean;
   /** A controller threw (its fatal error already relayed by hostSignals): Apache's 500 page. */
   controllerFailed(res: ServerResponse): void;
   /** The host answered an error itself, not a controller: Apache's page for its status, P6. */
@@ -258,6 +289,23 @@ export function failures({ errorLog, upstreamTimeoutMs, limitRequestBody }: Forw
       message: `attempt to connect to upstream ${upstream.name} failed for ${path}`,
       requestId,
     });
+  /** The host's stderr lines, as mod_fcgid relays a PHP process's (P5); returns how many. */
+  const relayStderr = (fields: Headers, req: IncomingMessage, requestId: string): number => {
+    const lines = decodeStderr(fields[HOST_STDERR_FIELD]);
+    for (const line of lines) {
+      errorLog.write({ module: 'fcgid', level: 'warn', client: clientOfRequest(req), message: `mod_fcgid: stderr: ${line}`, requestId });
+    }
+    return lines.length;
+  };
+  /** Apache's line for a script that gave no header (util_script.c, so `core`): P1. */
+  const endOfScriptOutput = (req: IncomingMessage, path: string, requestId: string) =>
+    errorLog.write({
+      module: 'core',
+      level: 'error',
+      client: clientOfRequest(req),
+      message: `End of script output before headers: ${path}`,
+      requestId,
+    });
   return {
     timedOut(req, res, path, requestId) {
       const seconds = upstreamTimeoutMs / 1000;
@@ -272,16 +320,19 @@ export function failures({ errorLog, upstreamTimeoutMs, limitRequestBody }: Forw
       sendErrorPage(res, 504);
     },
     hostSignals(statusCode, headers, req, requestId) {
-      for (const line of decodeStderr(headers[HOST_STDERR_FIELD])) {
-        errorLog.write({
-          module: 'fcgid',
-          level: 'warn',
-          client: clientOfRequest(req),
-          message: `mod_fcgid: stderr: ${line}`,
-          requestId,
-        });
-      }
+      relayStderr(headers, req, requestId);
       return hostAnswerOf(statusCode, headers);
+    },
+    endedWithoutHeaders(req, res, path, requestId) {
+      if (responseGone(res)) return;
+      endOfScriptOutput(req, path, requestId);
+      sendErrorPage(res, 500);
+    },
+    trailers(trailers, req, res, requestId) {
+      if (relayStderr(trailers, req, requestId) === 0) return false;
+      // The body stopped short with valid framing: only a cut tells the client (and a cache) it is incomplete.
+      res.destroy();
+      return true;
     },
     controllerFailed(res) {
       // The fatal error's line went to error.log with the host's stderr (hostSignals).
@@ -322,15 +373,20 @@ export function failures({ errorLog, upstreamTimeoutMs, limitRequestBody }: Forw
         logConnectFailure(err, req, path, requestId, upstream);
         return sendErrorPage(res, 503);
       }
-      // The host ended the request without a response header (docs/design.md §3).
+      // The host's connection failed before a response header (a worker killed mid-request): the socket's
+      // error as mod_fcgid reports a failed read, then what Apache says of the script (docs/design.md §3.2).
+      const socketError = err.code !== undefined && err.code in errno;
       errorLog.write({
-        module: 'proxy',
-        level: 'error',
-        status: `(${err.code ?? 'EPROTO'})${err.message}`,
+        module: socketError ? 'fcgid' : 'proxy',
+        level: socketError ? 'warn' : 'error',
+        status: socketError ? errnoText(err) : `(${err.code ?? 'EPROTO'})${err.message}`,
         client: clientOfRequest(req),
-        message: `End of script output before headers: ${path}`,
+        message: socketError
+          ? 'mod_fcgid: error reading data from FastCGI server'
+          : `could not forward the request to upstream ${upstream.name}`,
         requestId,
       });
+      endOfScriptOutput(req, path, requestId);
       sendErrorPage(res, 500);
     },
     cutShort(err, req, res, path, requestId, upstream) {

@@ -21,6 +21,7 @@ import { terminalWriter } from '../common/terminal.ts';
 import { announceStart, listenerUrl, reloadedEntry, stoppingEntry } from './lifecycle.ts';
 import { logRelay } from './logRelay.ts';
 import { createProxyServer } from './server.ts';
+import { serverBanner } from './serverBanner.ts';
 import { allowList } from './serverStatus.ts';
 import { StaticCache } from './staticCache.ts';
 import { tlsOptionsOf } from './tls.ts';
@@ -104,6 +105,7 @@ export async function serveProxy(
     tls: config.tlsCert === undefined ? undefined : tlsOptionsOf(config),
     compression,
     markLocalClients: config.dev === true,
+    serverBanner: serverBanner(config.serverTokens),
   });
   primary?.answer('tally', tally);
   primary?.answer('metrics', metrics);

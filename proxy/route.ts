@@ -13,14 +13,25 @@ export type ProxyRoute =
   | { kind: 'status'; query: string }
   /** /metrics, Prometheus's text format; the query is ignored. */
   | { kind: 'metrics' }
-  /** 400 for a target this server cannot take, 414 for one past Apache's LimitRequestLine. */
-  | { kind: 'bad-request'; status: 400 | 414 };
+  /** A static path with `%2f` or `%5c`: 404 (Apache's AllowEncodedSlashes Off, AH00026). */
+  | { kind: 'encoded-slash' }
+  /**
+   * 400 for a target this server cannot take, 414 for one past Apache's LimitRequestLine; `aboveRoot`
+   * when its path climbs above the root (Apache's AH10244).
+   */
+  | { kind: 'bad-request'; status: 400 | 414; aboveRoot?: true };
 
 /** Apache's LimitRequestLine default (8190 bytes); a longer target is 414 URI Too Long. */
 const MAX_TARGET_LENGTH = 8190;
 
 /** A `%` not followed by two hex digits: Apache answers 400, and decoding around it would decode twice (CVE-2021-42013: `.%%32%65`). */
 const MALFORMED_ESCAPE = /%(?![0-9A-Fa-f]{2})/;
+
+/**
+ * An encoded `/` or `\`: Apache with AllowEncodedSlashes Off (its default) answers 404 for a path holding
+ * one (request.c, AH00026); on Windows, where the legacy ran, `\` is a separator too.
+ */
+const ENCODED_SLASH = /%(?:2[Ff]|5[Cc])/;
 
 /** The scheme and authority of an absolute-form target (RFC 9112 §3.2.2), which a server MUST accept. */
 const ABSOLUTE_FORM = /^https?:\/\/[^/?#]*/i;
@@ -65,11 +76,13 @@ export function routeRequest(target: string): ProxyRoute {
   const rawPath = q === -1 ? target : target.slice(0, q);
   if (MALFORMED_ESCAPE.test(rawPath)) return { kind: 'bad-request', status: 400 };
   const path = normalizePath(rawPath);
-  if (path === undefined) return { kind: 'bad-request', status: 400 };
+  if (path === undefined) return { kind: 'bad-request', status: 400, aboveRoot: true };
   if (path === SERVER_STATUS) return { kind: 'status', query: q === -1 ? '' : target.slice(q + 1) };
   if (path === METRICS) return { kind: 'metrics' };
   if (path.startsWith(CONTROLLER_PREFIX)) {
     return { kind: 'forward', path, url: path === rawPath ? target : path + (q === -1 ? '' : target.slice(q)) };
   }
+  // A controller's name keeps its own rule (the host refuses `%2f` in it, H2); a file's path has Apache's.
+  if (ENCODED_SLASH.test(path)) return { kind: 'encoded-slash' };
   return { kind: 'static', path };
 }

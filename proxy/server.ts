@@ -67,6 +67,8 @@ export interface ProxyOptions {
   compression: CompressionSettings;
   /** `extqs dev`: the host is told which clients are on loopback (proxy/forwarding.ts). */
   markLocalClients?: boolean;
+  /** The Server field of every answer (--server-tokens); absent sends none. */
+  serverBanner?: string;
 }
 
 export interface ProxyServer {
@@ -196,6 +198,7 @@ export function createProxyServer({
   everyMetrics,
   compression,
   markLocalClients = false,
+  serverBanner,
 }: ProxyOptions): ProxyServer {
   const forward = createForwarder({ upstreams, errorLog, upstreamTimeoutMs, limitRequestBody: limits.limitRequestBody, markLocalClients });
   const serveStatic = staticFiles(join(www, 'public'), errorLog, staticCache);
@@ -289,6 +292,7 @@ export function createProxyServer({
     if (stopping || limits.keepAliveTimeout === 0) res.shouldKeepAlive = false;
     const requestId = requestIdOf(req);
     res.setHeader('X-Request-Id', requestId);
+    if (serverBanner !== undefined) res.setHeader('Server', serverBanner);
     if (withBody && !isHttp2(req)) readingBody.set(req.socket, { req, res, requestId });
     const framing = framingProblem(req, limits.maxHeaderSize);
     if (framing) {
@@ -355,12 +359,24 @@ export function createProxyServer({
       case 'metrics':
         kind = KIND.metrics;
         return void handleMetrics(req, res, requestId).catch((err: Error) => pageFailed(req, res, '/metrics', requestId, err));
-      case 'bad-request':
+      case 'encoded-slash':
+        kind = KIND.static;
+        // Apache's words (request.c), with the target as sent, as its r->unparsed_uri.
         errorLog.write({
           module: 'core',
           level: 'info',
           client: clientOfRequest(req),
-          message: `Invalid request target ${JSON.stringify(req.url)}`,
+          message: `AH00026: found %2f (encoded '/') in URI path (${req.url}), returning 404`,
+          requestId,
+        });
+        return sendErrorPage(res, 404);
+      case 'bad-request':
+        // A path above the root is a traversal probe, an error to Apache (AH10244); the rest is S2.
+        errorLog.write({
+          module: 'core',
+          level: route.aboveRoot ? 'error' : 'info',
+          client: clientOfRequest(req),
+          message: route.aboveRoot ? `AH10244: invalid URI path (${req.url})` : `Invalid request target ${JSON.stringify(req.url)}`,
           requestId,
         });
         return sendErrorPage(res, route.status);
@@ -533,10 +549,11 @@ export function createProxyServer({
    * Writes Apache's page for `status` straight to a socket Node's server no longer answers on, then closes
    * it; returns the page's length (the access log's %b).
    */
+  const serverField = serverBanner === undefined ? '' : `Server: ${serverBanner}\r\n`;
   function answerAndClose(socket: Socket, status: number, extraHeaders = ''): number {
     const page = errorPage(status);
     const head =
-      `HTTP/1.1 ${status} ${reasonOf(status)}\r\n${extraHeaders}` +
+      `HTTP/1.1 ${status} ${reasonOf(status)}\r\n${serverField}${extraHeaders}` +
       `Content-Type: text/html; charset=iso-8859-1\r\nContent-Length: ${page.length}\r\nConnection: close\r\n\r\n`;
     socket.end(Buffer.concat([Buffer.from(head, 'latin1'), page]));
     return page.length;

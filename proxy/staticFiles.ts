@@ -59,6 +59,21 @@ const SEND_ONLY_HEADERS = ['range', 'if-match', 'if-unmodified-since'] as const;
 /** What a 304 repeats of the 200 (RFC 9110 §15.4.5). */
 const NOT_MODIFIED_HEADERS = ['etag', 'last-modified', 'cache-control', 'vary'] as const;
 
+/** Fields the server sets on every answer (server.ts): kept on an error page, never cached with a file's head. */
+const SERVER_FIELDS: readonly string[] = ['x-request-id', 'server'];
+
+/** Drops what send set for the file it meant to send, before an error page. */
+function clearFileFields(res: ServerResponse): void {
+  for (const name of res.getHeaderNames()) if (!SERVER_FIELDS.includes(name)) res.removeHeader(name);
+}
+
+/** A file's head without the fields of this one answer, as the cache keeps it. */
+function withoutServerFields(headers: OutgoingHttpHeaders): OutgoingHttpHeaders {
+  const copy = { ...headers };
+  for (const name of SERVER_FIELDS) delete copy[name];
+  return copy;
+}
+
 /** The file a URL path names, with index.html for a directory, as send serves it: the name its type comes from. */
 function servedName(urlPath: string): string {
   return urlPath.endsWith('/') ? `${urlPath}index.html` : urlPath;
@@ -71,8 +86,7 @@ function typeOf(urlPath: string): string | false {
 
 /** A file's head as send gives it, from the head of its precompressed sibling that send served instead. */
 function identityHeaders(siblingHeaders: OutgoingHttpHeaders, original: Stats): OutgoingHttpHeaders {
-  const headers = { ...siblingHeaders };
-  delete headers['x-request-id'];
+  const headers = withoutServerFields(siblingHeaders);
   delete headers['content-encoding'];
   delete headers.vary;
   headers['content-length'] = String(original.size);
@@ -136,7 +150,7 @@ export function staticFiles(root: string, errorLog: ErrorLog, cache: StaticCache
       });
     }
     // send may have set ETag, Content-Range and the like for the file it meant to send.
-    for (const name of res.getHeaderNames()) if (name !== 'x-request-id') res.removeHeader(name);
+    clearFileFields(res);
     sendErrorPage(res, status, err.headers);
   }
 
@@ -149,7 +163,7 @@ export function staticFiles(root: string, errorLog: ErrorLog, cache: StaticCache
       message: `AH00128: File does not exist: ${file}`,
       requestId,
     });
-    for (const name of res.getHeaderNames()) if (name !== 'x-request-id') res.removeHeader(name);
+    clearFileFields(res);
     sendErrorPage(res, 404, headers);
   }
 
@@ -162,7 +176,7 @@ export function staticFiles(root: string, errorLog: ErrorLog, cache: StaticCache
       message: `AH00037: ${LINK_REFUSED}: ${link} (${reason})`,
       requestId,
     });
-    for (const name of res.getHeaderNames()) if (name !== 'x-request-id') res.removeHeader(name);
+    clearFileFields(res);
     sendErrorPage(res, 403);
   }
 
@@ -359,8 +373,7 @@ export function staticFiles(root: string, errorLog: ErrorLog, cache: StaticCache
         verifyOpened(stream, () => file, verdict);
         if (file && res.statusCode === 200 && !sendOnly) {
           // The head before any encoding: that is written with the first bytes, after this.
-          const headers = res.getHeaders();
-          delete headers['x-request-id'];
+          const headers = withoutServerFields(res.getHeaders());
           delete headers.vary;
           void cache.rememberFile(urlPath, file, headers, version);
         }

@@ -52,6 +52,7 @@ function samples(sandbox: Sandbox): Record<SettingKey, { value: string; shown: s
     proxyWorkers: { value: '2', shown: '--proxy-workers 2' },
     www: { value: sandbox.www, shown: `--www ${JSON.stringify(sandbox.www)}` },
     followSymlinks: { value: 'off', shown: '--follow-symlinks "off"' },
+    serverTokens: { value: 'prod', shown: '--server-tokens "prod"' },
     logs: { value: sandbox.logs, shown: `--logs ${JSON.stringify(sandbox.logs)}` },
     configFile: { value: configFile, shown: `--config ${JSON.stringify(configFile)}` },
     workers: { value: '1', shown: '--workers 1' },

@@ -197,7 +197,8 @@ for (const forwarder of FORWARDERS) {
       );
       writeFileSync(
         join(sandbox.controllers, 'Broken.ts'),
-        `export default () => new Response(new ReadableStream({ start(c) { c.enqueue(new TextEncoder().encode('partial')); setTimeout(() => c.error(new Error('boom')), 50); } }));\n`,
+        // A declared length: a body failing under it cuts the host's connection (without one it ends with a trailer, §3.4).
+        `export default () => new Response(new ReadableStream({ start(c) { c.enqueue(new TextEncoder().encode('partial')); setTimeout(() => c.error(new Error('boom')), 50); } }), { headers: { 'Content-Length': '100' } });\n`,
       );
       const { hostname, port } = new URL(stack.url);
       const socket = connect(Number(port), hostname, () =>
@@ -246,11 +247,12 @@ for (const forwarder of FORWARDERS) {
       expect(reply.body).to.contain('<title>500 Internal Server Error</title>');
       const id = reply.headers['x-request-id'] as string;
       const line = await eventually(
-        () => readLog(sandbox, 'error.log').find((l) => l.includes(id) && l.includes('[proxy:error]')),
+        () => readLog(sandbox, 'error.log').find((l) => l.includes(id) && l.includes('[core:error]')),
         3000,
         'the End of script line',
       );
-      expect(line).to.contain('(ECONNRESET)');
+      // Apache's line, without the errno text of a socket failure that did not happen.
+      expect(line).not.to.contain('ECONNRESET');
       expect(line).to.contain('End of script output before headers: /External/Latest');
     });
 

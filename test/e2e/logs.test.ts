@@ -52,11 +52,7 @@ describe('logs', function () {
         5000,
         'the host error line',
       );
-      await eventually(
-        () => (count(readLog(sandbox, 'error.log'), '[proxy:error]') === 1 ? true : undefined),
-        5000,
-        'the proxy error line',
-      );
+      await eventually(() => (count(readLog(sandbox, 'error.log'), '[core:error]') === 1 ? true : undefined), 5000, 'the proxy error line');
       // An access line is written when its response has closed, a moment after the client has it.
       await eventually(() => (readLog(sandbox, 'access.log').length === 2 ? true : undefined), 5000, 'both access lines');
       expect(count(readLog(sandbox, 'error.log'), '[core:info]')).to.equal(0);

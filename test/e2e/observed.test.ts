@@ -86,10 +86,10 @@ describe('the default install (no controllers, no favicon)', function () {
             `mod_fcgid: stderr: PHP Fatal error:  Failed opening controller script ${sandbox.controllers}/${name}.ts: No such file or directory`,
           );
           expect(line, `error.log line for ${path}`).to.be.a('string');
-          expect(line).to.match(/^\[[A-Z][a-z]{2} [A-Z][a-z]{2} \d{2} \d{2}:\d{2}:\d{2}\.\d{6} \d{4}\] \[proxy:error\] \[pid \d+\] /);
+          expect(line).to.match(/^\[[A-Z][a-z]{2} [A-Z][a-z]{2} \d{2} \d{2}:\d{2}:\d{2}\.\d{6} \d{4}\] \[core:error\] \[pid \d+\] /);
           expect(line).to.contain('[client 127.0.0.1:');
           expect(line).to.contain(`End of script output before headers: ${path.split('?')[0]}`);
-          expect(line).to.contain('(ECONNRESET)');
+          expect(line).not.to.contain('ECONNRESET');
         }
       }
     });

@@ -224,10 +224,10 @@ describe('static files from www/public', function () {
     expect((await get(stack.url, '/%00/small.txt')).status).to.equal(400);
   });
 
-  it('answers traversal with 400/403 (past the root) and never with the file', async function () {
+  it('answers traversal with 400/404 (past the root; an encoded slash) and never with the file', async function () {
     expect((await get(stack.url, '/docs/../../controllers/Secret.ts')).status).to.equal(400); // climbs above the root
-    expect((await get(stack.url, '/..%2fcontrollers/Secret.ts')).status).to.equal(403); // send's check after decoding
-    expect((await get(stack.url, '/docs/..%5c..%5cpackage.json')).status).to.equal(403);
+    expect((await get(stack.url, '/..%2fcontrollers/Secret.ts')).status).to.equal(404); // AllowEncodedSlashes Off
+    expect((await get(stack.url, '/docs/..%5c..%5cpackage.json')).status).to.equal(404);
   });
 
   it('answers an over-long name with 404, never 500 (ENAMETOOLONG)', async function () {
@@ -265,13 +265,14 @@ describe('static files from www/public', function () {
       const reply = await get(stack.url, '/\\evil.example/dir');
       expect(reply.status).to.equal(301);
       expect(reply.headers.location).to.equal('/%5Cevil.example/dir/');
-      expect((await get(stack.url, reply.headers.location as string)).body).to.equal('backslash dir\n');
+      // An encoded `\` is refused as on the legacy Windows stack (AH00026): such a directory has no URL.
+      expect((await get(stack.url, reply.headers.location as string)).status).to.equal(404);
     });
 
-    it('keeps an escaped slash escaped (/%2fevil.example/dir is no //)', async function () {
+    it('never redirects /%2fevil.example/dir (an encoded slash is a 404, so no // either)', async function () {
       const reply = await get(stack.url, '/%2fevil.example/dir');
-      expect(reply.status).to.equal(301);
-      expect(reply.headers.location).to.equal('/%2fevil.example/dir/');
+      expect(reply.status).to.equal(404);
+      expect(reply.headers).not.to.have.property('location');
     });
 
     it('answers HEAD on a directory with the redirect and no body', async function () {

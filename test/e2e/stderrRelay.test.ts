@@ -1,5 +1,6 @@
 // The host's failure messages in error.log, as mod_fcgid relays a PHP process's stderr, for a host that
-// runs as a process of its own on TCP (another machine in production), on both forwarding engines; and
+// runs as a process of its own on TCP (another machine in production), on both forwarding engines, in
+// Apache's words for a script without headers, a reset connection and a body failing mid-answer; and
 // the host's "ended without headers" answer keeping its connection (docs/design.md §3).
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -19,6 +20,22 @@ for (const forwarder of FORWARDERS) {
       sandbox = makeSandbox();
       writeFileSync(join(sandbox.controllers, 'Throws.ts'), `export default () => { throw new Error('boom'); };\n`);
       writeFileSync(join(sandbox.controllers, 'Broken.ts'), `export default ( => 1;\n`);
+      writeFileSync(
+        join(sandbox.controllers, 'Midway.ts'),
+        `export default () => {
+  let sent = false;
+  return new Response(new ReadableStream({
+    pull(controller) {
+      if (!sent) { sent = true; controller.enqueue(new TextEncoder().encode('part of the answer')); return; }
+      throw new Error('midway boom');
+    },
+  }), { headers: { 'Content-Type': 'text/plain' } });
+};\n`,
+      );
+      writeFileSync(
+        join(sandbox.controllers, 'Dies.ts'),
+        `export default () => { process.kill(process.pid, 'SIGKILL'); return new Promise(() => {}); };\n`,
+      );
       host = await startProcess('host', ['--www', sandbox.www, '--logs', sandbox.logs, '--host-port', '0', '--workers', '1']);
       proxy = await startProxy(sandbox, ['--upstream', host.url, '--forwarder', forwarder]);
     });
@@ -50,8 +67,8 @@ for (const forwarder of FORWARDERS) {
       expect(relayed).to.match(
         /\[fcgid:warn\] \[pid \d+\] \[client 127\.0\.0\.1:\d+\] mod_fcgid: stderr: PHP Fatal error: {2}Failed opening controller script .*\/Latest\.ts: No such file or directory .* in GET \/External\/Latest\?sn=123&no=, request_id: /,
       );
-      expect(ended).to.contain('[proxy:error]');
-      expect(ended).to.contain('(ECONNRESET)');
+      expect(ended).to.contain('[core:error]');
+      expect(ended).not.to.contain('ECONNRESET');
       expect(ended).to.contain('End of script output before headers: /External/Latest');
       // host.log keeps its line; the pool writes it after the worker's message, so it may come after the reply.
       await eventually(
@@ -107,6 +124,49 @@ for (const forwarder of FORWARDERS) {
       expect(reply.status).to.equal(200);
       expect(reply.body).to.equal('fine');
       expect(readLog(sandbox, 'error.log').some((l) => l.includes('forged'))).to.equal(false);
+    });
+
+    it('writes a missing controller as the stderr line, then core\'s "End of script output before headers", without errno text', async function () {
+      const reply = await get(proxy.url, '/External/Latest?sn=1&no=');
+      expect(reply.status).to.equal(500);
+      const [relayed, ended] = await linesOf(reply.headers['x-request-id'] as string, 2);
+      expect(relayed).to.match(
+        /\[fcgid:warn\] \[pid \d+\] \[client 127\.0\.0\.1:\d+\] mod_fcgid: stderr: PHP Fatal error: {2}Failed opening controller script /,
+      );
+      expect(ended).to.match(
+        /\] \[core:error\] \[pid \d+\] \[client 127\.0\.0\.1:\d+\] End of script output before headers: \/External\/Latest, request_id: /,
+      );
+      expect(ended).not.to.match(/ECONNRESET|other side closed|socket hang up/);
+    });
+
+    it('relays a body that fails after the answer began: the fatal error and its first stack lines, and the client cut', async function () {
+      const id = `midway-${forwarder}`;
+      const outcome = await get(proxy.url, '/External/Midway', { headers: { 'X-Request-Id': id } }).then(
+        (reply) => `answered ${reply.status} ${JSON.stringify(reply.body)}`,
+        (err: Error) => `cut: ${err.message}`,
+      );
+      expect(outcome).to.match(/^cut: /);
+      const lines = await linesOf(id, 2);
+      expect(lines[0]).to.match(
+        /\[fcgid:warn\] \[pid \d+\] \[client 127\.0\.0\.1:\d+\] mod_fcgid: stderr: PHP Fatal error: {2}Uncaught exception in controller .*Midway\.ts \(version \w+\) while sending its answer in GET \/External\/Midway: Error: midway boom, request_id: /,
+      );
+      expect(lines[1]).to.match(/mod_fcgid: stderr: {5}at .*Midway\.ts/);
+      expect(lines.length).to.be.at.most(4);
+      // The connection to the host was kept: the next request is answered.
+      expect((await get(proxy.url, '/External/Latest')).status).to.equal(500);
+    });
+
+    // Last: it kills the host's only worker.
+    it('writes a worker killed before its headers as a reset read (104), then "End of script output before headers"', async function () {
+      const reply = await get(proxy.url, '/External/Dies');
+      expect(reply.status).to.equal(500);
+      const [reset, ended] = await linesOf(reply.headers['x-request-id'] as string, 2);
+      expect(reset).to.match(
+        /\[fcgid:warn\] \[pid \d+\] \(104\)Connection reset by peer: \[client 127\.0\.0\.1:\d+\] mod_fcgid: error reading data from FastCGI server, request_id: /,
+      );
+      expect(ended).to.match(
+        /\[core:error\] \[pid \d+\] \[client 127\.0\.0\.1:\d+\] End of script output before headers: \/External\/Dies, request_id: /,
+      );
     });
   });
 }

@@ -135,13 +135,13 @@ const traversal: HostileCase[] = [
     name: 'encoded slash between dot-dots',
     source: 'pillarjs/send UP_PATH_REGEXP after decoding',
     raw: get('/..%2f..%2fpackage.json'),
-    expect: [400, 403],
+    expect: NOT_FOUND,
   },
   {
     name: 'fully encoded ../../',
     source: 'OWASP path traversal cheat sheet',
     raw: get('/%2e%2e%2f%2e%2e%2fpackage.json'),
-    expect: [400, 403],
+    expect: NOT_FOUND,
   },
   {
     name: 'backslash dot-dot',
@@ -153,7 +153,7 @@ const traversal: HostileCase[] = [
     name: 'encoded backslash dot-dot',
     source: 'appweb test/security/traversal.es.tst /..%5Cauth.conf',
     raw: get('/..%5c..%5cpackage.json'),
-    expect: [400, 403],
+    expect: NOT_FOUND,
   },
   {
     name: 'double-encoded backslash',
@@ -370,7 +370,7 @@ const links: HostileCase[] = [
     name: 'the controller source through a linked directory, slashes encoded',
     source: 'CWE-61 with CVE-2021-41773-style encoding (%2f decoded by the file server)',
     raw: get('/up%2fcontrollers%2fSecret.ts'),
-    expect: [403],
+    expect: NOT_FOUND,
   },
   {
     name: 'a controller linked out of the tree',

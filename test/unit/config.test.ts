@@ -103,6 +103,7 @@ describe('config', () => {
         maxFileUploads: 20,
         upstreamTimeout: 30,
         forwarder: 'undici',
+        serverTokens: 'full',
         compression: ['gzip', 'br'],
         shutdownTimeout: 35,
         statusAllow: [

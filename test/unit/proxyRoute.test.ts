@@ -185,8 +185,15 @@ describe('routeRequest', () => {
     });
 
     it('rejects a path that climbs above the root as a bad request (/.., /External/../../x)', () => {
-      expect(routeRequest('/..')).to.deep.equal({ kind: 'bad-request', status: 400 });
-      expect(routeRequest('/External/../../x')).to.deep.equal({ kind: 'bad-request', status: 400 });
+      expect(routeRequest('/..')).to.deep.equal({ kind: 'bad-request', status: 400, aboveRoot: true });
+      expect(routeRequest('/External/../../x')).to.deep.equal({ kind: 'bad-request', status: 400, aboveRoot: true });
+    });
+
+    it('refuses %2f and %5c in a static path (AH00026), leaving a controller name to the host', () => {
+      for (const target of ['/plain%2fa.txt', '/a%2Fb', '/x%5cy', '/..%2fx', '/External%2fLatest']) {
+        expect(routeRequest(target), target).to.deep.equal({ kind: 'encoded-slash' });
+      }
+      expect(routeRequest('/External/a%2fb')).to.deep.equal({ kind: 'forward', path: '/External/a%2fb', url: '/External/a%2fb' });
     });
 
     it('forwards //External//Latest as /External/Latest', () => {
