@@ -32,6 +32,8 @@ export type SettingGroup = 'service' | 'tls' | 'host' | 'input' | 'upstreams' | 
 export interface SettingSpec<T, R extends readonly Role[], L extends boolean = boolean> {
   flag: string;
   env: string;
+  /** The name read before 0.1 (generic, shared with other programs); still read, with a warning, until 0.2. */
+  deprecatedEnv?: string;
   /** The default as text, parsed like a given value; a function when it follows another setting. */
   default: string | ((value: (key: string) => unknown) => string);
   /** The default as --help and the README show it, when it is not the text itself. */
@@ -78,7 +80,8 @@ export type FollowSymlinks = (typeof FOLLOW_SYMLINKS)[number];
 export const SETTINGS = {
   port: setting({
     flag: 'port',
-    env: 'PORT',
+    env: 'EXTQS_PORT',
+    deprecatedEnv: 'PORT',
     default: '8080',
     parse: port,
     roles: ['proxy'],
@@ -88,7 +91,8 @@ export const SETTINGS = {
   }),
   listen: setting({
     flag: 'listen',
-    env: 'LISTEN',
+    env: 'EXTQS_LISTEN',
+    deprecatedEnv: 'LISTEN',
     default: '0.0.0.0',
     parse: address,
     roles: ['proxy'],
@@ -98,7 +102,8 @@ export const SETTINGS = {
   }),
   tlsPort: setting({
     flag: 'tls-port',
-    env: 'TLS_PORT',
+    env: 'EXTQS_TLS_PORT',
+    deprecatedEnv: 'TLS_PORT',
     default: '8443',
     parse: port,
     roles: ['proxy'],
@@ -108,7 +113,8 @@ export const SETTINGS = {
   }),
   tlsCert: setting({
     flag: 'tls-cert',
-    env: 'TLS_CERT',
+    env: 'EXTQS_TLS_CERT',
+    deprecatedEnv: 'TLS_CERT',
     default: '',
     defaultText: 'none (no HTTPS)',
     parse: pemFile('a certificate, then its chain'),
@@ -120,14 +126,15 @@ export const SETTINGS = {
   }),
   tlsKey: setting({
     flag: 'tls-key',
-    env: 'TLS_KEY',
+    env: 'EXTQS_TLS_KEY',
+    deprecatedEnv: 'TLS_KEY',
     default: '',
     defaultText: 'none',
     parse: pemFile('a private key'),
     // A certificate without its key (or a key that is not the certificate's) would fail every handshake.
     relation: (key, other, fail) => {
       const cert = other('tlsCert') as string | undefined;
-      if ((key === undefined) !== (cert === undefined)) fail('given together with --tls-cert (TLS_CERT), or neither');
+      if ((key === undefined) !== (cert === undefined)) fail('given together with --tls-cert (EXTQS_TLS_CERT), or neither');
       const problem = cert !== undefined && key !== undefined ? tlsPairProblem(cert, key) : undefined;
       if (problem) fail(`the private key of the certificate in --tls-cert (${problem})`);
     },
@@ -139,7 +146,8 @@ export const SETTINGS = {
   }),
   tlsRedirect: setting({
     flag: 'tls-redirect',
-    env: 'TLS_REDIRECT',
+    env: 'EXTQS_TLS_REDIRECT',
+    deprecatedEnv: 'TLS_REDIRECT',
     default: 'off',
     parse: oneOf(['off', 'on']),
     relation: (value, other, fail) => {
@@ -153,7 +161,8 @@ export const SETTINGS = {
   }),
   h2MaxConcurrentStreams: setting({
     flag: 'h2-max-concurrent-streams',
-    env: 'H2_MAX_CONCURRENT_STREAMS',
+    env: 'EXTQS_H2_MAX_CONCURRENT_STREAMS',
+    deprecatedEnv: 'H2_MAX_CONCURRENT_STREAMS',
     default: '100',
     parse: integer(1, 10_000),
     roles: ['proxy'],
@@ -163,7 +172,8 @@ export const SETTINGS = {
   }),
   proxyWorkers: setting({
     flag: 'proxy-workers',
-    env: 'PROXY_WORKERS',
+    env: 'EXTQS_PROXY_WORKERS',
+    deprecatedEnv: 'PROXY_WORKERS',
     default: () => String(Math.min(availableParallelism(), MAX_WORKERS)),
     defaultText: 'available CPUs',
     parse: integer(1, MAX_WORKERS),
@@ -174,7 +184,8 @@ export const SETTINGS = {
   }),
   www: setting({
     flag: 'www',
-    env: 'WWW_ROOT',
+    env: 'EXTQS_WWW_ROOT',
+    deprecatedEnv: 'WWW_ROOT',
     default: './www',
     parse: wwwDirectory,
     roles: ['proxy', 'host'],
@@ -184,7 +195,8 @@ export const SETTINGS = {
   }),
   followSymlinks: setting({
     flag: 'follow-symlinks',
-    env: 'FOLLOW_SYMLINKS',
+    env: 'EXTQS_FOLLOW_SYMLINKS',
+    deprecatedEnv: 'FOLLOW_SYMLINKS',
     // Apache's SymLinksIfOwnerMatch, narrowed to the same root: nothing outside www/ is served or run.
     default: 'owner',
     parse: oneOf(FOLLOW_SYMLINKS),
@@ -195,7 +207,8 @@ export const SETTINGS = {
   }),
   logs: setting({
     flag: 'logs',
-    env: 'LOG_DIR',
+    env: 'EXTQS_LOG_DIR',
+    deprecatedEnv: 'LOG_DIR',
     default: './logs',
     parse: logDirectory,
     roles: ['proxy', 'host'],
@@ -216,7 +229,8 @@ export const SETTINGS = {
   }),
   workers: setting({
     flag: 'workers',
-    env: 'WORKERS',
+    env: 'EXTQS_WORKERS',
+    deprecatedEnv: 'WORKERS',
     default: () => String(Math.min(availableParallelism(), MAX_WORKERS)),
     defaultText: 'available CPUs',
     parse: integer(1, MAX_WORKERS),
@@ -227,7 +241,8 @@ export const SETTINGS = {
   }),
   maxRequests: setting({
     flag: 'max-requests',
-    env: 'MAX_REQUESTS',
+    env: 'EXTQS_MAX_REQUESTS',
+    deprecatedEnv: 'MAX_REQUESTS',
     default: '0',
     defaultText: '0 (never)',
     parse: integer(0, 1_000_000_000),
@@ -238,7 +253,8 @@ export const SETTINGS = {
   }),
   maxExecutionTime: setting({
     flag: 'max-execution-time',
-    env: 'MAX_EXECUTION_TIME',
+    env: 'EXTQS_MAX_EXECUTION_TIME',
+    deprecatedEnv: 'MAX_EXECUTION_TIME',
     default: '30',
     parse: seconds(86_400),
     roles: ['host'],
@@ -248,7 +264,8 @@ export const SETTINGS = {
   }),
   postMaxSize: setting({
     flag: 'post-max-size',
-    env: 'POST_MAX_SIZE',
+    env: 'EXTQS_POST_MAX_SIZE',
+    deprecatedEnv: 'POST_MAX_SIZE',
     default: '8m',
     parse: size,
     roles: ['host'],
@@ -258,7 +275,8 @@ export const SETTINGS = {
   }),
   uploadMaxFilesize: setting({
     flag: 'upload-max-filesize',
-    env: 'UPLOAD_MAX_FILESIZE',
+    env: 'EXTQS_UPLOAD_MAX_FILESIZE',
+    deprecatedEnv: 'UPLOAD_MAX_FILESIZE',
     default: '2m',
     parse: size,
     roles: ['host'],
@@ -268,7 +286,8 @@ export const SETTINGS = {
   }),
   maxFileUploads: setting({
     flag: 'max-file-uploads',
-    env: 'MAX_FILE_UPLOADS',
+    env: 'EXTQS_MAX_FILE_UPLOADS',
+    deprecatedEnv: 'MAX_FILE_UPLOADS',
     default: '20',
     parse: integer(0, 100_000),
     roles: ['host'],
@@ -278,7 +297,8 @@ export const SETTINGS = {
   }),
   upstreamTimeout: setting({
     flag: 'upstream-timeout',
-    env: 'UPSTREAM_TIMEOUT',
+    env: 'EXTQS_UPSTREAM_TIMEOUT',
+    deprecatedEnv: 'UPSTREAM_TIMEOUT',
     // The proxy waits exactly as long as a controller may run.
     default: (value) => String(value('maxExecutionTime')),
     defaultText: 'max-execution-time',
@@ -290,7 +310,8 @@ export const SETTINGS = {
   }),
   shutdownTimeout: setting({
     flag: 'shutdown-timeout',
-    env: 'SHUTDOWN_TIMEOUT',
+    env: 'EXTQS_SHUTDOWN_TIMEOUT',
+    deprecatedEnv: 'SHUTDOWN_TIMEOUT',
     // A stop lets every controller run out its limit, and 5 s to answer.
     default: (value) => String((Number(value('maxExecutionTime')) || 30) + 5),
     defaultText: 'max-execution-time + 5',
@@ -302,7 +323,8 @@ export const SETTINGS = {
   }),
   forwarder: setting({
     flag: 'forwarder',
-    env: 'FORWARDER',
+    env: 'EXTQS_FORWARDER',
+    deprecatedEnv: 'FORWARDER',
     // undici measured twice as fast as http-proxy on controller JSON (README, Performance).
     default: 'undici',
     parse: oneOf(FORWARDERS),
@@ -313,7 +335,8 @@ export const SETTINGS = {
   }),
   statusAllow: setting({
     flag: 'status-allow',
-    env: 'STATUS_ALLOW',
+    env: 'EXTQS_STATUS_ALLOW',
+    deprecatedEnv: 'STATUS_ALLOW',
     // Loopback only, as Apache's `Require local`.
     default: '127.0.0.0/8,::1',
     parse: allowList,
@@ -325,7 +348,8 @@ export const SETTINGS = {
   }),
   compression: setting({
     flag: 'compression',
-    env: 'COMPRESSION',
+    env: 'EXTQS_COMPRESSION',
+    deprecatedEnv: 'COMPRESSION',
     default: CONTENT_CODINGS.join(','),
     parse: setOf(CONTENT_CODINGS),
     format: (codings: readonly ContentCoding[]) => JSON.stringify(codings.length === 0 ? 'off' : codings.join(',')),
@@ -352,7 +376,8 @@ export const SETTINGS = {
   }),
   upstreamMaxFails: setting({
     flag: 'upstream-max-fails',
-    env: 'UPSTREAM_MAX_FAILS',
+    env: 'EXTQS_UPSTREAM_MAX_FAILS',
+    deprecatedEnv: 'UPSTREAM_MAX_FAILS',
     default: '1',
     parse: integer(1, 1000),
     roles: ['proxy'],
@@ -362,7 +387,8 @@ export const SETTINGS = {
   }),
   upstreamFailTimeout: setting({
     flag: 'upstream-fail-timeout',
-    env: 'UPSTREAM_FAIL_TIMEOUT',
+    env: 'EXTQS_UPSTREAM_FAIL_TIMEOUT',
+    deprecatedEnv: 'UPSTREAM_FAIL_TIMEOUT',
     default: '10',
     parse: seconds(86_400),
     roles: ['proxy'],
@@ -406,7 +432,8 @@ export const SETTINGS = {
   }),
   logLevel: setting({
     flag: 'log-level',
-    env: 'LOG_LEVEL',
+    env: 'EXTQS_LOG_LEVEL',
+    deprecatedEnv: 'LOG_LEVEL',
     // The favicon miss is a [core:info] line and must show by default.
     default: 'info',
     parse: oneOf(LOG_LEVELS),
@@ -418,7 +445,8 @@ export const SETTINGS = {
   }),
   logFormat: setting({
     flag: 'log-format',
-    env: 'LOG_FORMAT',
+    env: 'EXTQS_LOG_FORMAT',
+    deprecatedEnv: 'LOG_FORMAT',
     default: 'combined',
     parse: oneOf(LOG_FORMATS),
     roles: ['proxy', 'host'],
@@ -429,7 +457,8 @@ export const SETTINGS = {
   }),
   logMaxSize: setting({
     flag: 'log-max-size',
-    env: 'LOG_MAX_SIZE',
+    env: 'EXTQS_LOG_MAX_SIZE',
+    deprecatedEnv: 'LOG_MAX_SIZE',
     default: '0',
     defaultText: '0 (never)',
     parse: size,
@@ -441,7 +470,8 @@ export const SETTINGS = {
   }),
   logMaxFiles: setting({
     flag: 'log-max-files',
-    env: 'LOG_MAX_FILES',
+    env: 'EXTQS_LOG_MAX_FILES',
+    deprecatedEnv: 'LOG_MAX_FILES',
     default: '5',
     parse: integer(1, 1000),
     roles: ['proxy', 'host'],
@@ -452,7 +482,8 @@ export const SETTINGS = {
   }),
   headerTimeout: setting({
     flag: 'header-timeout',
-    env: 'HEADER_TIMEOUT',
+    env: 'EXTQS_HEADER_TIMEOUT',
+    deprecatedEnv: 'HEADER_TIMEOUT',
     default: '20',
     parse: integer(1, 3_600),
     roles: ['proxy'],
@@ -462,7 +493,8 @@ export const SETTINGS = {
   }),
   requestTimeout: setting({
     flag: 'request-timeout',
-    env: 'REQUEST_TIMEOUT',
+    env: 'EXTQS_REQUEST_TIMEOUT',
+    deprecatedEnv: 'REQUEST_TIMEOUT',
     default: '60',
     parse: integer(1, 86_400),
     // Node refuses a head deadline later than the whole request's, and it would mean nothing.
@@ -476,7 +508,8 @@ export const SETTINGS = {
   }),
   keepAliveTimeout: setting({
     flag: 'keep-alive-timeout',
-    env: 'KEEP_ALIVE_TIMEOUT',
+    env: 'EXTQS_KEEP_ALIVE_TIMEOUT',
+    deprecatedEnv: 'KEEP_ALIVE_TIMEOUT',
     default: '5',
     parse: integer(0, MAX_KEEP_ALIVE_TIMEOUT),
     roles: ['proxy'],
@@ -486,7 +519,8 @@ export const SETTINGS = {
   }),
   maxHeaderSize: setting({
     flag: 'max-header-size',
-    env: 'MAX_HEADER_SIZE',
+    env: 'EXTQS_MAX_HEADER_SIZE',
+    deprecatedEnv: 'MAX_HEADER_SIZE',
     default: '16384',
     // The host's own limit is set above what this lets through (HOST_MAX_HEADER_SIZE).
     parse: integer(1_024, MAX_HEADER_SIZE_CEILING),
@@ -497,7 +531,8 @@ export const SETTINGS = {
   }),
   maxHeaderFields: setting({
     flag: 'max-header-fields',
-    env: 'MAX_HEADER_FIELDS',
+    env: 'EXTQS_MAX_HEADER_FIELDS',
+    deprecatedEnv: 'MAX_HEADER_FIELDS',
     default: '100',
     parse: integer(1, 10_000),
     roles: ['proxy'],
@@ -507,7 +542,8 @@ export const SETTINGS = {
   }),
   limitRequestBody: setting({
     flag: 'limit-request-body',
-    env: 'LIMIT_REQUEST_BODY',
+    env: 'EXTQS_LIMIT_REQUEST_BODY',
+    deprecatedEnv: 'LIMIT_REQUEST_BODY',
     default: '1g',
     parse: size,
     roles: ['proxy'],
@@ -517,7 +553,8 @@ export const SETTINGS = {
   }),
   maxConnections: setting({
     flag: 'max-connections',
-    env: 'MAX_CONNECTIONS',
+    env: 'EXTQS_MAX_CONNECTIONS',
+    deprecatedEnv: 'MAX_CONNECTIONS',
     default: '0',
     defaultText: '0 (no cap)',
     parse: integer(0, 1_000_000),

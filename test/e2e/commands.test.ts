@@ -151,7 +151,7 @@ describe('the extqs command', function () {
 
   describe('--help and --version', function () {
     it('extqs --help lists every command, on stdout, exit 0', function () {
-      for (const args of [['--help'], ['-h'], []]) {
+      for (const args of [['--help'], ['-h']]) {
         const result = extqs(args);
         expect(result.status).to.equal(0);
         for (const command of COMMANDS) expect(result.stdout).to.match(new RegExp(`^  ${command} `, 'm'));
@@ -175,10 +175,65 @@ describe('the extqs command', function () {
       expect(result.stdout).to.equal(`extqs ${version} (Node.js ${process.version})\n`);
     });
 
+    it('bare extqs prints the usage on stderr and exits 2: a script that lost its command must not succeed', function () {
+      const result = extqs([]);
+      expect(result.status).to.equal(2);
+      expect(result.stdout).to.equal('');
+      for (const command of COMMANDS) expect(result.stderr).to.match(new RegExp(`^  ${command} `, 'm'));
+      expect(result.stderr).to.contain('extqs: a command is required: start, proxy, host, dev, check');
+    });
+
     it('refuses an unknown command with exit 2 and the list of commands', function () {
       const result = extqs(['serve']);
       expect(result.status).to.equal(2);
       expect(result.stderr).to.contain('extqs: unknown command "serve"; the commands are start, proxy, host, dev, check');
+    });
+  });
+
+  describe('mistakes on the command line and in the --config file', function () {
+    it('extqs start reports them all at once, exit 2: values starting with "-", typos with a suggestion, every bad file line', function () {
+      const file = join(sandbox.dir, 'extqs.conf');
+      writeFileSync(file, '# comment\nEXTQS_WORKERS=2\nLOGLEVEL=debug\nthis is not a setting\nEXTQS_KEEP_ALIVE_TIMEOUT=-3\n');
+      const result = extqs(['start', '--www', sandbox.www, '--logs', sandbox.logs, '--workers', '-1', '--prot', '80', '--config', file]);
+      expect(result.status, result.stderr).to.equal(2);
+      expect(result.stdout).to.equal('');
+      expect(result.stderr).not.to.contain('ambiguous');
+      const lines = result.stderr.trim().split('\n');
+      expect(lines).to.have.length(5);
+      expect(lines).to.include.members([
+        'extqs start: unknown option "--prot" (did you mean --port?); see extqs start --help',
+        `${file}:4 must be NAME=value, got "this is not a setting"`,
+        '--workers (EXTQS_WORKERS) must be an integer from 1 to 256, got "-1"',
+        '--keep-alive-timeout (EXTQS_KEEP_ALIVE_TIMEOUT) must be an integer from 0 to 60, got "-3"',
+      ]);
+      expect(lines.find((line) => line.startsWith(`${file}:3 `))).to.match(/got "LOGLEVEL" \(did you mean EXTQS_LOG_LEVEL\?\)$/);
+      // Nothing was started: no log file was opened.
+      expect(readLog(sandbox, 'error.log')).to.deep.equal([]);
+    });
+  });
+
+  describe('environment names', function () {
+    let running: Running | undefined;
+    afterEach(async () => running?.stop());
+
+    it('reads EXTQS_ names over the old ones, and the old ones alone with one deprecation line, not repeated on SIGHUP', async function () {
+      running = await spawnReady(['bin/extqs.js', 'start', '--listen', '127.0.0.1', '--www', sandbox.www, '--logs', sandbox.logs], {
+        // Were PORT read, start-up would stop on its value.
+        EXTQS_PORT: '0',
+        PORT: 'taken-by-another-program',
+        WORKERS: '2',
+        EXTQS_PROXY_WORKERS: '1',
+        LOG_LEVEL: 'debug',
+      });
+      expect(await settingsLine(sandbox, 'host.log')).to.contain('--workers 2');
+      expect(await settingsLine(sandbox, 'error.log')).to.contain('--log-level "debug"');
+      const deprecation = (text: string) => text.split('\n').filter((line) => line.includes('deprecated setting names'));
+      expect(deprecation(running.stderr())).to.deep.equal([
+        'extqs: deprecated setting names read: WORKERS -> EXTQS_WORKERS, LOG_LEVEL -> EXTQS_LOG_LEVEL; the names without EXTQS_ are read until extqs 0.2',
+      ]);
+      running.child.kill('SIGHUP');
+      await eventually(() => running!.stderr().includes('SIGHUP: the children reopen their logs'), 5000, 'the SIGHUP line');
+      expect(deprecation(running.stderr())).to.have.length(1);
     });
   });
 
@@ -283,8 +338,8 @@ describe('the extqs command', function () {
     it('reports every bad setting at once, exit 2', function () {
       const result = check(['--port', '80a', '--workers', '0']);
       expect(result.status).to.equal(2);
-      expect(result.stderr).to.contain('--port (PORT) must be an integer from 0 to 65535, got "80a"');
-      expect(result.stderr).to.contain('--workers (WORKERS) must be an integer from 1 to 256, got "0"');
+      expect(result.stderr).to.contain('--port (EXTQS_PORT) must be an integer from 0 to 65535, got "80a"');
+      expect(result.stderr).to.contain('--workers (EXTQS_WORKERS) must be an integer from 1 to 256, got "0"');
     });
   });
 

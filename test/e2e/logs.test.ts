@@ -124,7 +124,7 @@ describe('logs', function () {
         'the reload line',
       );
       expect(line).to.contain('[mpm_event:error]');
-      expect(line).to.contain('configuration not read again, the running one is kept: --log-level (LOG_LEVEL) must be one of');
+      expect(line).to.contain('configuration not read again, the running one is kept: --log-level (EXTQS_LOG_LEVEL) must be one of');
       expect((await get(stack.url, '/favicon.ico')).status).to.equal(404);
       await eventually(() => (count(readLog(sandbox, 'error.log'), '[core:info]') === 1 ? true : undefined), 5000, 'the favicon line');
     });
