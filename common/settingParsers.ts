@@ -2,7 +2,7 @@
 // the ConfigError `fail` builds (it names the setting; the parser says what is allowed).
 import { accessSync, constants, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { isIP } from 'node:net';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 
 /** What a parser is given besides the text: where relative paths start, and how to refuse the value. */
 export interface ParseContext {
@@ -71,6 +71,18 @@ export const size: Parser<number> = (raw, { fail }) => {
 
 /** A path, relative to the working directory; empty means none. */
 export const optionalPath: Parser<string | undefined> = (raw, { cwd }) => (raw === '' ? undefined : resolve(cwd, raw));
+
+/** Where a file will be written later (the pid file): its directory must exist and be writable now; empty means none. */
+export const pidFilePath: Parser<string | undefined> = (raw, { cwd, fail }) => {
+  if (raw === '') return undefined;
+  const path = resolve(cwd, raw);
+  try {
+    accessSync(dirname(path), constants.W_OK);
+  } catch (err) {
+    fail(`a file in a writable directory (${(err as Error).message})`);
+  }
+  return path;
+};
 
 /** A PEM file (certificate chain or private key), read now so a bad path stops start-up; empty means none. */
 export function pemFile(holding: string): Parser<string | undefined> {

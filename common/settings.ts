@@ -15,6 +15,7 @@ import {
   oneOf,
   optionalPath,
   pemFile,
+  pidFilePath,
   port,
   setOf,
   size,
@@ -225,6 +226,18 @@ export const SETTINGS = {
     roles: ['proxy', 'host'],
     placeholder: 'FILE',
     help: 'a file of NAME=value lines (the environment names), below flags and environment; read again on SIGHUP',
+    group: 'service',
+  }),
+  pidFile: setting({
+    flag: 'pid-file',
+    env: 'EXTQS_PID_FILE',
+    default: '',
+    defaultText: 'none',
+    parse: pidFilePath,
+    // The launcher's own: neither server process writes one (a service manager knows their pid).
+    roles: [],
+    placeholder: 'FILE',
+    help: "file the launcher writes its pid to once the service answers, removed at exit (nginx's pid; an existing file is overwritten); what logrotate's postrotate signals",
     group: 'service',
   }),
   workers: setting({

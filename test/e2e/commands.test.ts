@@ -2,7 +2,7 @@
 // commands that take it and refused by the others (table-driven from common/settings.ts), each setting
 // reaching the process that uses it, --help, --version, `check`, and the built JavaScript running.
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { expect } from 'chai';
 import { COMMANDS, takes, type Command } from '../../common/config.ts';
@@ -54,6 +54,7 @@ function samples(sandbox: Sandbox): Record<SettingKey, { value: string; shown: s
     followSymlinks: { value: 'off', shown: '--follow-symlinks "off"' },
     logs: { value: sandbox.logs, shown: `--logs ${JSON.stringify(sandbox.logs)}` },
     configFile: { value: configFile, shown: `--config ${JSON.stringify(configFile)}` },
+    pidFile: { value: join(sandbox.dir, 'extqs.pid'), shown: '' },
     workers: { value: '1', shown: '--workers 1' },
     maxRequests: { value: '1000', shown: '--max-requests 1000' },
     maxExecutionTime: { value: '11', shown: '--max-execution-time 11' },
@@ -234,6 +235,32 @@ describe('the extqs command', function () {
       running.child.kill('SIGHUP');
       await eventually(() => running!.stderr().includes('SIGHUP: the children reopen their logs'), 5000, 'the SIGHUP line');
       expect(deprecation(running.stderr())).to.have.length(1);
+    });
+  });
+
+  describe('--pid-file', function () {
+    let running: Running | undefined;
+    afterEach(async () => running?.stop());
+
+    it("holds the launcher's pid at its ready line, takes logrotate's SIGHUP, and is removed at exit", async function () {
+      const pidFile = join(sandbox.dir, 'run', 'extqs.pid');
+      mkdirSync(join(sandbox.dir, 'run'));
+      // A file left by a launcher that was killed, naming a live process (this one): overwritten, as nginx does.
+      writeFileSync(pidFile, `${process.pid}\n`);
+      running = await startStack(sandbox, ['--pid-file', pidFile]);
+      expect(readFileSync(pidFile, 'utf8')).to.equal(`${running.child.pid}\n`);
+      // What the README's logrotate postrotate does: kill -HUP "$(cat the pid file)".
+      process.kill(Number(readFileSync(pidFile, 'utf8')), 'SIGHUP');
+      await eventually(() => running!.stderr().includes('SIGHUP: the children reopen their logs'), 5000, 'the SIGHUP line');
+      expect(await running.stop()).to.equal(0);
+      expect(existsSync(pidFile)).to.equal(false);
+    });
+
+    it('refuses a pid file in a directory that does not exist before starting anything, exit 2', function () {
+      const pidFile = join(sandbox.dir, 'missing', 'extqs.pid');
+      const result = extqs(['start', '--www', sandbox.www, '--logs', sandbox.logs, '--pid-file', pidFile]);
+      expect(result.status).to.equal(2);
+      expect(result.stderr).to.contain(`--pid-file (EXTQS_PID_FILE) must be a file in a writable directory (ENOENT`);
     });
   });
 

@@ -89,6 +89,7 @@ describe('config', () => {
         www: join(cwd, 'www'),
         followSymlinks: 'owner',
         logs: join(cwd, 'logs'),
+        pidFile: undefined,
         upstreams: [],
         upstreamMaxFails: 1,
         upstreamFailTimeout: 10,
