@@ -9,6 +9,7 @@ import { sliceFor, type Config } from '../common/config.ts';
 import { writePidFile } from '../common/pidFile.ts';
 import { readyLine } from '../common/ready.ts';
 import { rereadConfig } from '../common/reload.ts';
+import { notifyReady } from '../common/serviceManager.ts';
 import type { HostConfig, ProxyConfig } from '../common/settings.ts';
 import { STOP_MARGIN_S } from '../common/shutdown.ts';
 import { Supervisor } from './supervisor.ts';
@@ -52,6 +53,7 @@ export async function start(argv: readonly string[], initial: Config, dev = fals
     stopTimeoutMs: (config.shutdownTimeout + STOP_MARGIN_S.host) * 1000,
   });
   let removePidFile: (() => void) | undefined;
+  let notified = false;
   const proxy = new Supervisor({
     role: 'proxy',
     config: proxyConfig,
@@ -69,6 +71,9 @@ export async function start(argv: readonly string[], initial: Config, dev = fals
         }
       }
       process.stdout.write(`${readyLine(...urls)}\n`);
+      // The service answers: systemd may report it started (once; a restarted proxy is not a new start).
+      if (!notified) notifyReady(say);
+      notified = true;
     },
     onEvent: say,
     stopTimeoutMs: (config.shutdownTimeout + STOP_MARGIN_S.proxy) * 1000,

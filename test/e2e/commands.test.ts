@@ -1,7 +1,9 @@
 // The `extqs` command as an operator meets it: every flag of every command accepted by exactly the
 // commands that take it and refused by the others (table-driven from common/settings.ts), each setting
 // reaching the process that uses it, --help, --version, `check`, and the built JavaScript running.
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { createInterface } from 'node:readline';
 import { existsSync, mkdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { expect } from 'chai';
@@ -261,6 +263,61 @@ describe('the extqs command', function () {
       const result = extqs(['start', '--www', sandbox.www, '--logs', sandbox.logs, '--pid-file', pidFile]);
       expect(result.status).to.equal(2);
       expect(result.stderr).to.contain(`--pid-file (EXTQS_PID_FILE) must be a file in a writable directory (ENOENT`);
+    });
+  });
+
+  describe('under systemd (Type=notify)', function () {
+    const running: Running[] = [];
+    let listener: ChildProcess | undefined;
+    afterEach(async () => {
+      for (const child of running.splice(0)) await child.stop();
+      if (listener && listener.exitCode === null && listener.signalCode === null) {
+        const exited = once(listener, 'exit');
+        listener.kill('SIGTERM');
+        await exited;
+      }
+    });
+
+    /** What systemd does: a unix datagram socket as NOTIFY_SOCKET, each message received one line. */
+    async function notifySocket(): Promise<{ path: string; lines: string[] }> {
+      const path = join(sandbox.dir, 'notify.sock');
+      const script = [
+        'import socket, sys',
+        's = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)',
+        's.bind(sys.argv[1])',
+        'print("bound", flush=True)',
+        'while True: print(s.recv(4096).decode().replace("\\n", " ").strip(), flush=True)',
+      ].join('\n');
+      listener = spawn('python3', ['-c', script, path], { stdio: ['ignore', 'pipe', 'inherit'] });
+      const lines: string[] = [];
+      const reader = createInterface({ input: listener.stdout! });
+      reader.on('line', (line) => lines.push(line));
+      await eventually(() => lines.includes('bound'), 5000, 'the notify socket');
+      return { path, lines };
+    }
+
+    it('extqs start sends READY=1 once, after its ready line, and never from its children', async function () {
+      const socket = await notifySocket();
+      const stack = await startStack(sandbox, [], { NOTIFY_SOCKET: socket.path });
+      running.push(stack);
+      await eventually(() => socket.lines.includes('READY=1'), 5000, 'READY=1');
+      expect(stack.stdout()).to.match(/^listening on /m);
+      // A host or proxy child that also spoke would have done so before the launcher's ready line.
+      expect(await stack.stop()).to.equal(0);
+      // systemd-notify follows READY=1 with BARRIER=1 (it waits for systemd to have read it).
+      expect(socket.lines.filter((line) => line.includes('READY'))).to.deep.equal(['READY=1']);
+    });
+
+    it('extqs proxy and extqs host on their own each send READY=1 once they listen', async function () {
+      const socket = await notifySocket();
+      const host = await startProcess('host', ['--www', sandbox.www, '--logs', sandbox.logs, '--workers', '1'], {
+        NOTIFY_SOCKET: socket.path,
+      });
+      running.push(host);
+      const readies = () => socket.lines.filter((line) => line === 'READY=1').length;
+      await eventually(() => readies() === 1 || undefined, 5000, "the host's READY=1");
+      running.push(await startProxy(sandbox, ['--upstream', host.url.replace('listening on ', '')], { NOTIFY_SOCKET: socket.path }));
+      await eventually(() => readies() === 2 || undefined, 5000, "the proxy's READY=1");
     });
   });
 
