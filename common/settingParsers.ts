@@ -184,3 +184,20 @@ export const allowList: Parser<readonly AllowedClient[]> = (raw, { fail }) =>
 export function formatAllowList(list: readonly AllowedClient[]): string {
   return list.map(({ address: ip, prefix }) => `${ip}/${prefix}`).join(',');
 }
+
+/**
+ * --log-format: `combined`, `json`, or an Apache LogFormat string for access.log (it holds a `%`), checked by
+ * compiling it now so an unknown directive stops start-up.
+ */
+export function logFormat(choices: readonly string[], compile: (format: string) => unknown): Parser<string> {
+  return (raw, { fail }) => {
+    if (choices.includes(raw)) return raw;
+    if (!raw.includes('%')) return fail(`one of ${choices.join(', ')}, or an Apache LogFormat string (e.g. "%h %t \\"%r\\" %>s %D")`);
+    try {
+      compile(raw);
+    } catch (err) {
+      fail(`one of ${choices.join(', ')}, or an Apache LogFormat string: ${(err as Error).message}`);
+    }
+    return raw;
+  };
+}

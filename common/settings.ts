@@ -4,7 +4,7 @@
 import { availableParallelism } from 'node:os';
 import { MAX_HEADER_SIZE_CEILING } from './protocol.ts';
 import { tlsPairProblem } from './tlsPair.ts';
-import { LOG_FORMATS, LOG_LEVELS } from './logFormat.ts';
+import { compileAccessFormat, LOG_FORMATS, LOG_LEVELS, type LogFormat } from './logFormat.ts';
 import {
   address,
   allowList,
@@ -12,6 +12,7 @@ import {
   formatUpstream,
   integer,
   logDirectory,
+  logFormat,
   oneOf,
   optionalPath,
   pemFile,
@@ -461,11 +462,11 @@ export const SETTINGS = {
     env: 'EXTQS_LOG_FORMAT',
     deprecatedEnv: 'LOG_FORMAT',
     default: 'combined',
-    parse: oneOf(LOG_FORMATS),
+    parse: logFormat(LOG_FORMATS, compileAccessFormat) as Parser<LogFormat>,
     roles: ['proxy', 'host'],
     live: true,
     placeholder: 'FORMAT',
-    help: "combined (Apache's text layouts) or json (one object a line)",
+    help: 'combined (Apache\'s text layouts), json (one object a line), or an Apache LogFormat string for access.log (%h %t "%r" %>s %b %D %T %{User-Agent}i …; the other logs stay text)',
     group: 'logs',
   }),
   logMaxSize: setting({

@@ -187,6 +187,44 @@ describe('logs', function () {
     });
   });
 
+  describe('--log-format with an Apache LogFormat string', function () {
+    it('writes access.log in that layout, with the request time (%D, %T) and request headers (%{X}i); the other logs stay text', async function () {
+      const format = '%h %t "%r" %>s %b %D %T "%{User-Agent}i" %{X-Client-Tag}i %{Absent}i';
+      stack = await startStack(sandbox, ['--workers', '1', '--log-format', format]);
+      const headers = { 'User-Agent': 'agent "quoted"', 'X-Client-Tag': 'tag-1' };
+      expect((await get(stack.url, '/no-such-file.txt', { headers })).status).to.equal(404);
+      expect(await stack.stop()).to.equal(0);
+      const [line] = readLog(sandbox, 'access.log');
+      const match = /^127\.0\.0\.1 \[[^\]]+\] "GET \/no-such-file\.txt HTTP\/1\.1" 404 \d+ (\d+) (\d+) "agent \\"quoted\\"" tag-1 -$/.exec(
+        line,
+      );
+      expect(match, line).not.to.equal(null);
+      expect(Number(match![1]) % 1000).to.equal(0);
+      expect(Number(match![2])).to.equal(Math.floor(Number(match![1]) / 1_000_000));
+      expect(readLog(sandbox, 'error.log').every((l) => l.startsWith('['))).to.equal(true);
+    });
+
+    it('refuses an unknown directive at start, naming it, exit 2', async function () {
+      const result = await run(process.execPath, [
+        'bin/extqs.js',
+        'check',
+        '--www',
+        sandbox.www,
+        '--logs',
+        sandbox.logs,
+        '--log-format',
+        '%h %Z',
+      ]).then(
+        () => expect.fail('check accepted %Z'),
+        (err: { code: number; stderr: string }) => err,
+      );
+      expect(result.code).to.equal(2);
+      expect(result.stderr).to.contain(
+        '--log-format (EXTQS_LOG_FORMAT) must be one of combined, json, or an Apache LogFormat string: %Z is not one of %h',
+      );
+    });
+  });
+
   describe('--log-max-size', function () {
     it('rotates by size into access.log.1 … and loses no line', async function () {
       stack = await startStack(sandbox, ['--workers', '1', '--log-max-size', '2k', '--log-max-files', '100']);

@@ -91,7 +91,7 @@ describe('log settings', () => {
 
     it('refuses anything else', () => {
       expect(configErrorOf(() => read(['--log-format', 'xml'])).message).to.equal(
-        '--log-format (EXTQS_LOG_FORMAT) must be one of combined, json, got "xml"',
+        '--log-format (EXTQS_LOG_FORMAT) must be one of combined, json, or an Apache LogFormat string (e.g. "%h %t \\"%r\\" %>s %D"), got "xml"',
       );
     });
   });
