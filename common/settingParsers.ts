@@ -201,3 +201,46 @@ export function logFormat(choices: readonly string[], compile: (format: string) 
     return raw;
   };
 }
+
+/** A page of the operator's own for one status (Apache ErrorDocument), read when the settings are read. */
+export interface ErrorDocument {
+  status: number;
+  file: string;
+  contentType: string;
+  /** The file's bytes, base64: settings cross to the proxy's processes as JSON. */
+  body: string;
+}
+
+/**
+ * `CODE=FILE` items, comma-separated (a repeated flag's values are joined with commas), each status once. Each
+ * file is read now, so a missing one stops start-up (and a SIGHUP keeps the running pages) naming it.
+ */
+export function errorDocuments(statuses: readonly number[]): Parser<readonly ErrorDocument[]> {
+  const allowed = `CODE=FILE items separated by commas, CODE one of ${statuses.join(', ')}`;
+  return (raw, { cwd, fail }) => {
+    const items = raw
+      .split(',')
+      .map((item) => item.trim())
+      .filter((item) => item !== '');
+    const documents = items.map((item): ErrorDocument => {
+      const match = /^(\d{3})=(.+)$/.exec(item);
+      if (!match || !statuses.includes(Number(match[1]))) return fail(`${allowed} (${JSON.stringify(item)} is not one)`);
+      const file = resolve(cwd, match[2]);
+      let body: Buffer;
+      try {
+        body = readFileSync(file);
+      } catch (err) {
+        return fail(`${allowed}, each FILE readable (${(err as Error).message})`);
+      }
+      return {
+        status: Number(match[1]),
+        file,
+        contentType: /\.html?$/i.test(file) ? 'text/html; charset=utf-8' : 'text/plain; charset=utf-8',
+        body: body.toString('base64'),
+      };
+    });
+    const repeated = documents.find((doc, i) => documents.findIndex((other) => other.status === doc.status) !== i);
+    if (repeated) fail(`${allowed}, each CODE once (${repeated.status} is given twice)`);
+    return documents;
+  };
+}

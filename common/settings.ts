@@ -4,10 +4,11 @@
 import { availableParallelism } from 'node:os';
 import { MAX_HEADER_SIZE_CEILING } from './protocol.ts';
 import { tlsPairProblem } from './tlsPair.ts';
-import { compileAccessFormat, LOG_FORMATS, LOG_LEVELS, type LogFormat } from './logFormat.ts';
+import { compileAccessFormat, LOG_FORMATS, LOG_LEVELS } from './logFormat.ts';
 import {
   address,
   allowList,
+  errorDocuments,
   formatAllowList,
   formatUpstream,
   integer,
@@ -374,6 +375,21 @@ export const SETTINGS = {
     help: 'codings the proxy may answer text with, chosen by Accept-Encoding: gzip, br, both (gzip,br) or off',
     group: 'service',
   }),
+  errorDocuments: setting({
+    flag: 'error-document',
+    env: 'EXTQS_ERROR_DOCUMENT',
+    default: '',
+    defaultText: "none (Apache's pages)",
+    // The statuses a visitor meets when the service, not the request, is at fault, and the missing page.
+    parse: errorDocuments([404, 500, 502, 503, 504]),
+    format: (documents) => JSON.stringify(documents.map(({ status, file }) => `${status}=${file}`).join(',')),
+    roles: ['proxy'],
+    live: true,
+    repeatable: true,
+    placeholder: 'CODE=FILE',
+    help: 'a page of your own for 404, 500, 502, 503 or 504 (Apache ErrorDocument), e.g. 503=www/maintenance.html; repeat for several; read at start and on SIGHUP',
+    group: 'service',
+  }),
   upstreams: setting({
     flag: 'upstream',
     env: 'EXTQS_UPSTREAM',
@@ -462,7 +478,7 @@ export const SETTINGS = {
     env: 'EXTQS_LOG_FORMAT',
     deprecatedEnv: 'LOG_FORMAT',
     default: 'combined',
-    parse: logFormat(LOG_FORMATS, compileAccessFormat) as Parser<LogFormat>,
+    parse: logFormat(LOG_FORMATS, compileAccessFormat),
     roles: ['proxy', 'host'],
     live: true,
     placeholder: 'FORMAT',

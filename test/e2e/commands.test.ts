@@ -68,6 +68,7 @@ function samples(sandbox: Sandbox): Record<SettingKey, { value: string; shown: s
     forwarder: { value: 'http-proxy', shown: '--forwarder "http-proxy"' },
     statusAllow: { value: '127.0.0.1', shown: '--status-allow "127.0.0.1/32"' },
     compression: { value: 'br', shown: '--compression "br"' },
+    errorDocuments: { value: `503=${configFile}`, shown: `--error-document ${JSON.stringify(`503=${configFile}`)}` },
     upstreams: { value: `unix:${socket}`, shown: `--upstream ${JSON.stringify(`unix:${socket}`)}` },
     upstreamMaxFails: { value: '3', shown: '--upstream-max-fails 3' },
     upstreamFailTimeout: { value: '4', shown: '--upstream-fail-timeout 4' },
@@ -165,7 +166,7 @@ describe('the extqs command', function () {
       it(`extqs ${command} --help lists exactly the flags it takes, with their variables`, function () {
         const result = extqs([command, '--help']);
         expect(result.status).to.equal(0);
-        const listed = [...result.stdout.matchAll(/^ {2}--([a-z0-9-]+) [A-Z]+ +([A-Z0-9_]+),/gm)].map((m) => [m[1], m[2]]);
+        const listed = [...result.stdout.matchAll(/^ {2}--([a-z0-9-]+) [A-Z=]+ +([A-Z0-9_]+),/gm)].map((m) => [m[1], m[2]]);
         const expected = SETTING_KEYS.filter((key) => takes(command, key)).map((key) => [specOf(key).flag, specOf(key).env]);
         expect(listed).to.deep.equal(expected);
       });
@@ -318,6 +319,48 @@ describe('the extqs command', function () {
       await eventually(() => readies() === 1 || undefined, 5000, "the host's READY=1");
       running.push(await startProxy(sandbox, ['--upstream', host.url.replace('listening on ', '')], { NOTIFY_SOCKET: socket.path }));
       await eventually(() => readies() === 2 || undefined, 5000, "the proxy's READY=1");
+    });
+  });
+
+  describe('--error-document', function () {
+    let running: Running | undefined;
+    afterEach(async () => running?.stop());
+
+    it("answers the operator's page for its status, reads it again on SIGHUP, and keeps Apache's for the others", async function () {
+      const page = join(sandbox.dir, 'pages', 'not found é.html');
+      mkdirSync(join(sandbox.dir, 'pages'));
+      writeFileSync(page, '<h1>Not here, sorry</h1>\n');
+      running = await startStack(sandbox, ['--error-document', `404=${page}`]);
+      const missing = await get(running.url, '/no-such-file.txt');
+      expect(missing.status).to.equal(404);
+      expect(missing.headers['content-type']).to.equal('text/html; charset=utf-8');
+      expect(missing.body).to.equal('<h1>Not here, sorry</h1>\n');
+      // 405 has no page of its own: Apache's.
+      const refused = await get(running.url, '/index.html', { method: 'DELETE' });
+      expect(refused.status).to.equal(405);
+      expect(refused.body).to.contain('<!DOCTYPE HTML PUBLIC');
+
+      writeFileSync(page, '<h1>Still not here</h1>\n');
+      running.child.kill('SIGHUP');
+      await eventually(
+        async () => (await get(running!.url, '/no-such-file.txt')).body === '<h1>Still not here</h1>\n' || undefined,
+        5000,
+        'the page read again',
+      );
+    });
+
+    it('stops start-up naming a page that cannot be read, exit 2', function () {
+      const page = join(sandbox.dir, 'missing.html');
+      const result = extqs(['start', '--www', sandbox.www, '--logs', sandbox.logs, '--error-document', `503=${page}`]);
+      expect(result.status).to.equal(2);
+      expect(result.stderr).to.contain('--error-document (EXTQS_ERROR_DOCUMENT) must be CODE=FILE items separated by commas');
+      expect(result.stderr).to.contain(page);
+    });
+
+    it('refuses a status it does not take', function () {
+      const result = extqs(['check', '--www', sandbox.www, '--logs', sandbox.logs, '--error-document', `200=${join(sandbox.dir, 'x')}`]);
+      expect(result.status).to.equal(2);
+      expect(result.stderr).to.contain('CODE one of 404, 500, 502, 503, 504');
     });
   });
 

@@ -90,6 +90,7 @@ describe('config', () => {
         followSymlinks: 'owner',
         logs: join(cwd, 'logs'),
         pidFile: undefined,
+        errorDocuments: [],
         upstreams: [],
         upstreamMaxFails: 1,
         upstreamFailTimeout: 10,
