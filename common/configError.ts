@@ -7,17 +7,19 @@ export class ConfigError extends Error {
     readonly setting: string,
     readonly value: string,
     allowed: string,
+    /** A suggestion after the value: ` (did you mean EXTQS_PORT?)`. */
+    hint = '',
   ) {
-    super(`${setting} must be ${allowed}, got ${JSON.stringify(value)}`);
+    super(`${setting} must be ${allowed}, got ${JSON.stringify(value)}${hint}`);
     this.name = 'ConfigError';
   }
 }
 
-/** Every problem found in one reading of the configuration, one line each. */
+/** Every problem found in one reading of the command line and configuration, one line each. */
 export class ConfigErrors extends Error {
   readonly code = 'EXTQS_CONFIG';
 
-  constructor(readonly problems: readonly ConfigError[]) {
+  constructor(readonly problems: readonly (ConfigError | UsageError)[]) {
     super(problems.map((problem) => problem.message).join('\n'));
     this.name = 'ConfigErrors';
   }

@@ -36,9 +36,12 @@ export function levelEnabled(level: LogLevel, threshold: LogLevel): boolean {
   return level === 'notice' || LEVEL_RANK[level] <= LEVEL_RANK[threshold];
 }
 
-/** `combined`: Apache's text layouts (each file its own); `json`: one JSON object a line. */
+/**
+ * `combined`: Apache's text layouts (each file its own); `json`: one JSON object a line. Any other value is an
+ * Apache LogFormat string for access.log (compileAccessFormat), error.log and host.log keeping their text layouts.
+ */
 export const LOG_FORMATS = ['combined', 'json'] as const;
-export type LogFormat = (typeof LOG_FORMATS)[number];
+export type LogFormat = (typeof LOG_FORMATS)[number] | (string & {});
 
 const DAYS = ['Sun', 'Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat'];
 const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
@@ -130,8 +133,12 @@ export interface AccessEntry {
   bytes: number;
   referer: string | undefined;
   userAgent: string | undefined;
-  /** Only in the JSON layout: the combined format has no field for it. */
+  /** Only in the JSON layout and a LogFormat's %L: the combined format has no field for it. */
   requestId?: string;
+  /** From arrival to the response's end, for a LogFormat string's %D and %T. */
+  durationMicros?: number;
+  /** The request's header fields (lower-case names), for a LogFormat's %{Name}i. */
+  headers?: Readonly<Record<string, string | string[] | undefined>>;
   /**
    * A request refused before it was parsed: Apache's %r is then the request line as it came ('' when none
    * did), and method, url and httpVersion are not used.
@@ -248,4 +255,76 @@ export function hostJson(entry: HostEntry, pid: number): string {
     request_id: entry.requestId ?? null,
     message: entry.message,
   });
+}
+
+/** The directives an Apache LogFormat string may use here (mod_log_config), each a function of the entry. */
+const DIRECTIVES: Readonly<Record<string, (entry: AccessEntry) => string>> = {
+  h: (entry) => entry.remoteAddress,
+  a: (entry) => entry.remoteAddress,
+  l: () => '-',
+  u: () => '-',
+  t: (entry) => `[${accessLogTime(entry.time)}]`,
+  r: (entry) =>
+    entry.requestLine === undefined
+      ? escapeLogValue(`${entry.method} ${entry.url} HTTP/${entry.httpVersion}`)
+      : escapeLogValue(entry.requestLine) || '-',
+  s: (entry) => String(entry.status),
+  '>s': (entry) => String(entry.status),
+  b: (entry) => (entry.bytes > 0 ? String(entry.bytes) : '-'),
+  B: (entry) => String(entry.bytes),
+  m: (entry) => (entry.requestLine === undefined ? escapeLogValue(entry.method) : '-'),
+  U: (entry) => (entry.requestLine === undefined ? escapeLogValue(entry.url.split('?')[0]) : '-'),
+  q: (entry) => {
+    const at = entry.requestLine === undefined ? entry.url.indexOf('?') : -1;
+    return at === -1 ? '' : escapeLogValue(entry.url.slice(at));
+  },
+  H: (entry) => (entry.requestLine === undefined ? `HTTP/${entry.httpVersion}` : '-'),
+  D: (entry) => String(entry.durationMicros ?? 0),
+  T: (entry) => String(Math.floor((entry.durationMicros ?? 0) / 1_000_000)),
+  L: (entry) => (entry.requestId ? escapeLogValue(entry.requestId) : '-'),
+  '%': () => '%',
+};
+
+/** The directives, as an operator reads them in a refusal. */
+const DIRECTIVE_LIST = `${Object.keys(DIRECTIVES)
+  .filter((name) => name !== '%')
+  .map((name) => `%${name}`)
+  .join(' ')} %{Name}i %%`;
+
+/** `%{Name}i`: a request header, escaped, `-` when absent; several fields of one name joined as Apache does. */
+function requestHeader(name: string): (entry: AccessEntry) => string {
+  const key = name.toLowerCase();
+  return (entry) => {
+    const value = entry.headers?.[key];
+    const text = Array.isArray(value) ? value.join(', ') : value;
+    return text ? escapeLogValue(text) : '-';
+  };
+}
+
+/** `%h %l %u %t "%r" %>s %b "%{Referer}i" "%{User-Agent}i"`: what `combined` writes, as a LogFormat string. */
+export const COMBINED_FORMAT = '%h %l %u %t "%r" %>s %b "%{Referer}i" "%{User-Agent}i"';
+
+/**
+ * Compiles an Apache LogFormat string (`%h %t "%r" %>s %D %{User-Agent}i`) into a line function: the string
+ * is split once into literal text and directive functions, so a line is one join. Throws a message naming
+ * the first directive it does not know; a directive's conditions (`%400,501{…}i`) are not supported.
+ */
+export function compileAccessFormat(format: string): (entry: AccessEntry) => string {
+  const parts: ((entry: AccessEntry) => string)[] = [];
+  const pattern = /%(?:\{([^}]*)\}([a-zA-Z])|(>s|[a-zA-Z%]))|([^%]+)|(%.?)/gy;
+  for (const match of format.matchAll(pattern)) {
+    const [, name, braced, plain, literal, bad] = match;
+    if (literal !== undefined) parts.push(() => literal);
+    else if (braced === 'i') parts.push(requestHeader(name));
+    else if (plain !== undefined && DIRECTIVES[plain]) parts.push(DIRECTIVES[plain]);
+    else throw new Error(`${bad ?? match[0]} is not one of ${DIRECTIVE_LIST}`);
+  }
+  return (entry) => parts.map((part) => part(entry)).join('');
+}
+
+/** The access-line function of a --log-format value. */
+export function accessFormatter(logFormat: LogFormat): (entry: AccessEntry) => string {
+  if (logFormat === 'json') return accessJson;
+  if (logFormat === 'combined') return combinedLine;
+  return compileAccessFormat(logFormat);
 }

@@ -2,7 +2,7 @@
 // the ConfigError `fail` builds (it names the setting; the parser says what is allowed).
 import { accessSync, constants, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { isIP } from 'node:net';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 
 /** What a parser is given besides the text: where relative paths start, and how to refuse the value. */
 export interface ParseContext {
@@ -71,6 +71,18 @@ export const size: Parser<number> = (raw, { fail }) => {
 
 /** A path, relative to the working directory; empty means none. */
 export const optionalPath: Parser<string | undefined> = (raw, { cwd }) => (raw === '' ? undefined : resolve(cwd, raw));
+
+/** Where a file will be written later (the pid file): its directory must exist and be writable now; empty means none. */
+export const pidFilePath: Parser<string | undefined> = (raw, { cwd, fail }) => {
+  if (raw === '') return undefined;
+  const path = resolve(cwd, raw);
+  try {
+    accessSync(dirname(path), constants.W_OK);
+  } catch (err) {
+    fail(`a file in a writable directory (${(err as Error).message})`);
+  }
+  return path;
+};
 
 /** A PEM file (certificate chain or private key), read now so a bad path stops start-up; empty means none. */
 export function pemFile(holding: string): Parser<string | undefined> {
@@ -171,4 +183,64 @@ export const allowList: Parser<readonly AllowedClient[]> = (raw, { fail }) =>
 
 export function formatAllowList(list: readonly AllowedClient[]): string {
   return list.map(({ address: ip, prefix }) => `${ip}/${prefix}`).join(',');
+}
+
+/**
+ * --log-format: `combined`, `json`, or an Apache LogFormat string for access.log (it holds a `%`), checked by
+ * compiling it now so an unknown directive stops start-up.
+ */
+export function logFormat(choices: readonly string[], compile: (format: string) => unknown): Parser<string> {
+  return (raw, { fail }) => {
+    if (choices.includes(raw)) return raw;
+    if (!raw.includes('%')) return fail(`one of ${choices.join(', ')}, or an Apache LogFormat string (e.g. "%h %t \\"%r\\" %>s %D")`);
+    try {
+      compile(raw);
+    } catch (err) {
+      fail(`one of ${choices.join(', ')}, or an Apache LogFormat string: ${(err as Error).message}`);
+    }
+    return raw;
+  };
+}
+
+/** A page of the operator's own for one status (Apache ErrorDocument), read when the settings are read. */
+export interface ErrorDocument {
+  status: number;
+  file: string;
+  contentType: string;
+  /** The file's bytes, base64: settings cross to the proxy's processes as JSON. */
+  body: string;
+}
+
+/**
+ * `CODE=FILE` items, comma-separated (a repeated flag's values are joined with commas), each status once. Each
+ * file is read now, so a missing one stops start-up (and a SIGHUP keeps the running pages) naming it.
+ */
+export function errorDocuments(statuses: readonly number[]): Parser<readonly ErrorDocument[]> {
+  const allowed = `CODE=FILE items separated by commas, CODE one of ${statuses.join(', ')}`;
+  return (raw, { cwd, fail }) => {
+    const items = raw
+      .split(',')
+      .map((item) => item.trim())
+      .filter((item) => item !== '');
+    const documents = items.map((item): ErrorDocument => {
+      const match = /^(\d{3})=(.+)$/.exec(item);
+      if (!match || !statuses.includes(Number(match[1]))) return fail(`${allowed} (${JSON.stringify(item)} is not one)`);
+      const file = resolve(cwd, match[2]);
+      let body: Buffer;
+      try {
+        body = readFileSync(file);
+      } catch (err) {
+        return fail(`${allowed}, each FILE readable (${(err as Error).message})`);
+      }
+      return {
+        status: Number(match[1]),
+        file,
+        contentType: /\.html?$/i.test(file) ? 'text/html; charset=utf-8' : 'text/plain; charset=utf-8',
+        body: body.toString('base64'),
+      };
+    });
+    const repeated = documents.find((doc, i) => documents.findIndex((other) => other.status === doc.status) !== i);
+    if (repeated) fail(`${allowed}, each CODE once (${repeated.status} is given twice)`);
+    return documents;
+  };
 }

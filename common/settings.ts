@@ -4,17 +4,20 @@
 import { availableParallelism } from 'node:os';
 import { MAX_HEADER_SIZE_CEILING } from './protocol.ts';
 import { tlsPairProblem } from './tlsPair.ts';
-import { LOG_FORMATS, LOG_LEVELS } from './logFormat.ts';
+import { compileAccessFormat, LOG_FORMATS, LOG_LEVELS } from './logFormat.ts';
 import {
   address,
   allowList,
+  errorDocuments,
   formatAllowList,
   formatUpstream,
   integer,
   logDirectory,
+  logFormat,
   oneOf,
   optionalPath,
   pemFile,
+  pidFilePath,
   port,
   setOf,
   size,
@@ -32,6 +35,8 @@ export type SettingGroup = 'service' | 'tls' | 'host' | 'input' | 'upstreams' | 
 export interface SettingSpec<T, R extends readonly Role[], L extends boolean = boolean> {
   flag: string;
   env: string;
+  /** The name read before 0.1 (generic, shared with other programs); still read, with a warning, until 0.2. */
+  deprecatedEnv?: string;
   /** The default as text, parsed like a given value; a function when it follows another setting. */
   default: string | ((value: (key: string) => unknown) => string);
   /** The default as --help and the README show it, when it is not the text itself. */
@@ -82,7 +87,8 @@ export type ServerTokens = (typeof SERVER_TOKENS)[number];
 export const SETTINGS = {
   port: setting({
     flag: 'port',
-    env: 'PORT',
+    env: 'EXTQS_PORT',
+    deprecatedEnv: 'PORT',
     default: '8080',
     parse: port,
     roles: ['proxy'],
@@ -92,7 +98,8 @@ export const SETTINGS = {
   }),
   listen: setting({
     flag: 'listen',
-    env: 'LISTEN',
+    env: 'EXTQS_LISTEN',
+    deprecatedEnv: 'LISTEN',
     default: '0.0.0.0',
     parse: address,
     roles: ['proxy'],
@@ -102,7 +109,8 @@ export const SETTINGS = {
   }),
   tlsPort: setting({
     flag: 'tls-port',
-    env: 'TLS_PORT',
+    env: 'EXTQS_TLS_PORT',
+    deprecatedEnv: 'TLS_PORT',
     default: '8443',
     parse: port,
     roles: ['proxy'],
@@ -112,7 +120,8 @@ export const SETTINGS = {
   }),
   tlsCert: setting({
     flag: 'tls-cert',
-    env: 'TLS_CERT',
+    env: 'EXTQS_TLS_CERT',
+    deprecatedEnv: 'TLS_CERT',
     default: '',
     defaultText: 'none (no HTTPS)',
     parse: pemFile('a certificate, then its chain'),
@@ -124,14 +133,15 @@ export const SETTINGS = {
   }),
   tlsKey: setting({
     flag: 'tls-key',
-    env: 'TLS_KEY',
+    env: 'EXTQS_TLS_KEY',
+    deprecatedEnv: 'TLS_KEY',
     default: '',
     defaultText: 'none',
     parse: pemFile('a private key'),
     // A certificate without its key (or a key that is not the certificate's) would fail every handshake.
     relation: (key, other, fail) => {
       const cert = other('tlsCert') as string | undefined;
-      if ((key === undefined) !== (cert === undefined)) fail('given together with --tls-cert (TLS_CERT), or neither');
+      if ((key === undefined) !== (cert === undefined)) fail('given together with --tls-cert (EXTQS_TLS_CERT), or neither');
       const problem = cert !== undefined && key !== undefined ? tlsPairProblem(cert, key) : undefined;
       if (problem) fail(`the private key of the certificate in --tls-cert (${problem})`);
     },
@@ -143,7 +153,8 @@ export const SETTINGS = {
   }),
   tlsRedirect: setting({
     flag: 'tls-redirect',
-    env: 'TLS_REDIRECT',
+    env: 'EXTQS_TLS_REDIRECT',
+    deprecatedEnv: 'TLS_REDIRECT',
     default: 'off',
     parse: oneOf(['off', 'on']),
     relation: (value, other, fail) => {
@@ -157,7 +168,8 @@ export const SETTINGS = {
   }),
   h2MaxConcurrentStreams: setting({
     flag: 'h2-max-concurrent-streams',
-    env: 'H2_MAX_CONCURRENT_STREAMS',
+    env: 'EXTQS_H2_MAX_CONCURRENT_STREAMS',
+    deprecatedEnv: 'H2_MAX_CONCURRENT_STREAMS',
     default: '100',
     parse: integer(1, 10_000),
     roles: ['proxy'],
@@ -167,7 +179,8 @@ export const SETTINGS = {
   }),
   proxyWorkers: setting({
     flag: 'proxy-workers',
-    env: 'PROXY_WORKERS',
+    env: 'EXTQS_PROXY_WORKERS',
+    deprecatedEnv: 'PROXY_WORKERS',
     default: () => String(Math.min(availableParallelism(), MAX_WORKERS)),
     defaultText: 'available CPUs',
     parse: integer(1, MAX_WORKERS),
@@ -178,7 +191,8 @@ export const SETTINGS = {
   }),
   www: setting({
     flag: 'www',
-    env: 'WWW_ROOT',
+    env: 'EXTQS_WWW_ROOT',
+    deprecatedEnv: 'WWW_ROOT',
     default: './www',
     parse: wwwDirectory,
     roles: ['proxy', 'host'],
@@ -188,7 +202,8 @@ export const SETTINGS = {
   }),
   followSymlinks: setting({
     flag: 'follow-symlinks',
-    env: 'FOLLOW_SYMLINKS',
+    env: 'EXTQS_FOLLOW_SYMLINKS',
+    deprecatedEnv: 'FOLLOW_SYMLINKS',
     // Apache's SymLinksIfOwnerMatch, narrowed to the same root: nothing outside www/ is served or run.
     default: 'owner',
     parse: oneOf(FOLLOW_SYMLINKS),
@@ -199,7 +214,7 @@ export const SETTINGS = {
   }),
   serverTokens: setting({
     flag: 'server-tokens',
-    env: 'SERVER_TOKENS',
+    env: 'EXTQS_SERVER_TOKENS',
     // Apache's ServerTokens Full and nginx's server_tokens on both name the server and its version.
     default: 'full',
     parse: oneOf(SERVER_TOKENS),
@@ -210,7 +225,8 @@ export const SETTINGS = {
   }),
   logs: setting({
     flag: 'logs',
-    env: 'LOG_DIR',
+    env: 'EXTQS_LOG_DIR',
+    deprecatedEnv: 'LOG_DIR',
     default: './logs',
     parse: logDirectory,
     roles: ['proxy', 'host'],
@@ -229,9 +245,22 @@ export const SETTINGS = {
     help: 'a file of NAME=value lines (the environment names), below flags and environment; read again on SIGHUP',
     group: 'service',
   }),
+  pidFile: setting({
+    flag: 'pid-file',
+    env: 'EXTQS_PID_FILE',
+    default: '',
+    defaultText: 'none',
+    parse: pidFilePath,
+    // The launcher's own: neither server process writes one (a service manager knows their pid).
+    roles: [],
+    placeholder: 'FILE',
+    help: "file the launcher writes its pid to once the service answers, removed at exit (nginx's pid; an existing file is overwritten); what logrotate's postrotate signals",
+    group: 'service',
+  }),
   workers: setting({
     flag: 'workers',
-    env: 'WORKERS',
+    env: 'EXTQS_WORKERS',
+    deprecatedEnv: 'WORKERS',
     default: () => String(Math.min(availableParallelism(), MAX_WORKERS)),
     defaultText: 'available CPUs',
     parse: integer(1, MAX_WORKERS),
@@ -242,7 +271,8 @@ export const SETTINGS = {
   }),
   maxRequests: setting({
     flag: 'max-requests',
-    env: 'MAX_REQUESTS',
+    env: 'EXTQS_MAX_REQUESTS',
+    deprecatedEnv: 'MAX_REQUESTS',
     default: '0',
     defaultText: '0 (never)',
     parse: integer(0, 1_000_000_000),
@@ -253,7 +283,8 @@ export const SETTINGS = {
   }),
   maxExecutionTime: setting({
     flag: 'max-execution-time',
-    env: 'MAX_EXECUTION_TIME',
+    env: 'EXTQS_MAX_EXECUTION_TIME',
+    deprecatedEnv: 'MAX_EXECUTION_TIME',
     default: '30',
     parse: seconds(86_400),
     roles: ['host'],
@@ -263,7 +294,8 @@ export const SETTINGS = {
   }),
   postMaxSize: setting({
     flag: 'post-max-size',
-    env: 'POST_MAX_SIZE',
+    env: 'EXTQS_POST_MAX_SIZE',
+    deprecatedEnv: 'POST_MAX_SIZE',
     default: '8m',
     parse: size,
     roles: ['host'],
@@ -273,7 +305,8 @@ export const SETTINGS = {
   }),
   uploadMaxFilesize: setting({
     flag: 'upload-max-filesize',
-    env: 'UPLOAD_MAX_FILESIZE',
+    env: 'EXTQS_UPLOAD_MAX_FILESIZE',
+    deprecatedEnv: 'UPLOAD_MAX_FILESIZE',
     default: '2m',
     parse: size,
     roles: ['host'],
@@ -283,7 +316,8 @@ export const SETTINGS = {
   }),
   maxFileUploads: setting({
     flag: 'max-file-uploads',
-    env: 'MAX_FILE_UPLOADS',
+    env: 'EXTQS_MAX_FILE_UPLOADS',
+    deprecatedEnv: 'MAX_FILE_UPLOADS',
     default: '20',
     parse: integer(0, 100_000),
     roles: ['host'],
@@ -293,7 +327,8 @@ export const SETTINGS = {
   }),
   upstreamTimeout: setting({
     flag: 'upstream-timeout',
-    env: 'UPSTREAM_TIMEOUT',
+    env: 'EXTQS_UPSTREAM_TIMEOUT',
+    deprecatedEnv: 'UPSTREAM_TIMEOUT',
     // The proxy waits exactly as long as a controller may run.
     default: (value) => String(value('maxExecutionTime')),
     defaultText: 'max-execution-time',
@@ -305,7 +340,8 @@ export const SETTINGS = {
   }),
   shutdownTimeout: setting({
     flag: 'shutdown-timeout',
-    env: 'SHUTDOWN_TIMEOUT',
+    env: 'EXTQS_SHUTDOWN_TIMEOUT',
+    deprecatedEnv: 'SHUTDOWN_TIMEOUT',
     // A stop lets every controller run out its limit, and 5 s to answer.
     default: (value) => String((Number(value('maxExecutionTime')) || 30) + 5),
     defaultText: 'max-execution-time + 5',
@@ -317,7 +353,8 @@ export const SETTINGS = {
   }),
   forwarder: setting({
     flag: 'forwarder',
-    env: 'FORWARDER',
+    env: 'EXTQS_FORWARDER',
+    deprecatedEnv: 'FORWARDER',
     // undici measured twice as fast as http-proxy on controller JSON (README, Performance).
     default: 'undici',
     parse: oneOf(FORWARDERS),
@@ -328,7 +365,8 @@ export const SETTINGS = {
   }),
   statusAllow: setting({
     flag: 'status-allow',
-    env: 'STATUS_ALLOW',
+    env: 'EXTQS_STATUS_ALLOW',
+    deprecatedEnv: 'STATUS_ALLOW',
     // Loopback only, as Apache's `Require local`.
     default: '127.0.0.0/8,::1',
     parse: allowList,
@@ -340,7 +378,8 @@ export const SETTINGS = {
   }),
   compression: setting({
     flag: 'compression',
-    env: 'COMPRESSION',
+    env: 'EXTQS_COMPRESSION',
+    deprecatedEnv: 'COMPRESSION',
     default: CONTENT_CODINGS.join(','),
     parse: setOf(CONTENT_CODINGS),
     format: (codings: readonly ContentCoding[]) => JSON.stringify(codings.length === 0 ? 'off' : codings.join(',')),
@@ -349,6 +388,21 @@ export const SETTINGS = {
     live: true,
     placeholder: 'CODINGS',
     help: 'codings the proxy may answer text with, chosen by Accept-Encoding: gzip, br, both (gzip,br) or off',
+    group: 'service',
+  }),
+  errorDocuments: setting({
+    flag: 'error-document',
+    env: 'EXTQS_ERROR_DOCUMENT',
+    default: '',
+    defaultText: "none (Apache's pages)",
+    // The statuses a visitor meets when the service, not the request, is at fault, and the missing page.
+    parse: errorDocuments([404, 500, 502, 503, 504]),
+    format: (documents) => JSON.stringify(documents.map(({ status, file }) => `${status}=${file}`).join(',')),
+    roles: ['proxy'],
+    live: true,
+    repeatable: true,
+    placeholder: 'CODE=FILE',
+    help: 'a page of your own for 404, 500, 502, 503 or 504 (Apache ErrorDocument), e.g. 503=www/maintenance.html; repeat for several; read at start and on SIGHUP',
     group: 'service',
   }),
   upstreams: setting({
@@ -367,7 +421,8 @@ export const SETTINGS = {
   }),
   upstreamMaxFails: setting({
     flag: 'upstream-max-fails',
-    env: 'UPSTREAM_MAX_FAILS',
+    env: 'EXTQS_UPSTREAM_MAX_FAILS',
+    deprecatedEnv: 'UPSTREAM_MAX_FAILS',
     default: '1',
     parse: integer(1, 1000),
     roles: ['proxy'],
@@ -377,7 +432,8 @@ export const SETTINGS = {
   }),
   upstreamFailTimeout: setting({
     flag: 'upstream-fail-timeout',
-    env: 'UPSTREAM_FAIL_TIMEOUT',
+    env: 'EXTQS_UPSTREAM_FAIL_TIMEOUT',
+    deprecatedEnv: 'UPSTREAM_FAIL_TIMEOUT',
     default: '10',
     parse: seconds(86_400),
     roles: ['proxy'],
@@ -421,7 +477,8 @@ export const SETTINGS = {
   }),
   logLevel: setting({
     flag: 'log-level',
-    env: 'LOG_LEVEL',
+    env: 'EXTQS_LOG_LEVEL',
+    deprecatedEnv: 'LOG_LEVEL',
     // The favicon miss is a [core:info] line and must show by default.
     default: 'info',
     parse: oneOf(LOG_LEVELS),
@@ -433,18 +490,20 @@ export const SETTINGS = {
   }),
   logFormat: setting({
     flag: 'log-format',
-    env: 'LOG_FORMAT',
+    env: 'EXTQS_LOG_FORMAT',
+    deprecatedEnv: 'LOG_FORMAT',
     default: 'combined',
-    parse: oneOf(LOG_FORMATS),
+    parse: logFormat(LOG_FORMATS, compileAccessFormat),
     roles: ['proxy', 'host'],
     live: true,
     placeholder: 'FORMAT',
-    help: "combined (Apache's text layouts) or json (one object a line)",
+    help: 'combined (Apache\'s text layouts), json (one object a line), or an Apache LogFormat string for access.log (%h %t "%r" %>s %b %D %T %{User-Agent}i …; the other logs stay text)',
     group: 'logs',
   }),
   logMaxSize: setting({
     flag: 'log-max-size',
-    env: 'LOG_MAX_SIZE',
+    env: 'EXTQS_LOG_MAX_SIZE',
+    deprecatedEnv: 'LOG_MAX_SIZE',
     default: '0',
     defaultText: '0 (never)',
     parse: size,
@@ -456,7 +515,8 @@ export const SETTINGS = {
   }),
   logMaxFiles: setting({
     flag: 'log-max-files',
-    env: 'LOG_MAX_FILES',
+    env: 'EXTQS_LOG_MAX_FILES',
+    deprecatedEnv: 'LOG_MAX_FILES',
     default: '5',
     parse: integer(1, 1000),
     roles: ['proxy', 'host'],
@@ -467,7 +527,8 @@ export const SETTINGS = {
   }),
   headerTimeout: setting({
     flag: 'header-timeout',
-    env: 'HEADER_TIMEOUT',
+    env: 'EXTQS_HEADER_TIMEOUT',
+    deprecatedEnv: 'HEADER_TIMEOUT',
     default: '20',
     parse: integer(1, 3_600),
     roles: ['proxy'],
@@ -477,7 +538,8 @@ export const SETTINGS = {
   }),
   requestTimeout: setting({
     flag: 'request-timeout',
-    env: 'REQUEST_TIMEOUT',
+    env: 'EXTQS_REQUEST_TIMEOUT',
+    deprecatedEnv: 'REQUEST_TIMEOUT',
     default: '60',
     parse: integer(1, 86_400),
     // Node refuses a head deadline later than the whole request's, and it would mean nothing.
@@ -491,7 +553,8 @@ export const SETTINGS = {
   }),
   keepAliveTimeout: setting({
     flag: 'keep-alive-timeout',
-    env: 'KEEP_ALIVE_TIMEOUT',
+    env: 'EXTQS_KEEP_ALIVE_TIMEOUT',
+    deprecatedEnv: 'KEEP_ALIVE_TIMEOUT',
     default: '5',
     parse: integer(0, MAX_KEEP_ALIVE_TIMEOUT),
     roles: ['proxy'],
@@ -501,7 +564,8 @@ export const SETTINGS = {
   }),
   maxHeaderSize: setting({
     flag: 'max-header-size',
-    env: 'MAX_HEADER_SIZE',
+    env: 'EXTQS_MAX_HEADER_SIZE',
+    deprecatedEnv: 'MAX_HEADER_SIZE',
     default: '16384',
     // The host's own limit is set above what this lets through (HOST_MAX_HEADER_SIZE).
     parse: integer(1_024, MAX_HEADER_SIZE_CEILING),
@@ -512,7 +576,8 @@ export const SETTINGS = {
   }),
   maxHeaderFields: setting({
     flag: 'max-header-fields',
-    env: 'MAX_HEADER_FIELDS',
+    env: 'EXTQS_MAX_HEADER_FIELDS',
+    deprecatedEnv: 'MAX_HEADER_FIELDS',
     default: '100',
     parse: integer(1, 10_000),
     roles: ['proxy'],
@@ -522,7 +587,8 @@ export const SETTINGS = {
   }),
   limitRequestBody: setting({
     flag: 'limit-request-body',
-    env: 'LIMIT_REQUEST_BODY',
+    env: 'EXTQS_LIMIT_REQUEST_BODY',
+    deprecatedEnv: 'LIMIT_REQUEST_BODY',
     default: '1g',
     parse: size,
     roles: ['proxy'],
@@ -532,7 +598,8 @@ export const SETTINGS = {
   }),
   maxConnections: setting({
     flag: 'max-connections',
-    env: 'MAX_CONNECTIONS',
+    env: 'EXTQS_MAX_CONNECTIONS',
+    deprecatedEnv: 'MAX_CONNECTIONS',
     default: '0',
     defaultText: '0 (no cap)',
     parse: integer(0, 1_000_000),

@@ -11,6 +11,7 @@ import { describeSettings, logSettingsOf } from '../common/config.ts';
 import { siblingFile } from '../common/entryFile.ts';
 import { childEndpoint, IpcChannel } from '../common/ipc.ts';
 import { readyLine } from '../common/ready.ts';
+import { notifyReady } from '../common/serviceManager.ts';
 import { terminalWriter } from '../common/terminal.ts';
 import { RESTART_DELAY_MS, RestartPace } from '../common/restartPace.ts';
 import type { Reloads } from '../common/reload.ts';
@@ -176,6 +177,7 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
   log.notice(`Host pool ${process.pid} serving ${config.www}/controllers on ${url} with ${config.workers} workers`);
   log.info(`Settings: ${describeSettings(config)}`);
   process.stdout.write(`${readyLine(url)}\n`);
+  notifyReady((message) => log.error(message));
 
   onShutdownSignal(async (reason) => {
     stopping = true;

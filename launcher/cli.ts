@@ -12,9 +12,17 @@ function isCommand(word: string | undefined): word is Command {
   return (COMMANDS as readonly (string | undefined)[]).includes(word);
 }
 
+/** The deprecation line, once at start (the children of `extqs start` get their settings from it, not the environment). */
+const warn = (line: string) => process.stderr.write(`${line}\n`);
+
 async function main(args: string[]): Promise<void> {
   const [word, ...argv] = args;
-  if (word === undefined || word === '--help' || word === '-h' || word === 'help') {
+  if (word === undefined) {
+    // No command is a mistake, not a request for help: a script that forgot its command must not succeed.
+    process.stderr.write(mainHelp());
+    throw new UsageError(`a command is required: ${COMMANDS.join(', ')}`);
+  }
+  if (word === '--help' || word === '-h' || word === 'help') {
     process.stdout.write(mainHelp());
     return;
   }
@@ -34,21 +42,21 @@ async function main(args: string[]): Promise<void> {
     // Loaded here only: it brings esbuild, 10 MB of the launcher's resident memory otherwise.
     const { check } = await import('./check.ts');
     const lines: string[] = [];
-    const status = await check(readConfig('check', argv), (line) => lines.push(line));
+    const status = await check(readConfig('check', argv, process.env, process.cwd(), warn), (line) => lines.push(line));
     process.stdout.write(`${lines.join('\n')}\n`);
     // A controller's module body may have left timers or sockets open: the check is over all the same.
     process.exit(status);
   }
   if (word === 'start') {
-    await start(argv, readConfig('start', argv));
+    await start(argv, readConfig('start', argv, process.env, process.cwd(), warn));
     return;
   }
   if (word === 'dev') {
     const devArgv = [...DEV_DEFAULTS, ...argv];
-    await start(devArgv, readConfig('dev', devArgv), true);
+    await start(devArgv, readConfig('dev', devArgv, process.env, process.cwd(), warn), true);
     return;
   }
-  const config = readConfig(word, argv);
+  const config = readConfig(word, argv, process.env, process.cwd(), warn);
   await runRole(word, config, reloadOnSighup(word, argv, config));
 }
 

@@ -6,8 +6,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sliceFor, type Config } from '../common/config.ts';
+import { writePidFile } from '../common/pidFile.ts';
 import { readyLine } from '../common/ready.ts';
 import { rereadConfig } from '../common/reload.ts';
+import { notifyReady } from '../common/serviceManager.ts';
 import type { HostConfig, ProxyConfig } from '../common/settings.ts';
 import { STOP_MARGIN_S } from '../common/shutdown.ts';
 import { Supervisor } from './supervisor.ts';
@@ -50,13 +52,28 @@ export async function start(argv: readonly string[], initial: Config, dev = fals
     onEvent: say,
     stopTimeoutMs: (config.shutdownTimeout + STOP_MARGIN_S.host) * 1000,
   });
+  let removePidFile: (() => void) | undefined;
+  let notified = false;
   const proxy = new Supervisor({
     role: 'proxy',
     config: proxyConfig,
     onReady: (urls) => {
       port = portOf(urls[0]);
       if (urls[1]) tlsPort = portOf(urls[1]);
+      // Before the ready line, so whoever waits for that line finds the file; once, not on a proxy restart.
+      if (config.pidFile !== undefined && removePidFile === undefined) {
+        try {
+          removePidFile = writePidFile(config.pidFile);
+        } catch (err) {
+          say(`cannot write --pid-file ${config.pidFile}: ${(err as Error).message}`);
+          void stop('no pid file').then(() => process.exit(1));
+          return;
+        }
+      }
       process.stdout.write(`${readyLine(...urls)}\n`);
+      // The service answers: systemd may report it started (once; a restarted proxy is not a new start).
+      if (!notified) notifyReady(say);
+      notified = true;
     },
     onEvent: say,
     stopTimeoutMs: (config.shutdownTimeout + STOP_MARGIN_S.proxy) * 1000,
@@ -69,6 +86,7 @@ export async function start(argv: readonly string[], initial: Config, dev = fals
       await proxy.stop();
       await host.stop();
       removeRunDir();
+      removePidFile?.();
     })();
     return stopping;
   };

@@ -2,6 +2,7 @@
 // settings, wait for its ready line, restart it with back-off when it dies, stop it with SIGTERM and
 // wait for it to exit.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { NOTIFY_SOCKET } from '../common/serviceManager.ts';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { siblingFile } from '../common/entryFile.ts';
@@ -55,6 +56,8 @@ export class Supervisor {
         // settings, and lets a child notice the launcher is gone and stop by itself.
         detached: true,
         stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
+        // Only the launcher tells systemd it is ready: a host ready before the proxy would say so too early.
+        env: { ...process.env, [NOTIFY_SOCKET]: undefined },
       });
       this.child = child;
       const channel = new IpcChannel<LauncherSays, ChildSays>(childEndpoint(child));

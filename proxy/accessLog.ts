@@ -4,7 +4,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { LogSettings } from '../common/settings.ts';
 import { openLineLog, rotationOf, type LineLog } from '../common/lineLog.ts';
-import { accessJson, combinedLine } from '../common/logFormat.ts';
+import { accessFormatter } from '../common/logFormat.ts';
 import { clientAddress } from './errorLog.ts';
 
 /** Body bytes of responses that have no Content-Length (streamed from the host), counted as they pass. */
@@ -55,7 +55,7 @@ export function openAccessLog(
   log: LineLog = openLineLog(dir, 'access.log', rotationOf(settings)),
 ): AccessLog {
   // Chosen once (and on reopen), not per line: this runs for every request.
-  let format = settings.logFormat === 'json' ? accessJson : combinedLine;
+  let format = accessFormatter(settings.logFormat);
   return {
     record(req, res, url, arrivedAt, remoteAddress, bytes) {
       const requestId = res.getHeader('x-request-id');
@@ -72,6 +72,9 @@ export function openAccessLog(
           referer: req.headers.referer,
           userAgent: req.headers['user-agent'],
           requestId: typeof requestId === 'string' ? requestId : undefined,
+          // Milliseconds, the clock arrivedAt was read with: %D ends in 000.
+          durationMicros: (Date.now() - arrivedAt) * 1000,
+          headers: req.headers,
         }),
       );
     },
@@ -92,7 +95,7 @@ export function openAccessLog(
       );
     },
     reopen(next) {
-      format = next.logFormat === 'json' ? accessJson : combinedLine;
+      format = accessFormatter(next.logFormat);
       return log.reopen(rotationOf(next));
     },
     drain: () => log.drain(),

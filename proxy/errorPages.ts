@@ -2,6 +2,7 @@
 // without the server signature and without echoing the URL back.
 import type { ServerResponse } from 'node:http';
 import { STATUS_CODES } from 'node:http';
+import type { ErrorDocument } from '../common/settingParsers.ts';
 import { isHttp2 } from './protocols.ts';
 
 const explanations: Record<number, string> = {
@@ -26,8 +27,14 @@ const APACHE_REASONS: Record<number, string> = { 413: 'Request Entity Too Large'
 export const reasonOf = (status: number): string => APACHE_REASONS[status] ?? STATUS_CODES[status] ?? 'Error';
 
 const pages = new Map<number, Buffer>();
+/** The operator's pages (--error-document), replaced as a whole at start and on SIGHUP. */
+let ownPages = new Map<number, { body: Buffer; contentType: string }>();
 
-/** The page for `status`, built once. */
+export function setErrorDocuments(documents: readonly ErrorDocument[]): void {
+  ownPages = new Map(documents.map(({ status, body, contentType }) => [status, { body: Buffer.from(body, 'base64'), contentType }]));
+}
+
+/** Apache's page for `status`, built once. */
 export function errorPage(status: number): Buffer {
   let page = pages.get(status);
   if (!page) {
@@ -42,17 +49,18 @@ export function errorPage(status: number): Buffer {
   return page;
 }
 
-/** Answers with Apache's page for `status`; a response already under way is cut instead. */
+/** Answers with the operator's page for `status`, else Apache's; a response already under way is cut instead. */
 export function sendErrorPage(res: ServerResponse, status: number, headers: Record<string, string> = {}): void {
   if (res.headersSent) {
     res.destroy();
     return;
   }
-  const page = errorPage(status);
+  const own = ownPages.get(status);
+  const page = own?.body ?? errorPage(status);
   const head = res.req.method === 'HEAD';
   // A HEAD answer carries no body length for a body that does not follow, as Apache's error pages
   // (RFC 9110 §8.6 lets a server leave it out; a cache would otherwise take it for the GET's).
-  const fields: Record<string, string> = { ...headers, 'Content-Type': 'text/html; charset=iso-8859-1' };
+  const fields: Record<string, string> = { ...headers, 'Content-Type': own?.contentType ?? 'text/html; charset=iso-8859-1' };
   if (!head) fields['Content-Length'] = String(page.length);
   // HTTP/2 has no reason phrase (RFC 9113 §8.3.2); Node warns when given one.
   if (isHttp2(res.req)) res.writeHead(status, fields);

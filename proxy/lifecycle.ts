@@ -3,6 +3,7 @@
 import { describeSettings } from '../common/config.ts';
 import type { ErrorEntry } from '../common/logFormat.ts';
 import { readyLine } from '../common/ready.ts';
+import { notifyReady } from '../common/serviceManager.ts';
 import type { ProxyConfig } from '../common/settings.ts';
 import type { ErrorLog } from './errorLog.ts';
 
@@ -20,6 +21,7 @@ export function announceStart(errorLog: ErrorLog, config: ProxyConfig, urls: str
   });
   errorLog.write({ module: 'mpm_event', level: 'info', message: `settings: ${describeSettings(config)}` });
   process.stdout.write(`${readyLine(...urls)}\n`);
+  notifyReady((message) => errorLog.write({ module: 'core', level: 'error', message }));
 }
 
 /** A SIGHUP's line: which files were opened again and what the configuration read again changed. */

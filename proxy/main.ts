@@ -17,6 +17,7 @@ import { onShutdownSignal } from '../common/shutdown.ts';
 import { openAccessLog } from './accessLog.ts';
 import type { CompressionSettings } from './compression.ts';
 import { openErrorLog } from './errorLog.ts';
+import { setErrorDocuments } from './errorPages.ts';
 import { terminalWriter } from '../common/terminal.ts';
 import { announceStart, listenerUrl, reloadedEntry, stoppingEntry } from './lifecycle.ts';
 import { logRelay } from './logRelay.ts';
@@ -77,7 +78,9 @@ export async function serveProxy(
   let reloadCertificate = (_settings: ProxyConfig): void => {};
   // Read by every request, so a SIGHUP's --compression applies to the next answers.
   const compression: CompressionSettings = { codings: config.compression };
+  setErrorDocuments(config.errorDocuments);
   reloads((settings, note, kept) => {
+    setErrorDocuments(settings.errorDocuments);
     const reopened = [accessLog.reopen(settings) && 'access.log', errorLog.reopen(settings) && 'error.log'];
     compression.codings = settings.compression;
     if (!primary) errorLog.write(reloadedEntry(reopened, note, kept));

@@ -1,8 +1,10 @@
 // The `extqs` command as an operator meets it: every flag of every command accepted by exactly the
 // commands that take it and refused by the others (table-driven from common/settings.ts), each setting
 // reaching the process that uses it, --help, --version, `check`, and the built JavaScript running.
-import { spawnSync } from 'node:child_process';
-import { mkdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { createInterface } from 'node:readline';
+import { existsSync, mkdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { expect } from 'chai';
 import { COMMANDS, takes, type Command } from '../../common/config.ts';
@@ -55,6 +57,7 @@ function samples(sandbox: Sandbox): Record<SettingKey, { value: string; shown: s
     serverTokens: { value: 'prod', shown: '--server-tokens "prod"' },
     logs: { value: sandbox.logs, shown: `--logs ${JSON.stringify(sandbox.logs)}` },
     configFile: { value: configFile, shown: `--config ${JSON.stringify(configFile)}` },
+    pidFile: { value: join(sandbox.dir, 'extqs.pid'), shown: '' },
     workers: { value: '1', shown: '--workers 1' },
     maxRequests: { value: '1000', shown: '--max-requests 1000' },
     maxExecutionTime: { value: '11', shown: '--max-execution-time 11' },
@@ -66,6 +69,7 @@ function samples(sandbox: Sandbox): Record<SettingKey, { value: string; shown: s
     forwarder: { value: 'http-proxy', shown: '--forwarder "http-proxy"' },
     statusAllow: { value: '127.0.0.1', shown: '--status-allow "127.0.0.1/32"' },
     compression: { value: 'br', shown: '--compression "br"' },
+    errorDocuments: { value: `503=${configFile}`, shown: `--error-document ${JSON.stringify(`503=${configFile}`)}` },
     upstreams: { value: `unix:${socket}`, shown: `--upstream ${JSON.stringify(`unix:${socket}`)}` },
     upstreamMaxFails: { value: '3', shown: '--upstream-max-fails 3' },
     upstreamFailTimeout: { value: '4', shown: '--upstream-fail-timeout 4' },
@@ -152,7 +156,7 @@ describe('the extqs command', function () {
 
   describe('--help and --version', function () {
     it('extqs --help lists every command, on stdout, exit 0', function () {
-      for (const args of [['--help'], ['-h'], []]) {
+      for (const args of [['--help'], ['-h']]) {
         const result = extqs(args);
         expect(result.status).to.equal(0);
         for (const command of COMMANDS) expect(result.stdout).to.match(new RegExp(`^  ${command} `, 'm'));
@@ -163,7 +167,7 @@ describe('the extqs command', function () {
       it(`extqs ${command} --help lists exactly the flags it takes, with their variables`, function () {
         const result = extqs([command, '--help']);
         expect(result.status).to.equal(0);
-        const listed = [...result.stdout.matchAll(/^ {2}--([a-z0-9-]+) [A-Z]+ +([A-Z0-9_]+),/gm)].map((m) => [m[1], m[2]]);
+        const listed = [...result.stdout.matchAll(/^ {2}--([a-z0-9-]+) [A-Z=]+ +([A-Z0-9_]+),/gm)].map((m) => [m[1], m[2]]);
         const expected = SETTING_KEYS.filter((key) => takes(command, key)).map((key) => [specOf(key).flag, specOf(key).env]);
         expect(listed).to.deep.equal(expected);
       });
@@ -176,10 +180,188 @@ describe('the extqs command', function () {
       expect(result.stdout).to.equal(`extqs ${version} (Node.js ${process.version})\n`);
     });
 
+    it('bare extqs prints the usage on stderr and exits 2: a script that lost its command must not succeed', function () {
+      const result = extqs([]);
+      expect(result.status).to.equal(2);
+      expect(result.stdout).to.equal('');
+      for (const command of COMMANDS) expect(result.stderr).to.match(new RegExp(`^  ${command} `, 'm'));
+      expect(result.stderr).to.contain('extqs: a command is required: start, proxy, host, dev, check');
+    });
+
     it('refuses an unknown command with exit 2 and the list of commands', function () {
       const result = extqs(['serve']);
       expect(result.status).to.equal(2);
       expect(result.stderr).to.contain('extqs: unknown command "serve"; the commands are start, proxy, host, dev, check');
+    });
+  });
+
+  describe('mistakes on the command line and in the --config file', function () {
+    it('extqs start reports them all at once, exit 2: values starting with "-", typos with a suggestion, every bad file line', function () {
+      const file = join(sandbox.dir, 'extqs.conf');
+      writeFileSync(file, '# comment\nEXTQS_WORKERS=2\nLOGLEVEL=debug\nthis is not a setting\nEXTQS_KEEP_ALIVE_TIMEOUT=-3\n');
+      const result = extqs(['start', '--www', sandbox.www, '--logs', sandbox.logs, '--workers', '-1', '--prot', '80', '--config', file]);
+      expect(result.status, result.stderr).to.equal(2);
+      expect(result.stdout).to.equal('');
+      expect(result.stderr).not.to.contain('ambiguous');
+      const lines = result.stderr.trim().split('\n');
+      expect(lines).to.have.length(5);
+      expect(lines).to.include.members([
+        'extqs start: unknown option "--prot" (did you mean --port?); see extqs start --help',
+        `${file}:4 must be NAME=value, got "this is not a setting"`,
+        '--workers (EXTQS_WORKERS) must be an integer from 1 to 256, got "-1"',
+        '--keep-alive-timeout (EXTQS_KEEP_ALIVE_TIMEOUT) must be an integer from 0 to 60, got "-3"',
+      ]);
+      expect(lines.find((line) => line.startsWith(`${file}:3 `))).to.match(/got "LOGLEVEL" \(did you mean EXTQS_LOG_LEVEL\?\)$/);
+      // Nothing was started: no log file was opened.
+      expect(readLog(sandbox, 'error.log')).to.deep.equal([]);
+    });
+  });
+
+  describe('environment names', function () {
+    let running: Running | undefined;
+    afterEach(async () => running?.stop());
+
+    it('reads EXTQS_ names over the old ones, and the old ones alone with one deprecation line, not repeated on SIGHUP', async function () {
+      running = await spawnReady(['bin/extqs.js', 'start', '--listen', '127.0.0.1', '--www', sandbox.www, '--logs', sandbox.logs], {
+        // Were PORT read, start-up would stop on its value.
+        EXTQS_PORT: '0',
+        PORT: 'taken-by-another-program',
+        WORKERS: '2',
+        EXTQS_PROXY_WORKERS: '1',
+        LOG_LEVEL: 'debug',
+      });
+      expect(await settingsLine(sandbox, 'host.log')).to.contain('--workers 2');
+      expect(await settingsLine(sandbox, 'error.log')).to.contain('--log-level "debug"');
+      const deprecation = (text: string) => text.split('\n').filter((line) => line.includes('deprecated setting names'));
+      expect(deprecation(running.stderr())).to.deep.equal([
+        'extqs: deprecated setting names read: WORKERS -> EXTQS_WORKERS, LOG_LEVEL -> EXTQS_LOG_LEVEL; the names without EXTQS_ are read until extqs 0.2',
+      ]);
+      running.child.kill('SIGHUP');
+      await eventually(() => running!.stderr().includes('SIGHUP: the children reopen their logs'), 5000, 'the SIGHUP line');
+      expect(deprecation(running.stderr())).to.have.length(1);
+    });
+  });
+
+  describe('--pid-file', function () {
+    let running: Running | undefined;
+    afterEach(async () => running?.stop());
+
+    it("holds the launcher's pid at its ready line, takes logrotate's SIGHUP, and is removed at exit", async function () {
+      const pidFile = join(sandbox.dir, 'run', 'extqs.pid');
+      mkdirSync(join(sandbox.dir, 'run'));
+      // A file left by a launcher that was killed, naming a live process (this one): overwritten, as nginx does.
+      writeFileSync(pidFile, `${process.pid}\n`);
+      running = await startStack(sandbox, ['--pid-file', pidFile]);
+      expect(readFileSync(pidFile, 'utf8')).to.equal(`${running.child.pid}\n`);
+      // What the README's logrotate postrotate does: kill -HUP "$(cat the pid file)".
+      process.kill(Number(readFileSync(pidFile, 'utf8')), 'SIGHUP');
+      await eventually(() => running!.stderr().includes('SIGHUP: the children reopen their logs'), 5000, 'the SIGHUP line');
+      expect(await running.stop()).to.equal(0);
+      expect(existsSync(pidFile)).to.equal(false);
+    });
+
+    it('refuses a pid file in a directory that does not exist before starting anything, exit 2', function () {
+      const pidFile = join(sandbox.dir, 'missing', 'extqs.pid');
+      const result = extqs(['start', '--www', sandbox.www, '--logs', sandbox.logs, '--pid-file', pidFile]);
+      expect(result.status).to.equal(2);
+      expect(result.stderr).to.contain(`--pid-file (EXTQS_PID_FILE) must be a file in a writable directory (ENOENT`);
+    });
+  });
+
+  describe('under systemd (Type=notify)', function () {
+    const running: Running[] = [];
+    let listener: ChildProcess | undefined;
+    afterEach(async () => {
+      for (const child of running.splice(0)) await child.stop();
+      if (listener && listener.exitCode === null && listener.signalCode === null) {
+        const exited = once(listener, 'exit');
+        listener.kill('SIGTERM');
+        await exited;
+      }
+    });
+
+    /** What systemd does: a unix datagram socket as NOTIFY_SOCKET, each message received one line. */
+    async function notifySocket(): Promise<{ path: string; lines: string[] }> {
+      const path = join(sandbox.dir, 'notify.sock');
+      const script = [
+        'import socket, sys',
+        's = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)',
+        's.bind(sys.argv[1])',
+        'print("bound", flush=True)',
+        'while True: print(s.recv(4096).decode().replace("\\n", " ").strip(), flush=True)',
+      ].join('\n');
+      listener = spawn('python3', ['-c', script, path], { stdio: ['ignore', 'pipe', 'inherit'] });
+      const lines: string[] = [];
+      const reader = createInterface({ input: listener.stdout! });
+      reader.on('line', (line) => lines.push(line));
+      await eventually(() => lines.includes('bound'), 5000, 'the notify socket');
+      return { path, lines };
+    }
+
+    it('extqs start sends READY=1 once, after its ready line, and never from its children', async function () {
+      const socket = await notifySocket();
+      const stack = await startStack(sandbox, [], { NOTIFY_SOCKET: socket.path });
+      running.push(stack);
+      await eventually(() => socket.lines.includes('READY=1'), 5000, 'READY=1');
+      expect(stack.stdout()).to.match(/^listening on /m);
+      // A host or proxy child that also spoke would have done so before the launcher's ready line.
+      expect(await stack.stop()).to.equal(0);
+      // systemd-notify follows READY=1 with BARRIER=1 (it waits for systemd to have read it).
+      expect(socket.lines.filter((line) => line.includes('READY'))).to.deep.equal(['READY=1']);
+    });
+
+    it('extqs proxy and extqs host on their own each send READY=1 once they listen', async function () {
+      const socket = await notifySocket();
+      const host = await startProcess('host', ['--www', sandbox.www, '--logs', sandbox.logs, '--workers', '1'], {
+        NOTIFY_SOCKET: socket.path,
+      });
+      running.push(host);
+      const readies = () => socket.lines.filter((line) => line === 'READY=1').length;
+      await eventually(() => readies() === 1 || undefined, 5000, "the host's READY=1");
+      running.push(await startProxy(sandbox, ['--upstream', host.url.replace('listening on ', '')], { NOTIFY_SOCKET: socket.path }));
+      await eventually(() => readies() === 2 || undefined, 5000, "the proxy's READY=1");
+    });
+  });
+
+  describe('--error-document', function () {
+    let running: Running | undefined;
+    afterEach(async () => running?.stop());
+
+    it("answers the operator's page for its status, reads it again on SIGHUP, and keeps Apache's for the others", async function () {
+      const page = join(sandbox.dir, 'pages', 'not found é.html');
+      mkdirSync(join(sandbox.dir, 'pages'));
+      writeFileSync(page, '<h1>Not here, sorry</h1>\n');
+      running = await startStack(sandbox, ['--error-document', `404=${page}`]);
+      const missing = await get(running.url, '/no-such-file.txt');
+      expect(missing.status).to.equal(404);
+      expect(missing.headers['content-type']).to.equal('text/html; charset=utf-8');
+      expect(missing.body).to.equal('<h1>Not here, sorry</h1>\n');
+      // 405 has no page of its own: Apache's.
+      const refused = await get(running.url, '/index.html', { method: 'DELETE' });
+      expect(refused.status).to.equal(405);
+      expect(refused.body).to.contain('<!DOCTYPE HTML PUBLIC');
+
+      writeFileSync(page, '<h1>Still not here</h1>\n');
+      running.child.kill('SIGHUP');
+      await eventually(
+        async () => (await get(running!.url, '/no-such-file.txt')).body === '<h1>Still not here</h1>\n' || undefined,
+        5000,
+        'the page read again',
+      );
+    });
+
+    it('stops start-up naming a page that cannot be read, exit 2', function () {
+      const page = join(sandbox.dir, 'missing.html');
+      const result = extqs(['start', '--www', sandbox.www, '--logs', sandbox.logs, '--error-document', `503=${page}`]);
+      expect(result.status).to.equal(2);
+      expect(result.stderr).to.contain('--error-document (EXTQS_ERROR_DOCUMENT) must be CODE=FILE items separated by commas');
+      expect(result.stderr).to.contain(page);
+    });
+
+    it('refuses a status it does not take', function () {
+      const result = extqs(['check', '--www', sandbox.www, '--logs', sandbox.logs, '--error-document', `200=${join(sandbox.dir, 'x')}`]);
+      expect(result.status).to.equal(2);
+      expect(result.stderr).to.contain('CODE one of 404, 500, 502, 503, 504');
     });
   });
 
@@ -284,8 +466,8 @@ describe('the extqs command', function () {
     it('reports every bad setting at once, exit 2', function () {
       const result = check(['--port', '80a', '--workers', '0']);
       expect(result.status).to.equal(2);
-      expect(result.stderr).to.contain('--port (PORT) must be an integer from 0 to 65535, got "80a"');
-      expect(result.stderr).to.contain('--workers (WORKERS) must be an integer from 1 to 256, got "0"');
+      expect(result.stderr).to.contain('--port (EXTQS_PORT) must be an integer from 0 to 65535, got "80a"');
+      expect(result.stderr).to.contain('--workers (EXTQS_WORKERS) must be an integer from 1 to 256, got "0"');
     });
   });
 

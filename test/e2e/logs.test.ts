@@ -120,7 +120,7 @@ describe('logs', function () {
         'the reload line',
       );
       expect(line).to.contain('[mpm_event:error]');
-      expect(line).to.contain('configuration not read again, the running one is kept: --log-level (LOG_LEVEL) must be one of');
+      expect(line).to.contain('configuration not read again, the running one is kept: --log-level (EXTQS_LOG_LEVEL) must be one of');
       expect((await get(stack.url, '/favicon.ico')).status).to.equal(404);
       await eventually(() => (count(readLog(sandbox, 'error.log'), '[core:info]') === 1 ? true : undefined), 5000, 'the favicon line');
     });
@@ -180,6 +180,44 @@ describe('logs', function () {
       expect(failed).to.deep.include({ level: 'error' });
       expect(failed.message).to.contain('Failed opening controller script');
       expect(host.every((e) => Object.keys(e).join() === 'time,level,pid,request_id,message')).to.equal(true);
+    });
+  });
+
+  describe('--log-format with an Apache LogFormat string', function () {
+    it('writes access.log in that layout, with the request time (%D, %T) and request headers (%{X}i); the other logs stay text', async function () {
+      const format = '%h %t "%r" %>s %b %D %T "%{User-Agent}i" %{X-Client-Tag}i %{Absent}i';
+      stack = await startStack(sandbox, ['--workers', '1', '--log-format', format]);
+      const headers = { 'User-Agent': 'agent "quoted"', 'X-Client-Tag': 'tag-1' };
+      expect((await get(stack.url, '/no-such-file.txt', { headers })).status).to.equal(404);
+      expect(await stack.stop()).to.equal(0);
+      const [line] = readLog(sandbox, 'access.log');
+      const match = /^127\.0\.0\.1 \[[^\]]+\] "GET \/no-such-file\.txt HTTP\/1\.1" 404 \d+ (\d+) (\d+) "agent \\"quoted\\"" tag-1 -$/.exec(
+        line,
+      );
+      expect(match, line).not.to.equal(null);
+      expect(Number(match![1]) % 1000).to.equal(0);
+      expect(Number(match![2])).to.equal(Math.floor(Number(match![1]) / 1_000_000));
+      expect(readLog(sandbox, 'error.log').every((l) => l.startsWith('['))).to.equal(true);
+    });
+
+    it('refuses an unknown directive at start, naming it, exit 2', async function () {
+      const result = await run(process.execPath, [
+        'bin/extqs.js',
+        'check',
+        '--www',
+        sandbox.www,
+        '--logs',
+        sandbox.logs,
+        '--log-format',
+        '%h %Z',
+      ]).then(
+        () => expect.fail('check accepted %Z'),
+        (err: { code: number; stderr: string }) => err,
+      );
+      expect(result.code).to.equal(2);
+      expect(result.stderr).to.contain(
+        '--log-format (EXTQS_LOG_FORMAT) must be one of combined, json, or an Apache LogFormat string: %Z is not one of %h',
+      );
     });
   });
 

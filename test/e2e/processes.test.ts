@@ -60,7 +60,7 @@ describe('start-up validation', function () {
   it('stops on a bad --port, naming the setting, the value and what is allowed', function () {
     const result = run(['--port', '80a', '--www', sandbox.www, '--logs', sandbox.logs]);
     expect(result.status).to.equal(2);
-    expect(result.stderr).to.contain('--port (PORT) must be an integer from 0 to 65535, got "80a"');
+    expect(result.stderr).to.contain('--port (EXTQS_PORT) must be an integer from 0 to 65535, got "80a"');
   });
 
   it('stops on a bad PORT from the environment', function () {
@@ -96,7 +96,7 @@ describe('start-up validation', function () {
   it('stops on a www directory without controllers/', function () {
     const result = run(['--port', '0', '--www', sandbox.logs, '--logs', sandbox.logs]);
     expect(result.status).to.equal(2);
-    expect(result.stderr).to.contain('--www (WWW_ROOT) must be a directory holding public/ and controllers/');
+    expect(result.stderr).to.contain('--www (EXTQS_WWW_ROOT) must be a directory holding public/ and controllers/');
   });
 
   it('stops with a clear message when the port is taken', async function () {

@@ -276,13 +276,15 @@ describe('HTTPS settings', function () {
     const other = makeCertificate(sandbox.dir, 'other');
     const alone = proxy(['--tls-cert', one.cert]);
     expect(alone.status).to.equal(2);
-    expect(alone.stderr).to.contain('--tls-key (TLS_KEY) must be given together with --tls-cert (TLS_CERT), or neither, got ""');
+    expect(alone.stderr).to.contain(
+      '--tls-key (EXTQS_TLS_KEY) must be given together with --tls-cert (EXTQS_TLS_CERT), or neither, got ""',
+    );
     const mismatched = proxy(['--tls-cert', one.cert, '--tls-key', other.key]);
     expect(mismatched.status).to.equal(2);
-    expect(mismatched.stderr).to.contain(`--tls-key (TLS_KEY) must be the private key of the certificate in --tls-cert`);
+    expect(mismatched.stderr).to.contain(`--tls-key (EXTQS_TLS_KEY) must be the private key of the certificate in --tls-cert`);
     expect(mismatched.stderr).to.contain(`is not the key of the certificate in ${one.cert}`);
     const notPem = proxy(['--tls-cert', join(ROOT, 'package.json'), '--tls-key', one.key]);
-    expect(notPem.stderr).to.contain('--tls-cert (TLS_CERT) must be a PEM file holding a certificate, then its chain');
+    expect(notPem.stderr).to.contain('--tls-cert (EXTQS_TLS_CERT) must be a PEM file holding a certificate, then its chain');
     const redirect = proxy(['--tls-redirect', 'on']);
     expect(redirect.stderr).to.contain('--tls-redirect (TLS_REDIRECT) must be off without --tls-cert');
   });

@@ -1,10 +1,11 @@
 import { availableParallelism } from 'node:os';
 import { expect } from 'chai';
-import { mkdirSync, mkdtempSync, rmSync, existsSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, existsSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseSetting, readConfig as readConfigOf, type Config } from '../../common/config.ts';
-import { ConfigError, UsageError } from '../../common/configError.ts';
+import { ConfigError, ConfigErrors, UsageError } from '../../common/configError.ts';
+import { LOG_LEVELS } from '../../common/logFormat.ts';
 import { formatUpstream, type Upstream } from '../../common/settingParsers.ts';
 
 /** Every setting, as `extqs check` reads them. */
@@ -88,6 +89,8 @@ describe('config', () => {
         www: join(cwd, 'www'),
         followSymlinks: 'owner',
         logs: join(cwd, 'logs'),
+        pidFile: undefined,
+        errorDocuments: [],
         upstreams: [],
         upstreamMaxFails: 1,
         upstreamFailTimeout: 10,
@@ -146,28 +149,28 @@ describe('config', () => {
     it('rejects a header timeout of 0, which would mean none', () => {
       expect(() => readConfig(['--header-timeout', '0'], {}, cwd)).to.throw(
         ConfigError,
-        '--header-timeout (HEADER_TIMEOUT) must be an integer from 1 to 3600, got "0"',
+        '--header-timeout (EXTQS_HEADER_TIMEOUT) must be an integer from 1 to 3600, got "0"',
       );
     });
 
     it('rejects a request timeout shorter than the header timeout', () => {
       expect(() => readConfig(['--header-timeout', '30', '--request-timeout', '10'], {}, cwd)).to.throw(
         ConfigError,
-        '--request-timeout (REQUEST_TIMEOUT) must be at least --header-timeout (30), got "10"',
+        '--request-timeout (EXTQS_REQUEST_TIMEOUT) must be at least --header-timeout (30), got "10"',
       );
     });
 
     it("keeps the client keep-alive timeout below the host's 75 s", () => {
       expect(() => readConfig([], { KEEP_ALIVE_TIMEOUT: '75' }, cwd)).to.throw(
         ConfigError,
-        '--keep-alive-timeout (KEEP_ALIVE_TIMEOUT) must be an integer from 0 to 60, got "75"',
+        '--keep-alive-timeout (EXTQS_KEEP_ALIVE_TIMEOUT) must be an integer from 0 to 60, got "75"',
       );
     });
 
     it('rejects a header size too small for any real request', () => {
       expect(() => readConfig(['--max-header-size', '100'], {}, cwd)).to.throw(
         ConfigError,
-        '--max-header-size (MAX_HEADER_SIZE) must be an integer from 1024 to 1048576, got "100"',
+        '--max-header-size (EXTQS_MAX_HEADER_SIZE) must be an integer from 1024 to 1048576, got "100"',
       );
     });
   });
@@ -188,7 +191,7 @@ describe('config', () => {
       expect(readConfig(['--max-execution-time', '0'], {}, cwd).shutdownTimeout).to.equal(35);
       expect(readConfig([], { SHUTDOWN_TIMEOUT: '2' }, cwd).shutdownTimeout).to.equal(2);
       expect(configErrorOf(() => readConfig(['--shutdown-timeout=-1'], {}, cwd)).message).to.equal(
-        '--shutdown-timeout (SHUTDOWN_TIMEOUT) must be an integer from 0 to 86400, got "-1"',
+        '--shutdown-timeout (EXTQS_SHUTDOWN_TIMEOUT) must be an integer from 0 to 86400, got "-1"',
       );
     });
 
@@ -196,7 +199,7 @@ describe('config', () => {
       expect(readConfig(['--forwarder', 'http-proxy'], {}, cwd).forwarder).to.equal('http-proxy');
       expect(() => readConfig([], { FORWARDER: 'nginx' }, cwd)).to.throw(
         ConfigError,
-        '--forwarder (FORWARDER) must be one of undici, http-proxy, got "nginx"',
+        '--forwarder (EXTQS_FORWARDER) must be one of undici, http-proxy, got "nginx"',
       );
     });
 
@@ -206,7 +209,7 @@ describe('config', () => {
       expect(readConfig([], { FOLLOW_SYMLINKS: 'on' }, cwd).followSymlinks).to.equal('on');
       expect(() => readConfig(['--follow-symlinks', 'yes'], {}, cwd)).to.throw(
         ConfigError,
-        '--follow-symlinks (FOLLOW_SYMLINKS) must be one of owner, on, off, got "yes"',
+        '--follow-symlinks (EXTQS_FOLLOW_SYMLINKS) must be one of owner, on, off, got "yes"',
       );
     });
 
@@ -218,7 +221,9 @@ describe('config', () => {
       for (const bad of ['deflate', 'gzip,', '', 'gzip,gzip', 'none']) {
         expect(() => readConfig(['--compression', bad], {}, cwd), bad).to.throw(
           ConfigError,
-          bad === 'gzip,gzip' ? `${allowed}, each once` : `--compression (COMPRESSION) must be ${allowed}, got ${JSON.stringify(bad)}`,
+          bad === 'gzip,gzip'
+            ? `${allowed}, each once`
+            : `--compression (EXTQS_COMPRESSION) must be ${allowed}, got ${JSON.stringify(bad)}`,
         );
       }
     });
@@ -226,14 +231,14 @@ describe('config', () => {
     it('rejects 0 workers, naming the setting, the value and the range', () => {
       expect(() => readConfig(['--workers', '0'], {}, cwd)).to.throw(
         ConfigError,
-        '--workers (WORKERS) must be an integer from 1 to 256, got "0"',
+        '--workers (EXTQS_WORKERS) must be an integer from 1 to 256, got "0"',
       );
     });
 
     it('rejects a fractional --max-execution-time', () => {
       expect(() => readConfig(['--max-execution-time', '1.5'], {}, cwd)).to.throw(
         ConfigError,
-        '--max-execution-time (MAX_EXECUTION_TIME) must be an integer from 0 to 86400, got "1.5"',
+        '--max-execution-time (EXTQS_MAX_EXECUTION_TIME) must be an integer from 0 to 86400, got "1.5"',
       );
     });
   });
@@ -278,14 +283,14 @@ describe('config', () => {
       expect(err.message).to.include('PORT');
       expect(err.message).to.include('"80a"');
       expect(err.message).to.include('0 to 65535');
-      expect(err.message).to.equal('--port (PORT) must be an integer from 0 to 65535, got "80a"');
+      expect(err.message).to.equal('--port (EXTQS_PORT) must be an integer from 0 to 65535, got "80a"');
     });
 
     it('gives the error its name, code, setting and value', () => {
       const err = configErrorOf(() => readConfig(['--port', '80a'], {}, cwd));
       expect(err.name).to.equal('ConfigError');
       expect(err.code).to.equal('EXTQS_CONFIG');
-      expect(err.setting).to.equal('--port (PORT)');
+      expect(err.setting).to.equal('--port (EXTQS_PORT)');
       expect(err.value).to.equal('80a');
     });
 
@@ -325,7 +330,7 @@ describe('config', () => {
   describe('readConfig listen validation', () => {
     it('rejects a bad --listen naming the setting and the value', () => {
       const err = configErrorOf(() => readConfig(['--listen', 'example.com'], {}, cwd));
-      expect(err.setting).to.equal('--listen (LISTEN)');
+      expect(err.setting).to.equal('--listen (EXTQS_LISTEN)');
       expect(err.message).to.include('--listen');
       expect(err.message).to.include('"example.com"');
     });
@@ -345,7 +350,7 @@ describe('config', () => {
     it('rejects a --www without controllers/ naming --www', () => {
       const partial = makeWww(cwd, 'no-controllers', ['public']);
       const err = configErrorOf(() => readConfig(['--www', partial], {}, cwd));
-      expect(err.setting).to.equal('--www (WWW_ROOT)');
+      expect(err.setting).to.equal('--www (EXTQS_WWW_ROOT)');
       expect(err.message).to.include('--www');
       expect(err.message).to.include(join(partial, 'controllers'));
     });
@@ -363,7 +368,7 @@ describe('config', () => {
 
   describe('readConfig command line', () => {
     it('rejects an unknown flag, pointing at the help', () => {
-      expect(() => readConfig(['--bogus', '1'], {}, cwd)).to.throw(UsageError, /'--bogus'.*see extqs check --help/);
+      expect(() => readConfig(['--bogus', '1'], {}, cwd)).to.throw(UsageError, /^unknown option "--bogus"; see extqs check --help$/);
     });
 
     it('rejects a positional argument', () => {
@@ -371,7 +376,88 @@ describe('config', () => {
     });
 
     it('rejects a flag without its value', () => {
-      expect(() => readConfig(['--port'], {}, cwd)).to.throw(UsageError, /--port/);
+      expect(() => readConfig(['--port'], {}, cwd)).to.throw(UsageError, /--port needs a value/);
+    });
+
+    it('reports a value starting with "-" as a bad value of its setting', () => {
+      for (const argv of [['--workers', '-1'], ['--workers=-1']]) {
+        expect(configErrorOf(() => readConfig(argv, {}, cwd)).message).to.equal(
+          '--workers (EXTQS_WORKERS) must be an integer from 1 to 256, got "-1"',
+        );
+      }
+    });
+
+    it('suggests the flag meant by a typo or a prefix', () => {
+      expect(() => readConfig(['--prot', '80'], {}, cwd)).to.throw(UsageError, /^unknown option "--prot" \(did you mean --port\?\)/);
+      expect(() => readConfig(['--max-exec', '3'], {}, cwd)).to.throw(UsageError, /\(did you mean --max-execution-time\?\)/);
+      expect(() => readConfig(['--proxy-workerz', '3'], {}, cwd)).to.throw(UsageError, /\(did you mean --proxy-workers\?\)/);
+    });
+
+    it('reports every problem at once: command line, values and file lines', () => {
+      const file = join(cwd, 'bad.conf');
+      writeFileSync(file, 'EXTQS_LOG_LEVEL=loud\nnot a line\nLOGLEVEL=info\n');
+      let caught: unknown;
+      try {
+        readConfig(['--prot', '1', '--workers', '-1', 'extra', '--config', file], { EXTQS_PORT: 'x' }, cwd);
+      } catch (err) {
+        caught = err;
+      }
+      expect(caught).to.be.instanceOf(ConfigErrors);
+      expect((caught as ConfigErrors).message.split('\n')).to.have.members([
+        'unknown option "--prot" (did you mean --port?); see extqs check --help',
+        'unexpected argument "extra": options are written --name value; see extqs check --help',
+        `${file}:2 must be NAME=value, got "not a line"`,
+        (caught as ConfigErrors).message.split('\n').find((line) => line.startsWith(`${file}:3 `))!,
+        '--port (EXTQS_PORT) must be an integer from 0 to 65535, got "x"',
+        '--workers (EXTQS_WORKERS) must be an integer from 1 to 256, got "-1"',
+        `--log-level (EXTQS_LOG_LEVEL) must be one of ${LOG_LEVELS.join(', ')}, got "loud"`,
+      ]);
+      expect((caught as ConfigErrors).message).to.match(
+        /:3 must be one of EXTQS_PORT, .*, got "LOGLEVEL" \(did you mean EXTQS_LOG_LEVEL\?\)/,
+      );
+    });
+  });
+
+  describe('environment names', () => {
+    const readWarned = (env: NodeJS.ProcessEnv, argv: string[] = []) => {
+      const lines: string[] = [];
+      const config = readConfigOf('check', argv, env, cwd, (line) => lines.push(line));
+      return { config, lines };
+    };
+
+    it('reads every setting from its EXTQS_ name, with no deprecation line', () => {
+      const { config, lines } = readWarned({ EXTQS_PORT: '81', EXTQS_WORKERS: '3', EXTQS_LOG_LEVEL: 'warn' });
+      expect(config).to.include({ port: 81, workers: 3, logLevel: 'warn' });
+      expect(lines).to.deep.equal([]);
+    });
+
+    it('still reads the old names, naming all those read in one line', () => {
+      const { config, lines } = readWarned({ PORT: '82', WORKERS: '2', COMPRESSION: 'off' });
+      expect(config).to.include({ port: 82, workers: 2 });
+      expect(config.compression).to.deep.equal([]);
+      expect(lines).to.have.length(1);
+      expect(lines[0]).to.match(/^extqs: deprecated setting names read: /);
+      for (const name of ['PORT', 'WORKERS', 'COMPRESSION']) expect(lines[0]).to.contain(`${name} -> EXTQS_${name}`);
+    });
+
+    it('prefers the EXTQS_ name when both are set, and then warns of nothing', () => {
+      const { config, lines } = readWarned({ PORT: '82', EXTQS_PORT: '83', LISTEN: 'nonsense', EXTQS_LISTEN: '::' });
+      expect(config).to.include({ port: 83, listen: '::' });
+      expect(lines).to.deep.equal([]);
+    });
+
+    it('does not warn of an old name a flag overrides', () => {
+      expect(readWarned({ PORT: '82' }, ['--port', '84']).lines).to.deep.equal([]);
+    });
+
+    it('reads old names in a --config file too, below the EXTQS_ name whatever the order', () => {
+      const file = join(cwd, 'old.conf');
+      writeFileSync(file, 'EXTQS_WORKERS=3\nWORKERS=2\nLOG_LEVEL=error\n');
+      const { config, lines } = readWarned({}, ['--config', file]);
+      expect(config).to.include({ workers: 3, logLevel: 'error' });
+      expect(lines).to.have.length(1);
+      expect(lines[0]).to.contain('LOG_LEVEL -> EXTQS_LOG_LEVEL');
+      expect(lines[0]).not.to.contain('WORKERS');
     });
   });
 
@@ -426,17 +512,17 @@ describe('config', () => {
       ]);
       for (const raw of ['10.1.0.0/33', 'example.com', '10.0.0.1/8/1', '::1/129']) {
         const err = configErrorOf(() => readConfig([], { STATUS_ALLOW: raw }, cwd));
-        expect(err.setting, raw).to.equal('--status-allow (STATUS_ALLOW)');
+        expect(err.setting, raw).to.equal('--status-allow (EXTQS_STATUS_ALLOW)');
         expect(err.message).to.contain(`${JSON.stringify(raw.split(',')[0])} is not one`);
       }
     });
 
     it('rejects a bad --upstream-max-fails or --upstream-fail-timeout, naming it', () => {
       expect(configErrorOf(() => readConfig(['--upstream-max-fails', '0'], {}, cwd)).message).to.equal(
-        '--upstream-max-fails (UPSTREAM_MAX_FAILS) must be an integer from 1 to 1000, got "0"',
+        '--upstream-max-fails (EXTQS_UPSTREAM_MAX_FAILS) must be an integer from 1 to 1000, got "0"',
       );
       expect(configErrorOf(() => readConfig([], { UPSTREAM_FAIL_TIMEOUT: '10s' }, cwd)).setting).to.equal(
-        '--upstream-fail-timeout (UPSTREAM_FAIL_TIMEOUT)',
+        '--upstream-fail-timeout (EXTQS_UPSTREAM_FAIL_TIMEOUT)',
       );
     });
 

@@ -48,6 +48,12 @@ describe('the systemd units in deploy/systemd', () => {
       expect(run.status).to.equal(0);
     });
 
+    it(`${file}: is Type=notify, taking the READY=1 of the systemd-notify helper extqs runs`, () => {
+      const unit = readFileSync(join(UNITS, file), 'utf8');
+      expect(unit).to.match(/^Type=notify$/m);
+      expect(unit).to.match(/^NotifyAccess=all$/m);
+    });
+
     it(`${file}: passes only flags the process accepts, with valid values`, () => {
       expect(commandOf(readFileSync(join(UNITS, file), 'utf8')).flags.length).to.be.greaterThan(2);
       expect(() => configOf(file)).not.to.throw();

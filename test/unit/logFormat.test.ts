@@ -12,6 +12,8 @@ import {
   hostLogTime,
   nowMicros,
   type AccessEntry,
+  compileAccessFormat,
+  COMBINED_FORMAT,
 } from '../../common/logFormat.ts';
 
 const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
@@ -395,5 +397,64 @@ describe('JSON log layouts (--log-format json)', () => {
       message: 'Error: boom\n    at Latest.ts:3:9',
     });
     expect(JSON.parse(hostJson({ time: fixed, level: 'info', message: 'ready' }, 10))).to.include({ pid: 10, request_id: null });
+  });
+});
+
+describe('compileAccessFormat (an Apache LogFormat string)', () => {
+  const base: AccessEntry = {
+    remoteAddress: '203.0.113.9',
+    time: new Date(2026, 10, 22, 2, 1, 41),
+    method: 'GET',
+    url: '/External/Hello?name=a%20b',
+    httpVersion: '1.1',
+    status: 200,
+    bytes: 1234,
+    referer: 'http://client.example/page',
+    userAgent: 'curl/8.5.0',
+  };
+  const withHeaders = (entry: AccessEntry): AccessEntry => ({
+    ...entry,
+    headers: { referer: entry.referer, 'user-agent': entry.userAgent },
+  });
+  const entries: Record<string, AccessEntry> = {
+    'an ordinary request': base,
+    'no body, no referer, no user agent': { ...base, bytes: 0, referer: undefined, userAgent: undefined },
+    'hostile values (quotes, backslash, control and non-ASCII bytes)': {
+      ...base,
+      url: '/a"b\\c\x01\xe9',
+      referer: 'x" "forged',
+      userAgent: 'ua\n\tline\x7f',
+    },
+    'a refused request (its line as it came)': {
+      ...base,
+      method: '-',
+      url: '-',
+      httpVersion: '-',
+      status: 400,
+      requestLine: 'GET /\x00 HTTP/9',
+    },
+    'a refused request with no line': { ...base, status: 408, requestLine: '' },
+    'an IPv6 client and HTTP/2': { ...base, remoteAddress: '2001:db8::1', httpVersion: '2.0', status: 304 },
+  };
+
+  for (const [name, entry] of Object.entries(entries)) {
+    it(`writes combined's exact bytes from the combined string: ${name}`, () => {
+      expect(compileAccessFormat(COMBINED_FORMAT)(withHeaders(entry))).to.equal(combinedLine(entry));
+    });
+  }
+
+  it('writes %D (microseconds) and %T (whole seconds), a header by name, and %%', () => {
+    const line = compileAccessFormat('%h %>s %D %T %{X-Forwarded-For}i %{Missing}i 100%% %m %U %q %H %B')({
+      ...base,
+      durationMicros: 2_345_000,
+      headers: { 'x-forwarded-for': '198.51.100.1' },
+    });
+    expect(line).to.equal('203.0.113.9 200 2345000 2 198.51.100.1 - 100% GET /External/Hello ?name=a%20b HTTP/1.1 1234');
+  });
+
+  it('refuses an unknown directive, naming it and those it knows', () => {
+    expect(() => compileAccessFormat('%h %Z')).to.throw(/^%Z is not one of %h .*%D %T .*%\{Name\}i %%$/);
+    expect(() => compileAccessFormat('%h %{X}o')).to.throw(/^%\{X\}o is not one of/);
+    expect(() => compileAccessFormat('%h %')).to.throw(/^% is not one of/);
   });
 });

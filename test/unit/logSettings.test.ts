@@ -76,7 +76,7 @@ describe('log settings', () => {
 
     it('refuse an unknown level, naming the setting, the value and the levels', () => {
       const err = configErrorOf(() => read(['--log-level', 'verbose']));
-      expect(err.message).to.equal(`--log-level (LOG_LEVEL) must be one of ${LOG_LEVELS.join(', ')}, got "verbose"`);
+      expect(err.message).to.equal(`--log-level (EXTQS_LOG_LEVEL) must be one of ${LOG_LEVELS.join(', ')}, got "verbose"`);
       expect(configErrorOf(() => read([], { LOG_LEVEL: 'INFO' })).message).to.contain('got "INFO"');
       expect(configErrorOf(() => read([], { LOG_LEVEL: 'trace9' })).message).to.contain('got "trace9"');
     });
@@ -91,7 +91,7 @@ describe('log settings', () => {
 
     it('refuses anything else', () => {
       expect(configErrorOf(() => read(['--log-format', 'xml'])).message).to.equal(
-        '--log-format (LOG_FORMAT) must be one of combined, json, got "xml"',
+        '--log-format (EXTQS_LOG_FORMAT) must be one of combined, json, or an Apache LogFormat string (e.g. "%h %t \\"%r\\" %>s %D"), got "xml"',
       );
     });
   });
@@ -108,7 +108,7 @@ describe('log settings', () => {
     for (const bad of ['-1', '10 m', '1.5m', '10kb', 'big', '']) {
       it(`refuses the size ${JSON.stringify(bad)}`, () => {
         const err = configErrorOf(() => read([], { LOG_MAX_SIZE: bad }));
-        expect(err.message).to.match(/^--log-max-size \(LOG_MAX_SIZE\) must be a size in bytes/);
+        expect(err.message).to.match(/^--log-max-size \(EXTQS_LOG_MAX_SIZE\) must be a size in bytes/);
         expect(err.message).to.contain(`got ${JSON.stringify(bad)}`);
       });
     }
@@ -117,7 +117,7 @@ describe('log settings', () => {
       expect(read([]).logMaxFiles).to.equal(5);
       expect(read(['--log-max-files', '1']).logMaxFiles).to.equal(1);
       expect(configErrorOf(() => read(['--log-max-files', '0'])).message).to.equal(
-        '--log-max-files (LOG_MAX_FILES) must be an integer from 1 to 1000, got "0"',
+        '--log-max-files (EXTQS_LOG_MAX_FILES) must be an integer from 1 to 1000, got "0"',
       );
     });
   });
@@ -135,7 +135,7 @@ describe('log settings', () => {
 
     it('names the file and line of an unknown setting or a line that is not NAME=value', () => {
       expect(configErrorOf(() => parseConfigFile('LOG_LEVEL=info\nLOGLEVEL=debug\n', '/etc/extqs.conf')).message).to.match(
-        /^\/etc\/extqs\.conf:2 must be one of PORT, .*LOG_LEVEL.*, got "LOGLEVEL"$/,
+        /^\/etc\/extqs\.conf:2 must be one of EXTQS_PORT, .*EXTQS_LOG_LEVEL.*, got "LOGLEVEL" \(did you mean EXTQS_LOG_LEVEL\?\)$/,
       );
       expect(configErrorOf(() => parseConfigFile('log level debug', 'f')).message).to.equal(
         'f:1 must be NAME=value, got "log level debug"',
@@ -151,7 +151,7 @@ describe('log settings', () => {
     it('checks the values it gives as a flag would be checked', () => {
       const file = join(cwd, 'bad.conf');
       writeFileSync(file, 'LOG_LEVEL=loud\n');
-      expect(configErrorOf(() => read(['--config', file])).message).to.contain('--log-level (LOG_LEVEL) must be one of');
+      expect(configErrorOf(() => read(['--config', file])).message).to.contain('--log-level (EXTQS_LOG_LEVEL) must be one of');
     });
   });
 
