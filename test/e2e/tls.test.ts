@@ -286,7 +286,7 @@ describe('HTTPS settings', function () {
     const notPem = proxy(['--tls-cert', join(ROOT, 'package.json'), '--tls-key', one.key]);
     expect(notPem.stderr).to.contain('--tls-cert (EXTQS_TLS_CERT) must be a PEM file holding a certificate, then its chain');
     const redirect = proxy(['--tls-redirect', 'on']);
-    expect(redirect.stderr).to.contain('--tls-redirect (TLS_REDIRECT) must be off without --tls-cert');
+    expect(redirect.stderr).to.contain('--tls-redirect (EXTQS_TLS_REDIRECT) must be off without --tls-cert');
   });
 
   it('on SIGHUP serves a renewed certificate to new handshakes, keeps open sessions, and keeps the old pair when the new one is bad', async function () {
