@@ -79,6 +79,11 @@ function endStreamAfterAnswer(req: IncomingMessage, res: ServerResponse): void {
   const stream = (res as unknown as Http2ServerResponse).stream;
   stream.once('finish', () => {
     if (req.readableEnded) return;
+    // Nothing more goes to the host, and what is buffered or still arriving is dropped: a body left paused
+    // (its reader, the engine, has stopped) would keep the stream open, as Node ends a stream only once its
+    // body has been consumed, and with it the response's 'close' and its access line.
+    req.unpipe();
+    req.resume();
     // On the next turn, as Node closes a stream whose body nobody read (core.js callStreamClose): a close
     // within 'finish' itself sends no RST_STREAM.
     setImmediate(() => {
