@@ -20,6 +20,7 @@ import { encodeResponse, negotiateRequest, type CompressionSettings } from './co
 import { errorPage, reasonOf, sendErrorPage } from './errorPages.ts';
 import { clientOf, clientOfRequest, rememberClient, type ErrorLog } from './errorLog.ts';
 import { authorityOf, bodyFollows, isHttp2 } from './protocols.ts';
+import { closeAtOnce, isLingering, lingerAfterEarlyAnswer } from './lingeringClose.ts';
 import { KIND, metricsEndpoint, processMetricsJson, RequestMetrics, type MetricJson, type RouteKind } from './metrics.ts';
 import { requestIdOf } from './requestId.ts';
 import { routeRequest } from './route.ts';
@@ -266,6 +267,8 @@ export function createProxyServer({
   }
 
   function handleRequest(req: IncomingMessage, res: ServerResponse): void {
+    // Bytes after a body read only to be dropped, on a connection answered `Connection: close`: not served.
+    if (!isHttp2(req) && isLingering(req.socket)) return void req.socket.destroy();
     const arrivedAt = Date.now();
     const startedAt = performance.now(); // monotonic, for the duration; arrivedAt is the access log's %t
     let kind: RouteKind = KIND.refused; // until the route says otherwise
@@ -275,6 +278,7 @@ export function createProxyServer({
     open.add(res);
     if (!res.socket) closeWithConnection(req.socket, res);
     const withBody = bodyFollows(req);
+    if (withBody) lingerAfterEarlyAnswer(req, res);
     // An HTTP/2 request is `complete` once its stream closes, however it closed: its end is watched instead.
     let bodyEnded = false;
     if (withBody) req.once('end', () => (bodyEnded = true));
@@ -474,6 +478,8 @@ export function createProxyServer({
       return;
     }
     if (refusedSockets.has(socket)) return; // its request's failure is logged and answered already
+    // A body being dropped after its answer, past --request-timeout or malformed: the lingering ends.
+    if (isLingering(socket)) return void socket.destroy();
     const reading = readingBody.get(socket);
     if (reading && !reading.req.complete && !reading.res.writableEnded) {
       // The client closed its side mid-body: it left, the body is not malformed. Cut as a client that left:
@@ -516,6 +522,7 @@ export function createProxyServer({
     });
     refusedBodies.add(req);
     refusedSockets.add(socket);
+    closeAtOnce(socket); // a body the parser failed in, or too slow: not read on after the answer
     reading.drop?.();
     const status = statusOfParserError(err.code);
     if (res.headersSent) return void socket.destroy();

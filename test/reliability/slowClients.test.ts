@@ -247,3 +247,44 @@ describe('with keep-alive off (--keep-alive-timeout 0) and a connection cap (--m
     expect(reply).to.match(/^HTTP\/1\.1 404 Not Found\r\n/);
   });
 });
+
+describe('a client that trickles a body after its answer (lingering close, docs/design.md §3.8)', function () {
+  this.timeout(60_000);
+  let sandbox: Sandbox;
+  let stack: Running;
+
+  before(async function () {
+    sandbox = makeSandbox();
+    // --request-timeout 60 (the default) would let the body go on for a minute: the lingering ends it first.
+    stack = await startStack(sandbox, ['--workers', '1', '--proxy-workers', '1']);
+  });
+
+  after(async function () {
+    await stack?.stop();
+    sandbox?.remove();
+  });
+
+  it('is closed 30 s after the answer, however steadily it sends', async function () {
+    const socket = connect({ port: Number(new URL(stack.url).port), host: '127.0.0.1', allowHalfOpen: true });
+    let received = '';
+    socket.setEncoding('latin1');
+    socket.on('data', (chunk: string) => (received += chunk));
+    socket.on('error', () => {}); // its writes after the close are reset
+    const closed = new Promise<number>((resolve) => socket.once('close', () => resolve(Date.now())));
+    // 1 GB declared; the 405 comes at once, then a byte every TRICKLE_MS, inside the 5 s idle limit.
+    socket.write('POST /favicon.ico HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000000000\r\n\r\na');
+    await eventually(() => (received.includes('\r\n\r\n') ? true : undefined), 5000, 'the answer');
+    const answeredAt = Date.now();
+    const trickle = setInterval(() => socket.write('a'), TRICKLE_MS);
+    try {
+      const lingered =
+        (await Promise.race([closed, new Promise<number>((resolve) => setTimeout(() => resolve(NaN), 40_000))])) - answeredAt;
+      expect(received).to.match(/^HTTP\/1\.1 405 /);
+      expect(received).to.match(/^Connection: close\r$/m);
+      expect(lingered, 'ms from the answer to the close').to.be.within(29_000, 33_000);
+    } finally {
+      clearInterval(trickle);
+      socket.destroy();
+    }
+  });
+});
