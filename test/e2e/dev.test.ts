@@ -1,7 +1,7 @@
 // `extqs dev`, the service on a developer's machine: one proxy and one host worker, every log line also on
 // the terminal in colour with a code frame under a controller's failure, and a controller's uncaught error
 // shown with its stack to a loopback client; `extqs start` never shows it (docs/design.md §5.5).
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readlinkSync, realpathSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { get } from '../helpers/http.ts';
@@ -45,7 +45,9 @@ describe('extqs dev', function () {
     it('runs one proxy process and one host worker', function () {
       // The host primary, its one worker, the proxy: no proxy workers. (esbuild's service, started by a
       // worker's first compile, is no extqs process.)
-      const nodes = descendants(running!.child.pid!).filter((pid) => readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'node');
+      // By the executable: Node 24 names its main thread MainThread, so /proc/PID/comm no longer says node.
+      const node = realpathSync(process.execPath);
+      const nodes = descendants(running!.child.pid!).filter((pid) => readlinkSync(`/proc/${pid}/exe`) === node);
       expect(nodes).to.have.length(3);
     });
 
