@@ -1,11 +1,9 @@
 // What the legacy Apache said of a file's path and an error page, said the same way: encoded slashes in a
 // static path (AH00026), traversal probes (AH10244), a HEAD on an error page (docs/design.md §3.1, §3.2).
-import { connect } from 'node:net';
-import { once } from 'node:events';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { get } from '../helpers/http.ts';
+import { get, rawAnswer } from '../helpers/http.ts';
 import { eventually, makeSandbox, readLog, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
 
 /** The error.log lines of one request, once `count` of them are there. */
@@ -18,17 +16,6 @@ function linesOf(sandbox: Sandbox, id: string, count: number): Promise<string[]>
     5000,
     `${count} error.log lines for ${id}`,
   );
-}
-
-/** A raw request's whole answer, for one Node's client would refuse to send. */
-async function rawAnswer(url: string, request: string): Promise<string> {
-  const { hostname, port } = new URL(url);
-  const socket = connect(Number(port), hostname);
-  let answer = '';
-  socket.setEncoding('latin1').on('data', (chunk: string) => (answer += chunk));
-  socket.end(request);
-  await once(socket, 'close');
-  return answer;
 }
 
 describe("Apache's answers and words", function () {

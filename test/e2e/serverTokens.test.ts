@@ -1,25 +1,12 @@
 // The Server field of every kind of answer in each --server-tokens mode, and a bad mode refused at start
 // (docs/design.md §3).
 import { spawnSync } from 'node:child_process';
-import { connect } from 'node:net';
-import { once } from 'node:events';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { VERSION } from '../../common/version.ts';
-import { get } from '../helpers/http.ts';
+import { get, rawAnswer } from '../helpers/http.ts';
 import { makeSandbox, ROOT, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
-
-/** A raw request's whole answer, for one Node's client would refuse to send. */
-async function rawAnswer(url: string, request: string): Promise<string> {
-  const { hostname, port } = new URL(url);
-  const socket = connect(Number(port), hostname);
-  let answer = '';
-  socket.setEncoding('latin1').on('data', (chunk: string) => (answer += chunk));
-  socket.end(request);
-  await once(socket, 'close');
-  return answer;
-}
 
 describe('the Server field (--server-tokens)', function () {
   for (const [tokens, expected] of [

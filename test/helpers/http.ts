@@ -1,6 +1,8 @@
 // A raw-enough HTTP client for tests: node:http, no connection reuse, the path sent exactly as given
 // (fetch would normalise `..` and escapes).
+import { once } from 'node:events';
 import { request } from 'node:http';
+import { connect } from 'node:net';
 
 export interface Reply {
   status: number;
@@ -50,4 +52,15 @@ export function get(
     }
     req.end(options.body);
   });
+}
+
+/** A raw request's whole answer, for one Node's client would refuse to send. */
+export async function rawAnswer(url: string, request: string): Promise<string> {
+  const { hostname, port } = new URL(url);
+  const socket = connect(Number(port), hostname);
+  let answer = '';
+  socket.setEncoding('latin1').on('data', (chunk: string) => (answer += chunk));
+  socket.end(request);
+  await once(socket, 'close');
+  return answer;
 }
