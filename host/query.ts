@@ -5,6 +5,7 @@
 // (past 64 levels the whole variable is dropped), an unclosed `[` becomes `_` with ` `, `.` and `[` after
 // it too (PHP 8), and past max_input_vars the rest is dropped with PHP's warning.
 import type { QueryValue } from '../common/controller.ts';
+import { nullObject } from '../common/nullObject.ts';
 
 export const MAX_INPUT_VARS = 1000;
 const MAX_NESTING_LEVEL = 64;
@@ -87,7 +88,7 @@ class PhpArray {
 
   toObject<T = QueryValue>(): Record<string, T> {
     // A null prototype: `__proto__` or `constructor` in a query are plain keys, never prototype writes.
-    const out = Object.create(null) as Record<string, T>;
+    const out = nullObject<T>();
     for (const [key, value] of this.entries) out[key] = (value instanceof PhpArray ? value.toValue() : value) as T;
     return out;
   }

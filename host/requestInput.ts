@@ -10,6 +10,7 @@ import { Readable, Writable } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import { randomBytes } from 'node:crypto';
 import type { QueryValue, RequestBody, UploadedFile, UploadedFiles, UploadError } from '../common/controller.ts';
+import { nullObject } from '../common/nullObject.ts';
 import { MAX_INPUT_VARS, parsePhpForm, PhpVariables } from './query.ts';
 import { makeUploadDir } from './uploadDir.ts';
 
@@ -98,10 +99,6 @@ export async function readRequestInput(req: IncomingMessage, limits: InputLimits
     return result(empty(), empty(), bodyOf(EMPTY_BODY));
   }
   return result(form.post.toObject(), form.files.toObject<UploadedFile | UploadedFiles>(), bodyOf(EMPTY_BODY));
-}
-
-function nullObject<T>(): Record<string, T> {
-  return Object.create(null) as Record<string, T>;
 }
 
 /** The multipart boundary as PHP finds it: `boundary=` in the Content-Type, quoted or up to `,` or `;`. */
