@@ -355,7 +355,7 @@ export const SETTINGS = {
     flag: 'forwarder',
     env: 'EXTQS_FORWARDER',
     deprecatedEnv: 'FORWARDER',
-    // undici measured twice as fast as http-proxy on controller JSON (README, Performance).
+    // undici measured twice as fast as http-proxy on controller JSON (docs/benchmarks.md, Forwarding engine).
     default: 'undici',
     parse: oneOf(FORWARDERS),
     roles: ['proxy'],

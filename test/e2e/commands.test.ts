@@ -253,7 +253,7 @@ describe('the extqs command', function () {
       writeFileSync(pidFile, `${process.pid}\n`);
       running = await startStack(sandbox, ['--pid-file', pidFile]);
       expect(readFileSync(pidFile, 'utf8')).to.equal(`${running.child.pid}\n`);
-      // What the README's logrotate postrotate does: kill -HUP "$(cat the pid file)".
+      // What the logrotate postrotate of docs/operations.md does: kill -HUP "$(cat the pid file)".
       process.kill(Number(readFileSync(pidFile, 'utf8')), 'SIGHUP');
       await eventually(() => running!.stderr().includes('SIGHUP: the children reopen their logs'), 5000, 'the SIGHUP line');
       expect(await running.stop()).to.equal(0);
