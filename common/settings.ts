@@ -1,6 +1,6 @@
 // Every setting of extqs, declared once: its flag, environment name, default, parser, the processes
 // that use it, whether a SIGHUP applies it live, and its help. The Config types, the validation, each
-// command's options and --help, the SIGHUP report and the README's tables all come from this table.
+// command's options and --help, the SIGHUP report and docs/configuration.md's tables all come from this table.
 import { availableParallelism } from 'node:os';
 import { MAX_HEADER_SIZE_CEILING } from './protocol.ts';
 import { tlsPairProblem } from './tlsPair.ts';
@@ -29,7 +29,7 @@ import {
 /** The two server processes; a setting is used by one or both. */
 export type Role = 'proxy' | 'host';
 
-/** How the README groups the settings. */
+/** How docs/configuration.md groups the settings. */
 export type SettingGroup = 'service' | 'tls' | 'host' | 'input' | 'upstreams' | 'logs' | 'limits';
 
 export interface SettingSpec<T, R extends readonly Role[], L extends boolean = boolean> {
@@ -39,7 +39,7 @@ export interface SettingSpec<T, R extends readonly Role[], L extends boolean = b
   deprecatedEnv?: string;
   /** The default as text, parsed like a given value; a function when it follows another setting. */
   default: string | ((value: (key: string) => unknown) => string);
-  /** The default as --help and the README show it, when it is not the text itself. */
+  /** The default as --help and docs/configuration.md show it, when it is not the text itself. */
   defaultText?: string;
   parse: Parser<T>;
   /** The processes that use it: `extqs proxy` and `extqs host` take exactly their own. */
