@@ -31,6 +31,8 @@ const SLEEPY = `export default async function sleepy(): Promise<string> {
 }
 `;
 
+const STALLED = `export default (): Promise<string> => new Promise((resolve) => setTimeout(() => resolve('never seen'), 60_000));\n`;
+
 /** host.log's events (a slowlog entry with its frame lines) for the request `id` that contain `phrase`. */
 function eventOf(sandbox: Sandbox, id: string, phrase: string): string | undefined {
   return readHostEvents(sandbox).find((event) => event.includes(`[req ${id}]`) && event.includes(phrase));
@@ -50,6 +52,7 @@ describe('the slowlog (--slowlog-timeout 1 --max-execution-time 4)', function ()
     sandbox = makeSandbox();
     writeFileSync(join(sandbox.controllers, 'Spin.ts'), SPIN);
     writeFileSync(join(sandbox.controllers, 'Sleepy.ts'), SLEEPY);
+    writeFileSync(join(sandbox.controllers, 'Stalled.ts'), STALLED);
     stack = await startStack(sandbox, ['--workers', '2', '--slowlog-timeout', '1', '--max-execution-time', '4']);
   });
 
@@ -67,6 +70,18 @@ describe('the slowlog (--slowlog-timeout 1 --max-execution-time 4)', function ()
     expect(slow).to.contain('Slow controller call: Sleepy');
     expect(slow).to.contain('in GET /External/Sleepy has run');
     expect(slow).to.contain('(awaiting: no JavaScript of the call is running');
+  });
+
+  it('logs a call that awaits past the limit as awaiting when it is dropped', async function () {
+    const reply = await get(stack.url, '/External/Stalled');
+    expect(reply.status).to.equal(504);
+    const id = reply.headers['x-request-id'] as string;
+    await eventually(() => eventOf(sandbox, id, 'has run'), 3000, 'the slowlog entry');
+    const dropped = await eventually(() => eventOf(sandbox, id, 'was dropped after'), 5000, 'the entry at the drop');
+    expect(dropped).to.match(
+      /\[error\] \[req [^\]]+\] Slow controller call: Stalled \(.*\) in GET \/External\/Stalled was dropped after 4\.\d s/,
+    );
+    expect(dropped).to.contain('\n    (awaiting: no JavaScript of the call is running');
   });
 
   it("logs the stack of a call stuck in a synchronous loop, at the loop's .ts line, then again at its kill", async function () {
