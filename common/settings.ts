@@ -292,6 +292,16 @@ export const SETTINGS = {
     help: 'seconds a controller may run (PHP max_execution_time); 0 = no limit',
     group: 'host',
   }),
+  slowlogTimeout: setting({
+    flag: 'slowlog-timeout',
+    env: 'EXTQS_SLOWLOG_TIMEOUT',
+    default: '0',
+    parse: seconds(86_400),
+    roles: ['host'],
+    placeholder: 'SECONDS',
+    help: 'a controller call still running after this many seconds gets its stack in host.log (php-fpm request_slowlog_timeout); 0 = off',
+    group: 'host',
+  }),
   postMaxSize: setting({
     flag: 'post-max-size',
     env: 'EXTQS_POST_MAX_SIZE',

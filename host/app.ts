@@ -216,6 +216,8 @@ export function createHostApp({ registry, log, stats, limit, inputLimits, poolSt
           name: controller.name,
           file: controller.file,
           requestId: request.id,
+          version: controller.version,
+          sourceMap: controller.sourceMap,
           what: `${request.method} ${request.url}`,
           startedAt: Date.now(),
           onOverrun: () => {

@@ -61,6 +61,7 @@ function samples(sandbox: Sandbox): Record<SettingKey, { value: string; shown: s
     workers: { value: '1', shown: '--workers 1' },
     maxRequests: { value: '1000', shown: '--max-requests 1000' },
     maxExecutionTime: { value: '11', shown: '--max-execution-time 11' },
+    slowlogTimeout: { value: '3', shown: '--slowlog-timeout 3' },
     postMaxSize: { value: '16m', shown: `--post-max-size ${16 * 1024 * 1024}` },
     uploadMaxFilesize: { value: '3m', shown: `--upload-max-filesize ${3 * 1024 * 1024}` },
     maxFileUploads: { value: '21', shown: '--max-file-uploads 21' },
@@ -393,6 +394,13 @@ describe('the extqs command', function () {
       );
       expect(result.stdout).to.contain('bad-name.ts: never served: "bad-name" is not a controller name');
       expect(result.stdout.trim().split('\n').at(-1)).to.equal('check: 3 problems found');
+    });
+
+    it('says whether the slowlog is on, and after how long', function () {
+      expect(check().stdout).to.contain('slowlog: off\n');
+      expect(check(['--slowlog-timeout', '2']).stdout).to.contain(
+        'slowlog: a controller call running past 2 s gets its stack in host.log\n',
+      );
     });
 
     describe('when controllers have type errors', function () {
