@@ -13,7 +13,7 @@ import { childEndpoint, IpcChannel } from '../common/ipc.ts';
 import { readyLine } from '../common/ready.ts';
 import { notifyReady } from '../common/serviceManager.ts';
 import { terminalWriter } from '../common/terminal.ts';
-import { RESTART_DELAY_MS, RestartPace } from '../common/restartPace.ts';
+import { poolPace, RestartPace } from '../common/restartPace.ts';
 import type { Reloads } from '../common/reload.ts';
 import { formatUpstream } from '../common/settingParsers.ts';
 import type { HostConfig } from '../common/settings.ts';
@@ -24,6 +24,7 @@ import { removeUploadsOf } from './uploadDir.ts';
 import { addDeparted, departedNone, summarize, type WorkerSnapshot } from './stats.ts';
 
 const SNAPSHOT_TIMEOUT_MS = 1_000;
+const RESTART_DELAY_MS = 1_000;
 
 export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>): Promise<void> {
   const log = openHostLog(config.logs, logSettingsOf(config), config.dev ? terminalWriter(join(config.www, 'controllers')) : undefined);
@@ -40,7 +41,7 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
   /** Workers whose server listens; the others show as `starting` on /status without being asked. */
   const up = new WeakSet<Worker>();
   const retiring = new Set<Worker>();
-  const pace = new RestartPace(config.workers);
+  const pace = new RestartPace(poolPace(config.workers));
   // Counters of workers gone: a retiring worker's final stats, or what a crashed one last reported, so
   // no total ever falls below what /status (and so Prometheus) has been shown.
   const departed = departedNone();
