@@ -10,6 +10,7 @@ import { createInterface } from 'node:readline';
 import { describeSettings, logSettingsOf } from '../common/config.ts';
 import { siblingFile } from '../common/entryFile.ts';
 import { childEndpoint, IpcChannel } from '../common/ipc.ts';
+import { deliver } from '../common/logRelay.ts';
 import { readyLine } from '../common/ready.ts';
 import { notifyReady } from '../common/serviceManager.ts';
 import { terminalWriter } from '../common/terminal.ts';
@@ -80,9 +81,9 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
     const channel = new IpcChannel<PoolSays, WorkerSays>(childEndpoint(worker.process));
     channels.set(worker, channel);
     channel.answer('config', () => current);
-    channel.on('log', ({ entries }) => entries.forEach(writeWireEntry));
-    channel.answer('flush', ({ entries }) => {
-      entries.forEach(writeWireEntry);
+    channel.on('log', (batch) => deliver(batch, { 'host.log': writeWireEntry }));
+    channel.answer('flush', (batch) => {
+      deliver(batch, { 'host.log': writeWireEntry });
       return null;
     });
     // It comes before the worker's last log flush is answered, so before its exit.

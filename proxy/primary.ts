@@ -6,18 +6,19 @@ import cluster, { type Address, type Worker } from 'node:cluster';
 import { logSettingsOf } from '../common/config.ts';
 import { siblingFile } from '../common/entryFile.ts';
 import { childEndpoint, IpcChannel } from '../common/ipc.ts';
-import { openLineLog, rotationOf } from '../common/lineLog.ts';
+import { deliver, type EntryBatch } from '../common/logRelay.ts';
 import type { Reloads } from '../common/reload.ts';
 import { poolPace } from '../common/restartPace.ts';
 import type { ProxyConfig } from '../common/settings.ts';
 import { onShutdownSignal } from '../common/shutdown.ts';
 import { Supervisor, type Launched } from '../common/supervisor.ts';
 import { nullObject } from '../common/nullObject.ts';
-import { openErrorLog } from './errorLog.ts';
+import { accessFile, accessOfWire } from './accessLog.ts';
+import { errorFile, openErrorLog } from './errorLog.ts';
 import { terminalWriter } from '../common/terminal.ts';
 import { announceStart, listenerUrl, reloadedEntry, stoppingEntry } from './lifecycle.ts';
 import { addCounts, type MetricJson } from './metrics.ts';
-import type { LineBatch, ProxyPrimarySays, ProxyWorkerSays, Tally } from './workerMessages.ts';
+import type { ProxyLogEntries, ProxyPrimarySays, ProxyWorkerSays, Tally } from './workerMessages.ts';
 
 const TALLY_TIMEOUT_MS = 1_000;
 /** Workers cut their connections at --shutdown-timeout; one that hangs past it by this much is killed,
@@ -25,9 +26,10 @@ const TALLY_TIMEOUT_MS = 1_000;
 const HARD_STOP_MS = 2_000;
 
 export async function runProxyPrimary(config: ProxyConfig, reloads: Reloads<ProxyConfig>): Promise<void> {
-  const accessLines = openLineLog(config.logs, 'access.log', rotationOf(config));
-  const errorLines = openLineLog(config.logs, 'error.log', rotationOf(config));
-  const errorLog = openErrorLog(config.logs, logSettingsOf(config), errorLines, config.dev ? terminalWriter() : undefined);
+  // The workers' entries are formatted here, with the settings of the latest reload.
+  const accessLines = accessFile(config.logs, logSettingsOf(config));
+  const errorLines = errorFile(config.logs, logSettingsOf(config));
+  const errorLog = openErrorLog(logSettingsOf(config), errorLines, config.dev ? terminalWriter() : undefined);
   let current = config;
   // Each worker's server counts its own connections: it takes its share of --max-connections (nginx's
   // worker_connections is per worker outright). The port stays the one the first workers asked for: the
@@ -83,15 +85,13 @@ export async function runProxyPrimary(config: ProxyConfig, reloads: Reloads<Prox
 
   reloads((settings, note, kept) => {
     current = settings;
-    const reopened = [accessLines.reopen(rotationOf(settings)) && 'access.log', errorLog.reopen(settings) && 'error.log'];
+    const reopened = [accessLines.reopen(settings) && 'access.log', errorLog.reopen(settings) && 'error.log'];
     errorLog.write(reloadedEntry(reopened, note, kept));
     for (const worker of workers.handles) channels.get(worker)?.notify('reload', { config: workerConfig(), note, kept });
   });
 
-  const writeLines = ({ access, error }: LineBatch) => {
-    for (const line of access) accessLines.write(line);
-    for (const line of error) errorLines.write(line);
-  };
+  const writeEntries = (batch: EntryBatch<ProxyLogEntries>) =>
+    deliver(batch, { 'access.log': (wire) => accessLines.write(accessOfWire(wire)), 'error.log': (entry) => errorLines.write(entry) });
 
   /**
    * Every worker's answer to `kind` (its tally, its metrics), and what the workers gone had counted; a
@@ -118,9 +118,9 @@ export async function runProxyPrimary(config: ProxyConfig, reloads: Reloads<Prox
     const channel = new IpcChannel<ProxyPrimarySays, ProxyWorkerSays>(childEndpoint(worker.process));
     channels.set(worker, channel);
     channel.answer('config', workerConfig);
-    channel.on('lines', writeLines);
+    channel.on('log', writeEntries);
     channel.answer('flush', (batch) => {
-      writeLines(batch);
+      writeEntries(batch);
       return null;
     });
     channel.answer('tallies', () => askEvery('tally'));
