@@ -82,7 +82,9 @@ export class Supervisor<H, R> {
         if (this.children.has(handle)) (this.options.retire ?? ((_, process) => process.kill('SIGTERM')))(handle, child.process);
       },
       (err: Error) => {
-        if (this.stopping || !this.children.has(handle)) return;
+        if (this.stopping) return;
+        // The old one is gone too (it died while retiring): its place is filled as after an exit.
+        if (!this.children.has(handle)) return this.restartAfter(err);
         child.state = 'ready';
         const delay = this.options.pace.firstDelayMs;
         this.options.events?.replaceFailed?.(handle, err, delay);
@@ -136,11 +138,15 @@ export class Supervisor<H, R> {
   /** Starts a replacement for one that exited, until one is ready. */
   private restart(): void {
     this.launch().ready.catch((err: Error) => {
-      if (this.stopping) return;
-      const delay = this.pace.delayAfterExit();
-      this.options.events?.restartFailed?.(err, delay);
-      this.later(delay, () => this.restart());
+      if (!this.stopping) this.restartAfter(err);
     });
+  }
+
+  /** A replacement could not become ready: another, paced as one more exit. */
+  private restartAfter(err: Error): void {
+    const delay = this.pace.delayAfterExit();
+    this.options.events?.restartFailed?.(err, delay);
+    this.later(delay, () => this.restart());
   }
 
   private later(delayMs: number, run: () => void): void {

@@ -8,13 +8,14 @@ import type { PacePolicy } from '../../common/restartPace.ts';
 
 const FIXTURE = fileURLToPath(new URL('../fixtures/supervisedChild.js', import.meta.url));
 
-type Mode = 'serve' | 'die' | 'fail' | 'stubborn';
+type Mode = 'serve' | 'die' | 'fail' | 'stubborn' | 'hold';
 
 /** Starts the fixture in `mode`; ready on its "ready" line, not ready if it exits first. */
 function launchFixture(mode: Mode, log: string[]): Launched<number, number> {
   const child = spawn(process.execPath, [FIXTURE, mode], { stdio: ['ignore', 'pipe', 'inherit'] });
   const ready = new Promise<number>((resolve, reject) => {
     createInterface({ input: child.stdout }).on('line', (line) => {
+      if (line === 'holding') log.push(`holding ${child.pid}`);
       if (line !== 'ready') return;
       log.push(`ready ${child.pid}`);
       resolve(child.pid!);
@@ -119,6 +120,26 @@ describe('Supervisor', function () {
       log.find((line) => line.startsWith('ready') && !line.includes(String(old))),
       `left ${old} code 15 retiring`,
     ]);
+  });
+
+  it('fills the place of a child that died while retiring when its successor cannot start', async function () {
+    const { supervisor, log } = supervise(['serve', 'hold', 'serve']);
+    const [old] = await supervisor.start(1);
+    supervisor.recycle(old);
+    await until(log, /^holding/);
+    const successor = Number(/^holding (\d+)/.exec(log.find((line) => line.startsWith('holding'))!)![1]);
+    process.kill(old, 'SIGKILL');
+    await until(log, new RegExp(`^left ${old} `));
+    process.kill(successor, 'SIGUSR2');
+    await until(log, /^ready/, 2);
+    expect(log.slice(1).map((line) => line.replace(/\d{3,}/g, 'PID'))).to.deep.equal([
+      'holding PID',
+      'left PID signal SIGKILL retiring',
+      'left PID code 3 starting',
+      'restart failed: exited with code 3 before it was ready; again in 0',
+      'ready PID',
+    ]);
+    expect(supervisor.handles).to.have.length(1);
   });
 
   it('sends the stop signal to every child and restarts none', async function () {
