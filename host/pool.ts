@@ -2,7 +2,7 @@
 // socket, replaces a worker that dies, recycles one that asks (max requests, an overrun) by starting its
 // replacement first, answers /status for the whole pool, and stops them all on SIGTERM.
 import cluster, { type Worker } from 'node:cluster';
-import { once } from 'node:events';
+import { rmSync } from 'node:fs';
 import { chmod, rm } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import { join } from 'node:path';
@@ -10,20 +10,24 @@ import { createInterface } from 'node:readline';
 import { describeSettings, logSettingsOf } from '../common/config.ts';
 import { siblingFile } from '../common/entryFile.ts';
 import { childEndpoint, IpcChannel } from '../common/ipc.ts';
+import { deliver } from '../common/logRelay.ts';
 import { readyLine } from '../common/ready.ts';
 import { notifyReady } from '../common/serviceManager.ts';
 import { terminalWriter } from '../common/terminal.ts';
-import { RESTART_DELAY_MS, RestartPace } from '../common/restartPace.ts';
+import { poolPace } from '../common/restartPace.ts';
 import type { Reloads } from '../common/reload.ts';
 import { formatUpstream } from '../common/settingParsers.ts';
 import type { HostConfig } from '../common/settings.ts';
 import { onShutdownSignal } from '../common/shutdown.ts';
+import { Supervisor, type Launched } from '../common/supervisor.ts';
 import { openHostLog } from './hostLogFile.ts';
 import { WATCHDOG_LOG_FD, type PoolSays, type WireHostEntry, type WorkerSays } from './poolMessages.ts';
 import { removeUploadsOf } from './uploadDir.ts';
 import { addDeparted, departedNone, summarize, type WorkerSnapshot } from './stats.ts';
 
 const SNAPSHOT_TIMEOUT_MS = 1_000;
+/** Workers cut their connections at --shutdown-timeout (worker.ts); one that hangs past it by this much is killed. */
+const HARD_STOP_MS = 5_000;
 
 export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>): Promise<void> {
   const log = openHostLog(config.logs, logSettingsOf(config), config.dev ? terminalWriter(join(config.www, 'controllers')) : undefined);
@@ -36,19 +40,44 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
     log[kept ? 'error' : 'notice'](`SIGHUP received: ${reopened ? 'reopened host.log' : 'host.log could not be reopened'}; ${note}`);
   });
   const startedAt = new Date().toISOString();
-  const live = new Set<Worker>();
   /** Workers whose server listens; the others show as `starting` on /status without being asked. */
   const up = new WeakSet<Worker>();
-  const retiring = new Set<Worker>();
-  const pace = new RestartPace(config.workers);
   // Counters of workers gone: a retiring worker's final stats, or what a crashed one last reported, so
   // no total ever falls below what /status (and so Prometheus) has been shown.
   const departed = departedNone();
   const lastReported = new WeakMap<Worker, WorkerSnapshot>();
   /** Retiring workers whose final stats are in `departed`: no longer summed as live, or they would count twice. */
   const handedOver = new WeakSet<Worker>();
-  let stopping = false;
   const channels = new WeakMap<Worker, IpcChannel<PoolSays, WorkerSays>>();
+  // The handles are cluster workers; the events are host.log's lines and /status's counters.
+  const workers: Supervisor<Worker, number> = new Supervisor({
+    launch: fork,
+    pace: poolPace(config.workers),
+    // A message, not a signal: it comes once the successor listens, when the old worker's handler is set.
+    retire: (worker) => channels.get(worker)?.notify('retire', null),
+    events: {
+      left(worker, _how, was) {
+        const last = lastReported.get(worker);
+        if (last) addDeparted(departed, last);
+        // A worker killed mid-request could not delete that request's uploads.
+        const pid = worker.process.pid;
+        if (pid !== undefined)
+          removeUploadsOf(pid).catch((err: Error) => log.error(`Could not delete the uploads of worker ${pid}: ${err.message}`));
+        if (was === 'retiring' && !workers.stopped) departed.restarts.recycled += 1;
+      },
+      exited(worker, how, delay) {
+        departed.restarts.exited += 1;
+        log.error(`Worker ${worker.process.pid} exited with ${how}; starting a new one${delay ? ` in ${delay} ms` : ''}`);
+      },
+      restartFailed(err, delay) {
+        departed.restarts.exited += 1;
+        log.error(`Could not start a worker: ${String(err)}; starting a new one${delay ? ` in ${delay} ms` : ''}`);
+      },
+      // The old worker keeps serving; it is recycled when a later replacement starts.
+      replaceFailed: (worker, err, delay) =>
+        log.error(`Could not start a replacement for worker ${worker.process.pid}: ${String(err)}; trying again in ${delay} ms`),
+    },
+  });
 
   function snapshotOf(worker: Worker): Promise<WorkerSnapshot> {
     const placeholder = (state: 'starting' | 'unresponsive'): WorkerSnapshot => ({
@@ -79,9 +108,9 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
     const channel = new IpcChannel<PoolSays, WorkerSays>(childEndpoint(worker.process));
     channels.set(worker, channel);
     channel.answer('config', () => current);
-    channel.on('log', ({ entries }) => entries.forEach(writeWireEntry));
-    channel.answer('flush', ({ entries }) => {
-      entries.forEach(writeWireEntry);
+    channel.on('log', (batch) => deliver(batch, { 'host.log': writeWireEntry }));
+    channel.answer('flush', (batch) => {
+      deliver(batch, { 'host.log': writeWireEntry });
       return null;
     });
     // It comes before the worker's last log flush is answered, so before its exit.
@@ -91,7 +120,13 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
       addDeparted(departed, snapshot);
     });
     channel.answer('status', async ({ full }) =>
-      summarize(process.pid, startedAt, await Promise.all([...live].filter((w) => !handedOver.has(w)).map(snapshotOf)), departed, full),
+      summarize(
+        process.pid,
+        startedAt,
+        await Promise.all(workers.handles.filter((w) => !handedOver.has(w)).map(snapshotOf)),
+        departed,
+        full,
+      ),
     );
     channel.on('retire-me', ({ reason }) => retire(worker, reason));
     // The watchdog thread's line, written while the worker's thread (and its IPC) was blocked.
@@ -104,58 +139,25 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
     });
   }
 
+  /** Replaces a worker that asked to: the old one keeps serving until the new one listens, so no request finds nobody. */
   function retire(worker: Worker, reason: string): void {
-    if (stopping || retiring.has(worker)) return;
-    retiring.add(worker);
+    if (workers.stopped || workers.isRetiring(worker)) return;
     log.info(`Recycling worker ${worker.process.pid} (${reason}): starting its replacement first`);
-    // The old worker keeps serving until the new one listens, so no request finds nobody.
-    fork(true).then(
-      () => channels.get(worker)?.notify('retire', null),
-      (err) => {
-        // The old worker keeps serving; it is recycled when a later replacement starts.
-        log.error(`Could not start a replacement for worker ${worker.process.pid}: ${String(err)}; trying again in ${RESTART_DELAY_MS} ms`);
-        retiring.delete(worker);
-        setTimeout(() => {
-          if (live.has(worker)) retire(worker, reason);
-        }, RESTART_DELAY_MS);
-      },
-    );
+    workers.recycle(worker);
   }
 
-  /** Starts a worker; `recycling` when it replaces one that asked to retire (its failure is retried there). */
-  function fork(recycling = false): Promise<{ worker: Worker; port: number }> {
+  /** Starts a worker; it is ready with the port it listens on. */
+  function fork(): Launched<Worker, number> {
     const worker = cluster.fork();
-    let listening = false;
-    live.add(worker);
     listenTo(worker);
-    worker.once('exit', (code, signal) => {
-      live.delete(worker);
-      const last = lastReported.get(worker);
-      if (last) addDeparted(departed, last);
-      // A worker killed mid-request could not delete that request's uploads.
-      const pid = worker.process.pid;
-      if (pid !== undefined)
-        removeUploadsOf(pid).catch((err: Error) => log.error(`Could not delete the uploads of worker ${pid}: ${err.message}`));
-      const wasRetiring = retiring.delete(worker);
-      if (wasRetiring && !stopping) departed.restarts.recycled += 1;
-      if (stopping || wasRetiring || (recycling && !listening)) return;
-      departed.restarts.exited += 1;
-      const delay = pace.delayAfterExit();
-      log.error(
-        `Worker ${worker.process.pid} exited with ${signal ? `signal ${signal}` : `code ${code}`}; starting a new one${delay ? ` in ${delay} ms` : ''}`,
-      );
-      setTimeout(() => {
-        if (!stopping) fork().catch((err) => log.error(`Could not start a worker: ${String(err)}`));
-      }, delay);
-    });
-    return new Promise((resolve, reject) => {
+    const ready = new Promise<number>((resolve, reject) => {
       worker.once('listening', (address) => {
-        listening = true;
         up.add(worker);
-        resolve({ worker, port: address.port });
+        resolve(address.port);
       });
       worker.once('exit', () => reject(new Error(`worker ${worker.process.pid} exited before listening`)));
     });
+    return { handle: worker, process: worker.process, ready };
   }
 
   // Each worker accepts on the shared socket itself. With the default round-robin the primary accepts
@@ -171,34 +173,31 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
   });
   // A socket file left by a host that was killed would make listen() fail with EADDRINUSE.
   if (config.socket) await rm(config.socket, { force: true });
-  const first = await Promise.all(Array.from({ length: config.workers }, fork));
+  const hardStopMs = config.shutdownTimeout * 1000 + HARD_STOP_MS;
+  let first: number[];
+  try {
+    first = await workers.start(config.workers);
+  } catch (err) {
+    await workers.stop('SIGTERM', hardStopMs);
+    throw err;
+  }
   if (config.socket) await chmod(config.socket, 0o600);
-  const url = config.socket ? `unix:${config.socket}` : formatUpstream({ kind: 'tcp', host: config.hostListen, port: first[0].port });
+  const url = config.socket ? `unix:${config.socket}` : formatUpstream({ kind: 'tcp', host: config.hostListen, port: first[0] });
   log.notice(`Host pool ${process.pid} serving ${config.www}/controllers on ${url} with ${config.workers} workers`);
   log.info(`Settings: ${describeSettings(config)}`);
   process.stdout.write(`${readyLine(url)}\n`);
   notifyReady((message) => log.error(message));
 
   onShutdownSignal(async (reason) => {
-    stopping = true;
     log.notice(`Host pool ${process.pid} shutting down (${reason})`);
     // No new connections from now on: a proxy that connects finds no socket (a connect failure, which
     // it retries on another host) instead of a backlog that nobody accepts and that is reset when this
-    // process exits (a reset before headers, which the proxy must answer 500).
-    if (config.socket) await rm(config.socket, { force: true });
-    const exits = [...live].map((worker) => once(worker, 'exit'));
+    // process exits (a reset before headers, which the proxy must answer 500). Removed before the
+    // workers are told, and at once: a worker that died meanwhile must not be replaced.
+    if (config.socket) rmSync(config.socket, { force: true });
     // A signal, not a message: a worker still starting has no message handler yet, and would miss a
     // 'retire' (a stop during a recycle then waited for the hard stop). SIGTERM retires it the same way.
-    for (const worker of live) worker.process.kill('SIGTERM');
-    // Workers cut their connections at the shutdown timeout (worker.ts); this is for one that hangs.
-    const hardStop = setTimeout(
-      () => {
-        for (const worker of live) worker.process.kill('SIGKILL');
-      },
-      config.shutdownTimeout * 1000 + 5_000,
-    );
-    await Promise.all(exits);
-    clearTimeout(hardStop);
+    await workers.stop('SIGTERM', hardStopMs);
     if (config.socket) await rm(config.socket, { force: true });
     await log.drain();
   });

@@ -11,23 +11,23 @@ import { ConfigError } from '../common/configError.ts';
 import { LinkGuard } from '../common/linkGuard.ts';
 import { logSettingsOf } from '../common/config.ts';
 import type { IpcChannel } from '../common/ipc.ts';
+import { logRelay } from '../common/logRelay.ts';
 import type { Reloads } from '../common/reload.ts';
 import { labelOf, type Forwarder, type ProxyConfig } from '../common/settings.ts';
 import { onShutdownSignal } from '../common/shutdown.ts';
-import { openAccessLog } from './accessLog.ts';
+import { accessFile, openAccessLog, relayedAccess } from './accessLog.ts';
 import type { CompressionSettings } from './compression.ts';
-import { openErrorLog } from './errorLog.ts';
+import { errorFile, openErrorLog, relayedErrors } from './errorLog.ts';
 import { setErrorDocuments } from './errorPages.ts';
 import { terminalWriter } from '../common/terminal.ts';
 import { announceStart, listenerUrl, reloadedEntry, stoppingEntry } from './lifecycle.ts';
-import { logRelay } from './logRelay.ts';
 import { createProxyServer } from './server.ts';
 import { serverBanner } from './serverBanner.ts';
 import { allowList } from './serverStatus.ts';
 import { StaticCache } from './staticCache.ts';
 import { tlsOptionsOf } from './tls.ts';
 import { Upstreams } from './upstreams.ts';
-import type { ProxyPrimarySays, ProxyWorkerSays } from './workerMessages.ts';
+import type { ProxyLogEntries, ProxyPrimarySays, ProxyWorkerSays } from './workerMessages.ts';
 
 /** A worker's /server-status or /metrics waits this long for every worker's share. */
 const TALLIES_TIMEOUT_MS = 2_000;
@@ -71,9 +71,19 @@ export async function serveProxy(
   reloads: Reloads<ProxyConfig>,
   primary?: IpcChannel<ProxyWorkerSays, ProxyPrimarySays>,
 ): Promise<void> {
-  const relay = primary && logRelay(primary);
-  const accessLog = openAccessLog(config.logs, logSettingsOf(config), relay?.('access.log'));
-  const errorLog = openErrorLog(config.logs, logSettingsOf(config), relay?.('error.log'), config.dev ? terminalWriter() : undefined);
+  const logSettings = logSettingsOf(config);
+  const relay =
+    primary &&
+    logRelay<ProxyLogEntries>(
+      (batch) => primary.notify('log', batch),
+      (batch, timeoutMs) => primary.request('flush', batch, timeoutMs),
+    );
+  const accessLog = openAccessLog(relay ? relayedAccess(relay, logSettings) : accessFile(config.logs, logSettings));
+  const errorLog = openErrorLog(
+    logSettings,
+    relay ? relayedErrors(relay, logSettings) : errorFile(config.logs, logSettings),
+    config.dev ? terminalWriter() : undefined,
+  );
   // Registered first, so a SIGHUP during start-up reopens the logs rather than ending the process.
   let reloadCertificate = (_settings: ProxyConfig): void => {};
   // Read by every request, so a SIGHUP's --compression applies to the next answers.

@@ -3,21 +3,22 @@
 // /server-status and their shares of /metrics, passes SIGHUP on, replaces a worker that dies, and stops
 // them all on SIGTERM.
 import cluster, { type Address, type Worker } from 'node:cluster';
-import { once } from 'node:events';
 import { logSettingsOf } from '../common/config.ts';
 import { siblingFile } from '../common/entryFile.ts';
 import { childEndpoint, IpcChannel } from '../common/ipc.ts';
-import { openLineLog, rotationOf } from '../common/lineLog.ts';
+import { deliver, type EntryBatch } from '../common/logRelay.ts';
 import type { Reloads } from '../common/reload.ts';
-import { RestartPace } from '../common/restartPace.ts';
+import { poolPace } from '../common/restartPace.ts';
 import type { ProxyConfig } from '../common/settings.ts';
 import { onShutdownSignal } from '../common/shutdown.ts';
+import { Supervisor, type Launched } from '../common/supervisor.ts';
 import { nullObject } from '../common/nullObject.ts';
-import { openErrorLog } from './errorLog.ts';
+import { accessFile, accessOfWire } from './accessLog.ts';
+import { errorFile, openErrorLog } from './errorLog.ts';
 import { terminalWriter } from '../common/terminal.ts';
 import { announceStart, listenerUrl, reloadedEntry, stoppingEntry } from './lifecycle.ts';
 import { addCounts, type MetricJson } from './metrics.ts';
-import type { LineBatch, ProxyPrimarySays, ProxyWorkerSays, Tally } from './workerMessages.ts';
+import type { ProxyLogEntries, ProxyPrimarySays, ProxyWorkerSays, Tally } from './workerMessages.ts';
 
 const TALLY_TIMEOUT_MS = 1_000;
 /** Workers cut their connections at --shutdown-timeout; one that hangs past it by this much is killed,
@@ -25,9 +26,10 @@ const TALLY_TIMEOUT_MS = 1_000;
 const HARD_STOP_MS = 2_000;
 
 export async function runProxyPrimary(config: ProxyConfig, reloads: Reloads<ProxyConfig>): Promise<void> {
-  const accessLines = openLineLog(config.logs, 'access.log', rotationOf(config));
-  const errorLines = openLineLog(config.logs, 'error.log', rotationOf(config));
-  const errorLog = openErrorLog(config.logs, logSettingsOf(config), errorLines, config.dev ? terminalWriter() : undefined);
+  // The workers' entries are formatted here, with the settings of the latest reload.
+  const accessLines = accessFile(config.logs, logSettingsOf(config));
+  const errorLines = errorFile(config.logs, logSettingsOf(config));
+  const errorLog = openErrorLog(logSettingsOf(config), errorLines, config.dev ? terminalWriter() : undefined);
   let current = config;
   // Each worker's server counts its own connections: it takes its share of --max-connections (nginx's
   // worker_connections is per worker outright). The port stays the one the first workers asked for: the
@@ -41,10 +43,23 @@ export async function runProxyPrimary(config: ProxyConfig, reloads: Reloads<Prox
     ...((current.tlsCert === undefined) !== (config.tlsCert === undefined) && { tlsCert: config.tlsCert, tlsKey: config.tlsKey }),
     maxConnections: current.maxConnections > 0 ? Math.ceil(current.maxConnections / config.proxyWorkers) : 0,
   });
-  const live = new Set<Worker>();
   const channels = new WeakMap<Worker, IpcChannel<ProxyPrimarySays, ProxyWorkerSays>>();
-  const pace = new RestartPace(config.proxyWorkers);
-  let stopping = false;
+  // The handles are cluster workers: they share the port. The events are error.log's lines.
+  const workers: Supervisor<Worker, Address[]> = new Supervisor({
+    launch: fork,
+    pace: poolPace(config.proxyWorkers),
+    events: {
+      left: (worker) => keepCountsOf(worker),
+      exited: (worker, how) =>
+        errorLog.write({
+          module: 'mpm_event',
+          level: 'error',
+          message: `proxy worker ${worker.process.pid} exited with ${how}; starting a new one`,
+        }),
+      restartFailed: (err) =>
+        errorLog.write({ module: 'mpm_event', level: 'error', message: `Could not start a proxy worker: ${err.message}` }),
+    },
+  });
   // What workers gone had counted, as each last told it: summed into every answer, so no counter that
   // /server-status or Prometheus has been shown goes down when a worker dies (nor counts twice).
   const lastTold = { tally: new WeakMap<Worker, Tally>(), metrics: new WeakMap<Worker, MetricJson[]>() };
@@ -70,15 +85,13 @@ export async function runProxyPrimary(config: ProxyConfig, reloads: Reloads<Prox
 
   reloads((settings, note, kept) => {
     current = settings;
-    const reopened = [accessLines.reopen(rotationOf(settings)) && 'access.log', errorLog.reopen(settings) && 'error.log'];
+    const reopened = [accessLines.reopen(settings) && 'access.log', errorLog.reopen(settings) && 'error.log'];
     errorLog.write(reloadedEntry(reopened, note, kept));
-    for (const worker of live) channels.get(worker)?.notify('reload', { config: workerConfig(), note, kept });
+    for (const worker of workers.handles) channels.get(worker)?.notify('reload', { config: workerConfig(), note, kept });
   });
 
-  const writeLines = ({ access, error }: LineBatch) => {
-    for (const line of access) accessLines.write(line);
-    for (const line of error) errorLines.write(line);
-  };
+  const writeEntries = (batch: EntryBatch<ProxyLogEntries>) =>
+    deliver(batch, { 'access.log': (wire) => accessLines.write(accessOfWire(wire)), 'error.log': (entry) => errorLines.write(entry) });
 
   /**
    * Every worker's answer to `kind` (its tally, its metrics), and what the workers gone had counted; a
@@ -87,7 +100,7 @@ export async function runProxyPrimary(config: ProxyConfig, reloads: Reloads<Prox
   async function askEvery<K extends 'tally' | 'metrics'>(kind: K): Promise<ProxyPrimarySays['requests'][K]['reply'][]> {
     type Reply = ProxyPrimarySays['requests'][K]['reply'];
     const told = lastTold[kind] as WeakMap<Worker, Reply>;
-    const asked = [...live].flatMap((worker) => {
+    const asked = workers.handles.flatMap((worker) => {
       const channel = channels.get(worker);
       if (!channel) return [];
       return [
@@ -105,9 +118,9 @@ export async function runProxyPrimary(config: ProxyConfig, reloads: Reloads<Prox
     const channel = new IpcChannel<ProxyPrimarySays, ProxyWorkerSays>(childEndpoint(worker.process));
     channels.set(worker, channel);
     channel.answer('config', workerConfig);
-    channel.on('lines', writeLines);
+    channel.on('log', writeEntries);
     channel.answer('flush', (batch) => {
-      writeLines(batch);
+      writeEntries(batch);
       return null;
     });
     channel.answer('tallies', () => askEvery('tally'));
@@ -118,62 +131,35 @@ export async function runProxyPrimary(config: ProxyConfig, reloads: Reloads<Prox
   /** A worker listens on the plain port, then on the HTTPS one when there is a certificate. */
   const listeners = config.tlsCert === undefined ? 1 : 2;
 
-  /** Starts a worker; resolves with the addresses it listens on, in that order. */
-  function fork(): Promise<Address[]> {
+  /** Starts a worker; it is ready with the addresses it listens on, in that order. */
+  function fork(): Launched<Worker, Address[]> {
     const worker = cluster.fork();
-    let listening = false;
     let failure: Error | undefined;
-    live.add(worker);
     listenTo(worker).answer('failed', ({ message, code }) => {
       failure = Object.assign(new Error(message), { code });
       return null;
     });
-    worker.once('exit', (code, signal) => {
-      live.delete(worker);
-      keepCountsOf(worker);
-      // One that never listened is reported by its fork()'s rejection.
-      if (stopping || !listening) return;
-      errorLog.write({
-        module: 'mpm_event',
-        level: 'error',
-        message: `proxy worker ${worker.process.pid} exited with ${signal ? `signal ${signal}` : `code ${code}`}; starting a new one`,
-      });
-      replace();
-    });
-    return new Promise((resolve, reject) => {
+    const ready = new Promise<Address[]>((resolve, reject) => {
       const addresses: Address[] = [];
       worker.on('listening', (address) => {
-        if (addresses.push(address) < listeners) return;
-        listening = true;
-        resolve(addresses);
+        if (addresses.push(address) === listeners) resolve(addresses);
       });
       worker.once('exit', () => reject(failure ?? new Error(`proxy worker ${worker.process.pid} exited before listening`)));
     });
-  }
-
-  /** Starts a worker in place of one gone, after a pause when they keep dying, until one listens. */
-  function replace(): void {
-    const delay = pace.delayAfterExit();
-    setTimeout(() => {
-      if (stopping) return;
-      fork().catch((err: Error) => {
-        if (stopping) return;
-        errorLog.write({ module: 'mpm_event', level: 'error', message: `Could not start a proxy worker: ${err.message}` });
-        replace();
-      });
-    }, delay);
+    return { handle: worker, process: worker.process, ready };
   }
 
   // Round-robin: the primary accepts and hands connections out in turn. Left to the kernel (SCHED_NONE),
   // Linux wakes the same worker for most of them, and one core does the work.
   cluster.schedulingPolicy = cluster.SCHED_RR;
   cluster.setupPrimary({ exec: siblingFile(import.meta.url, 'workerMain'), args: [], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  // Workers cut their connections at --shutdown-timeout; one that hangs past it is killed.
+  const hardStopMs = config.shutdownTimeout * 1000 + HARD_STOP_MS;
   let addresses: Address[];
   try {
-    [addresses] = await Promise.all(Array.from({ length: config.proxyWorkers }, fork));
+    [addresses] = await workers.start(config.proxyWorkers);
   } catch (err) {
-    stopping = true;
-    for (const worker of live) worker.process.kill('SIGTERM');
+    await workers.stop('SIGTERM', hardStopMs);
     await Promise.all([accessLines.drain(), errorLog.drain()]);
     throw err;
   }
@@ -185,18 +171,8 @@ export async function runProxyPrimary(config: ProxyConfig, reloads: Reloads<Prox
   );
 
   onShutdownSignal(async (reason) => {
-    stopping = true;
     errorLog.write(stoppingEntry(reason));
-    const exits = [...live].map((worker) => once(worker, 'exit'));
-    for (const worker of live) worker.process.kill('SIGTERM');
-    const hardStop = setTimeout(
-      () => {
-        for (const worker of live) worker.process.kill('SIGKILL');
-      },
-      config.shutdownTimeout * 1000 + HARD_STOP_MS,
-    );
-    await Promise.all(exits);
-    clearTimeout(hardStop);
+    await workers.stop('SIGTERM', hardStopMs);
     await Promise.all([accessLines.drain(), errorLog.drain()]);
   });
 }

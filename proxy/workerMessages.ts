@@ -1,16 +1,24 @@
 // What the proxy's primary and its workers (--proxy-workers > 1) say to each other over the cluster
 // channel. The primary is the one writer of access.log and error.log, as the host's primary is of
-// host.log: workers send a turn's lines in one notice, so size rotation and SIGHUP reopening stay in
+// host.log: workers send a turn's entries in one notice (common/logRelay.ts), so size rotation and SIGHUP reopening stay in
 // one process.
 import type { Conversation } from '../common/ipc.ts';
 import type { ReloadNotice } from '../common/launcherProtocol.ts';
+import type { AccessEntry, ErrorEntry } from '../common/logFormat.ts';
+import type { EntryBatch } from '../common/logRelay.ts';
 import type { ProxyConfig } from '../common/settings.ts';
 import type { MetricJson } from './metrics.ts';
 
-/** Finished lines for each file, in the order they were written. */
-export interface LineBatch {
-  access: string[];
-  error: string[];
+/** access.log's entry on the wire (JSON has no Date). */
+export type WireAccessEntry = Omit<AccessEntry, 'time'> & { time: number };
+
+/** error.log's entry on the wire: the event, when and in which worker it happened. */
+export type WireErrorEntry = ErrorEntry & { micros: number; pid: number };
+
+/** What the relay (common/logRelay.ts) carries to the primary, by file. */
+export interface ProxyLogEntries {
+  'access.log': WireAccessEntry;
+  'error.log': WireErrorEntry;
 }
 
 /** One worker's share of /server-status. */
@@ -27,8 +35,8 @@ export interface ProxyWorkerSays extends Conversation {
   requests: {
     /** The settings to serve with. */
     config: { body: null; reply: ProxyConfig };
-    /** These lines, and an answer once they are in the primary's hands (a worker about to exit). */
-    flush: { body: LineBatch; reply: null };
+    /** These entries, and an answer once they are in the primary's hands (a worker about to exit). */
+    flush: { body: EntryBatch<ProxyLogEntries>; reply: null };
     /** Every worker's tally, for a /server-status this worker answers. */
     tallies: { body: null; reply: Tally[] };
     /** Every worker's share of /metrics, for a /metrics this worker answers. */
@@ -37,7 +45,8 @@ export interface ProxyWorkerSays extends Conversation {
     failed: { body: { message: string; code?: string }; reply: null };
   };
   notices: {
-    lines: LineBatch;
+    /** A turn's log entries. */
+    log: EntryBatch<ProxyLogEntries>;
   };
 }
 
