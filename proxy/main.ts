@@ -1,8 +1,8 @@
 // The proxy process (web-server role): the public port. Serves www/public, forwards /External to the
 // host, and writes logs/access.log and logs/error.log. Started by `extqs proxy` or by the launcher,
 // which both hand it a validated configuration. With --proxy-workers N > 1 it is the primary of N
-// workers (primary.ts), each of which serves here as a worker: its log lines, /server-status tally and
-// /metrics share go through the primary.
+// workers (primary.ts), each of which serves here as a worker: its log lines and its share of
+// /metrics and /server-status go through the primary.
 import type { Server } from 'node:http';
 import type { Http2SecureServer } from 'node:http2';
 import type { AddressInfo } from 'node:net';
@@ -30,7 +30,7 @@ import { Upstreams } from './upstreams.ts';
 import type { ProxyPrimarySays, ProxyWorkerSays } from './workerMessages.ts';
 
 /** A worker's /server-status or /metrics waits this long for every worker's share. */
-const TALLIES_TIMEOUT_MS = 2_000;
+const SHARES_TIMEOUT_MS = 2_000;
 
 /** Only the chosen engine is loaded: undici takes 18 MB of resident memory, http-proxy 4 MB. */
 async function loadForwarder(forwarder: Forwarder) {
@@ -93,7 +93,7 @@ export async function serveProxy(
   );
   const publicDir = join(config.www, 'public');
   const staticCache = new StaticCache(publicDir, { links: new LinkGuard(publicDir, config.followSymlinks) });
-  const { server, tlsServer, stop, tally, metrics, reloadTls } = createProxyServer({
+  const { server, tlsServer, stop, metrics, reloadTls } = createProxyServer({
     www: config.www,
     staticCache,
     upstreams,
@@ -103,14 +103,12 @@ export async function serveProxy(
     limits: config,
     accessLog,
     errorLog,
-    tallies: primary && (() => primary.request('tallies', null, TALLIES_TIMEOUT_MS)),
-    everyMetrics: primary && (() => primary.request('all-metrics', null, TALLIES_TIMEOUT_MS)),
+    everyShare: primary && (() => primary.request('all-metrics', null, SHARES_TIMEOUT_MS)),
     tls: config.tlsCert === undefined ? undefined : tlsOptionsOf(config),
     compression,
     markLocalClients: config.dev === true,
     serverBanner: serverBanner(config.serverTokens),
   });
-  primary?.answer('tally', tally);
   primary?.answer('metrics', metrics);
   /** The certificate and key read again (certbot renews them in place), for new handshakes. */
   reloadCertificate = (settings) => {
