@@ -19,7 +19,7 @@ import type { CompressionSettings } from './compression.ts';
 import { openErrorLog } from './errorLog.ts';
 import { setErrorDocuments } from './errorPages.ts';
 import { terminalWriter } from '../common/terminal.ts';
-import { announceStart, listenerUrl, reloadedEntry, stoppingEntry } from './lifecycle.ts';
+import { announceStart, listenerUrl, reloadedEntries, stoppingEntry } from './lifecycle.ts';
 import { logRelay } from './logRelay.ts';
 import { createProxyServer } from './server.ts';
 import { serverBanner } from './serverBanner.ts';
@@ -83,7 +83,7 @@ export async function serveProxy(
     setErrorDocuments(settings.errorDocuments);
     const reopened = [accessLog.reopen(settings) && 'access.log', errorLog.reopen(settings) && 'error.log'];
     compression.codings = settings.compression;
-    if (!primary) errorLog.write(reloadedEntry(reopened, note, kept));
+    if (!primary) for (const entry of reloadedEntries(reopened, note, kept, settings)) errorLog.write(entry);
     if (!kept) reloadCertificate(settings);
   });
   const upstreams = new Upstreams(
@@ -110,13 +110,12 @@ export async function serveProxy(
     serverBanner: serverBanner(config.serverTokens),
   });
   primary?.answer('metrics', metrics);
-  /** The certificate and key read again (certbot renews them in place), for new handshakes. */
+  /**
+   * The certificate and key read again (certbot renews them in place), for new handshakes. Whether there
+   * is an HTTPS listener stays as it started (common/reloadResolver.ts).
+   */
   reloadCertificate = (settings) => {
-    if (!tlsServer && settings.tlsCert === undefined) return;
-    if (!tlsServer || settings.tlsCert === undefined) {
-      errorLog.write({ module: 'ssl', level: 'error', message: 'turning HTTPS on or off (--tls-cert) needs a restart; nothing changed' });
-      return;
-    }
+    if (!tlsServer || settings.tlsCert === undefined) return;
     try {
       reloadTls(tlsOptionsOf(settings));
     } catch (err) {

@@ -14,7 +14,7 @@ import type { ProxyConfig } from '../common/settings.ts';
 import { onShutdownSignal } from '../common/shutdown.ts';
 import { openErrorLog } from './errorLog.ts';
 import { terminalWriter } from '../common/terminal.ts';
-import { announceStart, listenerUrl, reloadedEntry, stoppingEntry } from './lifecycle.ts';
+import { announceStart, listenerUrl, reloadedEntries, stoppingEntry } from './lifecycle.ts';
 import { addCounts, startTimeJson, type MetricJson } from './metrics.ts';
 import type { LineBatch, ProxyPrimarySays, ProxyWorkerSays } from './workerMessages.ts';
 
@@ -36,8 +36,6 @@ export async function runProxyPrimary(config: ProxyConfig, reloads: Reloads<Prox
     ...current,
     port: config.port,
     tlsPort: config.tlsPort,
-    // Whether there is an HTTPS listener stays as the workers started (turning it on or off needs a restart).
-    ...((current.tlsCert === undefined) !== (config.tlsCert === undefined) && { tlsCert: config.tlsCert, tlsKey: config.tlsKey }),
     maxConnections: current.maxConnections > 0 ? Math.ceil(current.maxConnections / config.proxyWorkers) : 0,
   });
   const live = new Set<Worker>();
@@ -57,7 +55,7 @@ export async function runProxyPrimary(config: ProxyConfig, reloads: Reloads<Prox
   reloads((settings, note, kept) => {
     current = settings;
     const reopened = [accessLines.reopen(rotationOf(settings)) && 'access.log', errorLog.reopen(settings) && 'error.log'];
-    errorLog.write(reloadedEntry(reopened, note, kept));
+    for (const entry of reloadedEntries(reopened, note, kept, settings)) errorLog.write(entry);
     for (const worker of live) channels.get(worker)?.notify('reload', { config: workerConfig(), note, kept });
   });
 
