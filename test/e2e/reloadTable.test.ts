@@ -14,7 +14,7 @@ import { makeCertificate, type CertificateFiles } from '../../tools/certificate.
 import { accepts, freePort } from '../../tools/ports.ts';
 import { get } from '../helpers/http.ts';
 import { total } from '../helpers/metrics.ts';
-import { eventually, makeSandbox, readLog, spawnReady, type Running, type Sandbox } from '../helpers/stack.ts';
+import { eventually, makeSandbox, readLog, spawnReady, startProxy, type Running, type Sandbox } from '../helpers/stack.ts';
 
 /** What the line must say of a setting, and so what must have happened. */
 type Said = 'applied' | 'restart' | 'not taken' | 'not read';
@@ -394,4 +394,34 @@ describe('the SIGHUP table', function () {
     const walked = new Set(GROUPS.flatMap((group) => group.steps.flatMap(keysOf)));
     expect(SETTING_KEYS.filter((key) => !walked.has(key))).to.deep.equal([]);
   });
+});
+
+describe('a SIGHUP sent to extqs proxy on its own', function () {
+  for (const proxyWorkers of [1, 2]) {
+    it(`adding a certificate needs a restart and opens no HTTPS listener, at --proxy-workers ${proxyWorkers}`, async function () {
+      const sandbox = makeSandbox();
+      const conf = join(sandbox.dir, 'proxy.conf');
+      const port = await freePort();
+      writeFileSync(conf, `EXTQS_TLS_PORT=${port}\n`);
+      const args = ['--upstream', `unix:${join(sandbox.dir, 'none.sock')}`, '--proxy-workers', String(proxyWorkers), '--config', conf];
+      const proxy = await startProxy(sandbox, args);
+      try {
+        const pair = makeCertificate(sandbox.dir);
+        writeFileSync(conf, `EXTQS_TLS_PORT=${port}\nEXTQS_TLS_CERT=${pair.cert}\nEXTQS_TLS_KEY=${pair.key}\nEXTQS_LOG_LEVEL=warn\n`);
+        proxy.child.kill('SIGHUP');
+        const line = await eventually(
+          () => readLog(sandbox, 'error.log').find((l) => l.includes('SIGHUP received')),
+          5000,
+          'the reload line',
+        );
+        expect(line).to.contain(
+          `applied --log-level "info" -> "warn"; need a restart to apply: --tls-cert none -> ${JSON.stringify(pair.cert)}, --tls-key none -> ${JSON.stringify(pair.key)}`,
+        );
+        expect(await accepts(port), 'an HTTPS listener').to.equal(false);
+      } finally {
+        await proxy.stop();
+        sandbox.remove();
+      }
+    });
+  }
 });
