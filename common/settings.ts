@@ -1,6 +1,7 @@
 // Every setting of extqs, declared once: its flag, environment name, default, parser, the processes
 // that use it, whether a SIGHUP applies it live, and its help. The Config types, the validation, each
-// command's options and --help, the SIGHUP report and docs/configuration.md's tables all come from this table.
+// command's options and --help, docs/configuration.md's tables and the SIGHUP resolver (reloadResolver.ts) all come from
+// this table.
 import { availableParallelism } from 'node:os';
 import { MAX_HEADER_SIZE_CEILING } from './protocol.ts';
 import { tlsPairProblem } from './tlsPair.ts';
@@ -407,7 +408,8 @@ export const SETTINGS = {
     defaultText: "none (Apache's pages)",
     // The statuses a visitor meets when the service, not the request, is at fault, and the missing page.
     parse: errorDocuments([404, 500, 502, 503, 504]),
-    format: (documents) => JSON.stringify(documents.map(({ status, file }) => `${status}=${file}`).join(',')),
+    format: (documents) =>
+      documents.length === 0 ? 'none' : JSON.stringify(documents.map(({ status, file }) => `${status}=${file}`).join(',')),
     roles: ['proxy'],
     live: true,
     repeatable: true,
@@ -421,7 +423,7 @@ export const SETTINGS = {
     default: '',
     defaultText: 'none',
     parse: upstreamList,
-    format: (list) => JSON.stringify(list.map(formatUpstream).join(',')),
+    format: (list) => (list.length === 0 ? 'none' : JSON.stringify(list.map(formatUpstream).join(','))),
     roles: ['proxy'],
     setByLauncher: 'the launcher connects the proxy to the host it starts',
     repeatable: true,

@@ -7,7 +7,7 @@ import { chmod, rm } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { describeSettings, logSettingsOf } from '../common/config.ts';
+import { describeSettings, logSettingsOf, sliceFor } from '../common/config.ts';
 import { siblingFile } from '../common/entryFile.ts';
 import { childEndpoint, IpcChannel } from '../common/ipc.ts';
 import { deliver } from '../common/logRelay.ts';
@@ -16,6 +16,7 @@ import { notifyReady } from '../common/serviceManager.ts';
 import { terminalWriter } from '../common/terminal.ts';
 import { poolPace } from '../common/restartPace.ts';
 import type { Reloads } from '../common/reload.ts';
+import { sighupLine } from '../common/reloadResolver.ts';
 import { formatUpstream } from '../common/settingParsers.ts';
 import type { HostConfig } from '../common/settings.ts';
 import { onShutdownSignal } from '../common/shutdown.ts';
@@ -37,7 +38,8 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
   reloads((settings, note, kept) => {
     current = settings;
     const reopened = log.reopen(settings);
-    log[kept ? 'error' : 'notice'](`SIGHUP received: ${reopened ? 'reopened host.log' : 'host.log could not be reopened'}; ${note}`);
+    log[kept ? 'error' : 'notice'](sighupLine([reopened && 'host.log'], note));
+    log.info(`Settings: ${describeSettings(sliceFor('host', settings))}`);
   });
   const startedAt = new Date().toISOString();
   /** Workers whose server listens; the others show as `starting` on /status without being asked. */
@@ -184,7 +186,7 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
   if (config.socket) await chmod(config.socket, 0o600);
   const url = config.socket ? `unix:${config.socket}` : formatUpstream({ kind: 'tcp', host: config.hostListen, port: first[0] });
   log.notice(`Host pool ${process.pid} serving ${config.www}/controllers on ${url} with ${config.workers} workers`);
-  log.info(`Settings: ${describeSettings(config)}`);
+  log.info(`Settings: ${describeSettings(sliceFor('host', config))}`);
   process.stdout.write(`${readyLine(url)}\n`);
   notifyReady((message) => log.error(message));
 

@@ -1,8 +1,8 @@
 // The proxy process (web-server role): the public port. Serves www/public, forwards /External to the
 // host, and writes logs/access.log and logs/error.log. Started by `extqs proxy` or by the launcher,
 // which both hand it a validated configuration. With --proxy-workers N > 1 it is the primary of N
-// workers (primary.ts), each of which serves here as a worker: its log lines, /server-status tally and
-// /metrics share go through the primary.
+// workers (primary.ts), each of which serves here as a worker: its log lines and its share of
+// /metrics and /server-status go through the primary.
 import type { Server } from 'node:http';
 import type { Http2SecureServer } from 'node:http2';
 import type { AddressInfo } from 'node:net';
@@ -20,7 +20,7 @@ import type { CompressionSettings } from './compression.ts';
 import { errorFile, openErrorLog, relayedErrors } from './errorLog.ts';
 import { setErrorDocuments } from './errorPages.ts';
 import { terminalWriter } from '../common/terminal.ts';
-import { announceStart, listenerUrl, reloadedEntry, stoppingEntry } from './lifecycle.ts';
+import { announceStart, listenerUrl, reloadedEntries, stoppingEntry } from './lifecycle.ts';
 import { createProxyServer } from './server.ts';
 import { serverBanner } from './serverBanner.ts';
 import { allowList } from './serverStatus.ts';
@@ -30,7 +30,7 @@ import { Upstreams } from './upstreams.ts';
 import type { ProxyLogEntries, ProxyPrimarySays, ProxyWorkerSays } from './workerMessages.ts';
 
 /** A worker's /server-status or /metrics waits this long for every worker's share. */
-const TALLIES_TIMEOUT_MS = 2_000;
+const SHARES_TIMEOUT_MS = 2_000;
 
 /** Only the chosen engine is loaded: undici takes 18 MB of resident memory, http-proxy 4 MB. */
 async function loadForwarder(forwarder: Forwarder) {
@@ -93,7 +93,7 @@ export async function serveProxy(
     setErrorDocuments(settings.errorDocuments);
     const reopened = [accessLog.reopen(settings) && 'access.log', errorLog.reopen(settings) && 'error.log'];
     compression.codings = settings.compression;
-    if (!primary) errorLog.write(reloadedEntry(reopened, note, kept));
+    if (!primary) for (const entry of reloadedEntries(reopened, note, kept, settings)) errorLog.write(entry);
     if (!kept) reloadCertificate(settings);
   });
   const upstreams = new Upstreams(
@@ -103,7 +103,7 @@ export async function serveProxy(
   );
   const publicDir = join(config.www, 'public');
   const staticCache = new StaticCache(publicDir, { links: new LinkGuard(publicDir, config.followSymlinks) });
-  const { server, tlsServer, stop, tally, metrics, reloadTls } = createProxyServer({
+  const { server, tlsServer, stop, metrics, reloadTls } = createProxyServer({
     www: config.www,
     staticCache,
     upstreams,
@@ -113,22 +113,19 @@ export async function serveProxy(
     limits: config,
     accessLog,
     errorLog,
-    tallies: primary && (() => primary.request('tallies', null, TALLIES_TIMEOUT_MS)),
-    everyMetrics: primary && (() => primary.request('all-metrics', null, TALLIES_TIMEOUT_MS)),
+    everyShare: primary && (() => primary.request('all-metrics', null, SHARES_TIMEOUT_MS)),
     tls: config.tlsCert === undefined ? undefined : tlsOptionsOf(config),
     compression,
     markLocalClients: config.dev === true,
     serverBanner: serverBanner(config.serverTokens),
   });
-  primary?.answer('tally', tally);
   primary?.answer('metrics', metrics);
-  /** The certificate and key read again (certbot renews them in place), for new handshakes. */
+  /**
+   * The certificate and key read again (certbot renews them in place), for new handshakes. Whether there
+   * is an HTTPS listener stays as it started (common/reloadResolver.ts).
+   */
   reloadCertificate = (settings) => {
-    if (!tlsServer && settings.tlsCert === undefined) return;
-    if (!tlsServer || settings.tlsCert === undefined) {
-      errorLog.write({ module: 'ssl', level: 'error', message: 'turning HTTPS on or off (--tls-cert) needs a restart; nothing changed' });
-      return;
-    }
+    if (!tlsServer || settings.tlsCert === undefined) return;
     try {
       reloadTls(tlsOptionsOf(settings));
     } catch (err) {

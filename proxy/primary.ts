@@ -1,6 +1,6 @@
 // The proxy's primary with --proxy-workers N > 1 (nginx's master process): forks N workers that share the
-// port (node:cluster), writes access.log and error.log for all of them, gathers their tallies for
-// /server-status and their shares of /metrics, passes SIGHUP on, replaces a worker that dies, and stops
+// port (node:cluster), writes access.log and error.log for all of them, gathers their shares of
+// /server-status and /metrics, passes SIGHUP on, replaces a worker that dies, and stops
 // them all on SIGTERM.
 import cluster, { type Address, type Worker } from 'node:cluster';
 import { logSettingsOf } from '../common/config.ts';
@@ -12,15 +12,14 @@ import { poolPace } from '../common/restartPace.ts';
 import type { ProxyConfig } from '../common/settings.ts';
 import { onShutdownSignal } from '../common/shutdown.ts';
 import { Supervisor, type Launched } from '../common/supervisor.ts';
-import { nullObject } from '../common/nullObject.ts';
 import { accessFile, accessOfWire } from './accessLog.ts';
 import { errorFile, openErrorLog } from './errorLog.ts';
 import { terminalWriter } from '../common/terminal.ts';
-import { announceStart, listenerUrl, reloadedEntry, stoppingEntry } from './lifecycle.ts';
-import { addCounts, type MetricJson } from './metrics.ts';
-import type { ProxyLogEntries, ProxyPrimarySays, ProxyWorkerSays, Tally } from './workerMessages.ts';
+import { announceStart, listenerUrl, reloadedEntries, stoppingEntry } from './lifecycle.ts';
+import { addCounts, startTimeJson, type MetricJson } from './metrics.ts';
+import type { ProxyLogEntries, ProxyPrimarySays, ProxyWorkerSays } from './workerMessages.ts';
 
-const TALLY_TIMEOUT_MS = 1_000;
+const SHARE_TIMEOUT_MS = 1_000;
 /** Workers cut their connections at --shutdown-timeout; one that hangs past it by this much is killed,
  *  within the launcher's own margin for the proxy (common/shutdown.ts). */
 const HARD_STOP_MS = 2_000;
@@ -39,8 +38,6 @@ export async function runProxyPrimary(config: ProxyConfig, reloads: Reloads<Prox
     ...current,
     port: config.port,
     tlsPort: config.tlsPort,
-    // Whether there is an HTTPS listener stays as the workers started (turning it on or off needs a restart).
-    ...((current.tlsCert === undefined) !== (config.tlsCert === undefined) && { tlsCert: config.tlsCert, tlsKey: config.tlsKey }),
     maxConnections: current.maxConnections > 0 ? Math.ceil(current.maxConnections / config.proxyWorkers) : 0,
   });
   const channels = new WeakMap<Worker, IpcChannel<ProxyPrimarySays, ProxyWorkerSays>>();
@@ -60,58 +57,39 @@ export async function runProxyPrimary(config: ProxyConfig, reloads: Reloads<Prox
         errorLog.write({ module: 'mpm_event', level: 'error', message: `Could not start a proxy worker: ${err.message}` }),
     },
   });
-  // What workers gone had counted, as each last told it: summed into every answer, so no counter that
-  // /server-status or Prometheus has been shown goes down when a worker dies (nor counts twice).
-  const lastTold = { tally: new WeakMap<Worker, Tally>(), metrics: new WeakMap<Worker, MetricJson[]>() };
-  const departedTally: Tally = {
-    startedAt: new Date().toISOString(),
-    requests: 0,
-    bytes: 0,
-    statuses: nullObject(),
-    inFlight: 0,
-    connections: 0,
-  };
-  const departedMetrics: MetricJson[] = [];
+  // The primary's own share: when the proxy started, and what workers gone had counted, as each last told
+  // it: summed into every answer, so no counter that /server-status or Prometheus has been shown goes down
+  // when a worker dies (nor counts twice).
+  const lastTold = new WeakMap<Worker, MetricJson[]>();
+  const primaryShare: MetricJson[] = [startTimeJson(new Date())];
   function keepCountsOf(worker: Worker): void {
-    const tally = lastTold.tally.get(worker);
-    if (tally) {
-      departedTally.requests += tally.requests;
-      departedTally.bytes += tally.bytes;
-      for (const [status, n] of Object.entries(tally.statuses)) departedTally.statuses[status] = (departedTally.statuses[status] ?? 0) + n;
-    }
-    const metrics = lastTold.metrics.get(worker);
-    if (metrics) addCounts(departedMetrics, metrics);
+    const metrics = lastTold.get(worker);
+    if (metrics) addCounts(primaryShare, metrics);
   }
 
   reloads((settings, note, kept) => {
     current = settings;
     const reopened = [accessLines.reopen(settings) && 'access.log', errorLog.reopen(settings) && 'error.log'];
-    errorLog.write(reloadedEntry(reopened, note, kept));
+    for (const entry of reloadedEntries(reopened, note, kept, settings)) errorLog.write(entry);
     for (const worker of workers.handles) channels.get(worker)?.notify('reload', { config: workerConfig(), note, kept });
   });
 
   const writeEntries = (batch: EntryBatch<ProxyLogEntries>) =>
     deliver(batch, { 'access.log': (wire) => accessLines.write(accessOfWire(wire)), 'error.log': (entry) => errorLines.write(entry) });
 
-  /**
-   * Every worker's answer to `kind` (its tally, its metrics), and what the workers gone had counted; a
-   * worker that does not answer in time is left out.
-   */
-  async function askEvery<K extends 'tally' | 'metrics'>(kind: K): Promise<ProxyPrimarySays['requests'][K]['reply'][]> {
-    type Reply = ProxyPrimarySays['requests'][K]['reply'];
-    const told = lastTold[kind] as WeakMap<Worker, Reply>;
+  /** Every worker's share, and the primary's; a worker that does not answer in time is left out. */
+  async function everyShare(): Promise<MetricJson[][]> {
     const asked = workers.handles.flatMap((worker) => {
       const channel = channels.get(worker);
       if (!channel) return [];
       return [
-        channel.request(kind, null, TALLY_TIMEOUT_MS).then(
-          (reply) => (told.set(worker, reply), reply),
+        channel.request('metrics', null, SHARE_TIMEOUT_MS).then(
+          (share) => (lastTold.set(worker, share), share),
           () => undefined,
         ),
       ];
     });
-    const departed = (kind === 'tally' ? departedTally : departedMetrics) as Reply;
-    return [...(await Promise.all(asked)).filter((reply) => reply !== undefined), departed];
+    return [...(await Promise.all(asked)).filter((share) => share !== undefined), primaryShare];
   }
 
   function listenTo(worker: Worker): IpcChannel<ProxyPrimarySays, ProxyWorkerSays> {
@@ -123,8 +101,7 @@ export async function runProxyPrimary(config: ProxyConfig, reloads: Reloads<Prox
       writeEntries(batch);
       return null;
     });
-    channel.answer('tallies', () => askEvery('tally'));
-    channel.answer('all-metrics', () => askEvery('metrics'));
+    channel.answer('all-metrics', everyShare);
     return channel;
   }
 

@@ -14,7 +14,6 @@ import { join } from 'node:path';
 import { statusOfParserError } from '../common/protocol.ts';
 import type { ProxyConfig } from '../common/settings.ts';
 import type { Forward, ForwarderOptions } from './forwarding.ts';
-import type { Tally } from './workerMessages.ts';
 import { bodyBytes, type AccessLog } from './accessLog.ts';
 import { encodeResponse, negotiateRequest, type CompressionSettings } from './compression.ts';
 import { errorPage, reasonOf, sendErrorPage } from './errorPages.ts';
@@ -24,7 +23,7 @@ import { closeAtOnce, isLingering, lingerAfterEarlyAnswer } from './lingeringClo
 import { KIND, metricsEndpoint, processMetricsJson, RequestMetrics, type MetricJson, type RouteKind } from './metrics.ts';
 import { requestIdOf } from './requestId.ts';
 import { routeRequest } from './route.ts';
-import { ProxyCounters, serverStatus } from './serverStatus.ts';
+import { serverStatus } from './serverStatus.ts';
 import type { StaticCache } from './staticCache.ts';
 import { staticFiles } from './staticFiles.ts';
 import { TLS_DEFAULTS, type TlsOptions } from './tls.ts';
@@ -58,12 +57,10 @@ export interface ProxyOptions {
   statusAllow: BlockList;
   /** Timeouts and limits against slow or hostile clients (--header-timeout and the rest). */
   limits: ClientLimits;
-  /** Every worker's tally, when this process is one of several (--proxy-workers): /server-status sums them. */
-  tallies?: () => Promise<Tally[]>;
   /** HTTPS (HTTP/2 and HTTP/1.1 by ALPN) beside plain HTTP, when a certificate is configured. */
   tls?: TlsOptions;
-  /** Every worker's share of /metrics, likewise. */
-  everyMetrics?: () => Promise<MetricJson[][]>;
+  /** Every worker's share, when this process is one of several (--proxy-workers): /metrics and /server-status sum them. */
+  everyShare?: () => Promise<MetricJson[][]>;
   /** The codings --compression allows; a SIGHUP may change them while the server runs. */
   compression: CompressionSettings;
   /** `extqs dev`: the host is told which clients are on loopback (proxy/forwarding.ts). */
@@ -84,9 +81,7 @@ export interface ProxyServer {
    * after `graceMs`, so the access log has a line for each before it is drained.
    */
   stop: (graceMs: number) => Promise<void>;
-  /** This process's share of /server-status. */
-  tally: () => Promise<Tally>;
-  /** This process's share of /metrics. */
+  /** This process's share of /metrics and /server-status. */
   metrics: () => Promise<MetricJson[]>;
 }
 
@@ -194,9 +189,8 @@ export function createProxyServer({
   errorLog,
   statusAllow,
   limits,
-  tallies,
   tls,
-  everyMetrics,
+  everyShare,
   compression,
   markLocalClients = false,
   serverBanner,
@@ -205,7 +199,7 @@ export function createProxyServer({
   const serveStatic = staticFiles(join(www, 'public'), errorLog, staticCache);
 
   const open = new Set<ServerResponse>();
-  const counters = new ProxyCounters();
+  const startedAt = new Date();
   const requestMetrics = new RequestMetrics();
   let stopping = false;
   let onIdle: (() => void) | undefined;
@@ -288,7 +282,6 @@ export function createProxyServer({
       }
       const bytes = bodyBytes(req, res);
       accessLog.record(req, res, url, arrivedAt, remoteAddress, bytes);
-      counters.record(res.statusCode, bytes);
       requestMetrics.record(kind, req.method, res.statusCode, (performance.now() - startedAt) / 1000, bytes);
       open.delete(res);
       if (open.size === 0) onIdle?.();
@@ -417,24 +410,12 @@ export function createProxyServer({
     else sendErrorPage(res, 500);
   }
 
-  const tally = async (): Promise<Tally> => ({
-    startedAt: counters.startedAt.toISOString(),
-    requests: counters.requests,
-    bytes: counters.bytes,
-    statuses: { ...counters.statuses },
-    inFlight: open.size,
-    connections: await openConnections(),
-  });
   const openConnections = async () => (await Promise.all(servers.map(connectionsOf))).reduce((sum, count) => sum + count, 0);
-  const handleServerStatus = serverStatus({ tallies: tallies ?? (async () => [await tally()]), upstreams, allow: statusAllow, errorLog });
   const metrics = async (): Promise<MetricJson[]> =>
-    processMetricsJson(requestMetrics, { inFlight: open.size, connections: await openConnections() }, upstreams);
-  const handleMetrics = metricsEndpoint({
-    processes: everyMetrics ?? (async () => [await metrics()]),
-    upstreams,
-    allow: statusAllow,
-    errorLog,
-  });
+    processMetricsJson(requestMetrics, { startedAt, inFlight: open.size, connections: await openConnections() }, upstreams);
+  const shares = everyShare ?? (async () => [await metrics()]);
+  const handleServerStatus = serverStatus({ shares, upstreams, allow: statusAllow, errorLog });
+  const handleMetrics = metricsEndpoint({ processes: shares, upstreams, allow: statusAllow, errorLog });
   // Node's own field limit drops the fields past it silently, Host among them when it comes last (then
   // Node answers a bare 400 itself): keep every field, which maxHeaderSize bounds, and count them above.
   server.maxHeadersCount = 0;
@@ -641,7 +622,7 @@ export function createProxyServer({
     sendErrorPage(res, 301, { Location: `https://${host}${tlsPort === 443 ? '' : `:${tlsPort}`}${req.url ?? '/'}` });
   }
 
-  return { server, tlsServer, stop, tally, metrics, reloadTls };
+  return { server, tlsServer, stop, metrics, reloadTls };
 }
 
 const ACME_CHALLENGE = '/.well-known/acme-challenge/';

@@ -21,25 +21,13 @@ export interface ProxyLogEntries {
   'error.log': WireErrorEntry;
 }
 
-/** One worker's share of /server-status. */
-export interface Tally {
-  startedAt: string;
-  requests: number;
-  bytes: number;
-  statuses: Record<string, number>;
-  inFlight: number;
-  connections: number;
-}
-
 export interface ProxyWorkerSays extends Conversation {
   requests: {
     /** The settings to serve with. */
     config: { body: null; reply: ProxyConfig };
     /** These entries, and an answer once they are in the primary's hands (a worker about to exit). */
     flush: { body: EntryBatch<ProxyLogEntries>; reply: null };
-    /** Every worker's tally, for a /server-status this worker answers. */
-    tallies: { body: null; reply: Tally[] };
-    /** Every worker's share of /metrics, for a /metrics this worker answers. */
+    /** Every worker's share and the primary's, for a /metrics or /server-status this worker answers. */
     'all-metrics': { body: null; reply: MetricJson[][] };
     /** Why this worker cannot serve (the port is taken…): the primary's start fails with it. */
     failed: { body: { message: string; code?: string }; reply: null };
@@ -52,8 +40,7 @@ export interface ProxyWorkerSays extends Conversation {
 
 export interface ProxyPrimarySays extends Conversation {
   requests: {
-    tally: { body: null; reply: Tally };
-    /** Its share of /metrics: prom-client's getMetricsAsJSON() form, which AggregatorRegistry.aggregate() sums. */
+    /** Its share of /metrics and /server-status: prom-client's getMetricsAsJSON() form, which AggregatorRegistry.aggregate() sums. */
     metrics: { body: null; reply: MetricJson[] };
   };
   notices: {

@@ -4,6 +4,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { COMMANDS, takes } from '../common/config.ts';
+import { RELOAD_RULES } from '../common/reloadResolver.ts';
 import { SETTING_KEYS, specOf, type SettingGroup } from '../common/settings.ts';
 
 export const CONFIGURATION_DOC = fileURLToPath(new URL('../docs/configuration.md', import.meta.url));
@@ -30,7 +31,7 @@ export function settingsMarkdown(): string {
       const fallback = spec.defaultText ?? (typeof spec.default === 'string' ? spec.default : '');
       const commands = COMMANDS.filter((command) => command !== 'check' && takes(command, key)).join(', ');
       const repeat = spec.repeatable ? ' Repeatable; the variable lists the values with commas.' : '';
-      return `| ${code(`--${spec.flag}`)} | ${code(spec.env)} | ${code(fallback)} | ${commands} | ${spec.live ? 'applied' : 'restart'} | ${sentence(spec.help)}${repeat} |`;
+      return `| ${code(`--${spec.flag}`)} | ${code(spec.env)} | ${code(fallback)} | ${commands} | ${RELOAD_RULES[key].summary} | ${sentence(spec.help)}${repeat} |`;
     });
     return [`**${GROUP_TITLES[group]}**`, '', '| Flag | Env | Default | Commands | SIGHUP | |', '|---|---|---|---|---|---|', ...rows].join(
       '\n',
