@@ -187,6 +187,7 @@ const GROUPS: Group[] = [
       ...restartOnly({
         maxRequests: '100',
         maxExecutionTime: '40',
+        slowlogTimeout: '5',
         postMaxSize: '1m',
         uploadMaxFilesize: '1m',
         maxFileUploads: '3',
