@@ -16,14 +16,18 @@ export function readerOf(command: Command, config: Partial<Config>): Reader {
 }
 
 /**
- * What a SIGHUP does with a changed setting: `applied` in the running processes, or `restart`, the running
- * value kept until one. Replacing workers with new ones started with the new settings (nginx's reload) would
- * be a third outcome here, with its rule in RULES and its words in OUTCOME_WORDS.
+ * What a SIGHUP does with a changed setting: `applied` in the running processes; `replaced`, applied by
+ * workers started with it that take the old ones' place (nginx's reload: the old ones finish what they hold);
+ * or `restart`, the running value kept until one.
  */
-export type Outcome = 'applied' | 'restart';
+export type Outcome = 'applied' | 'replaced' | 'restart';
 
 /** How the line names each outcome, in this order. */
-const OUTCOME_WORDS: Record<Outcome, string> = { applied: 'applied', restart: 'need a restart to apply:' };
+const OUTCOME_WORDS: Record<Outcome, string> = {
+  applied: 'applied',
+  replaced: 'applied by starting new workers:',
+  restart: 'need a restart to apply:',
+};
 
 type Values = Partial<Config>;
 
@@ -44,12 +48,61 @@ const sameHttpsListener: Rule = {
   summary: 'applied; restart to turn HTTPS on or off',
 };
 
-/** The settings whose outcome is not the table's `live` alone. */
+/**
+ * Whether the proxy's workers can be replaced: a primary with two or more (the launcher's proxy child, or
+ * `extqs proxy`) starts new ones with the new settings on the port the cluster shares, then retires the old.
+ * A lone proxy process holds the port itself: nothing can take its place without dropping connections.
+ */
+function replacesProxyWorkers(reader: Reader, running: Values): boolean {
+  return (reader === 'launcher' || reader === 'proxy-primary') && (running.proxyWorkers ?? 1) > 1;
+}
+
+/** Read by a proxy worker when it starts, and only by the proxy: new workers take it. */
+const byNewProxyWorkers: Rule = {
+  decide: (running, _fresh, reader) => (replacesProxyWorkers(reader, running) ? 'replaced' : 'restart'),
+  summary: 'applied by new workers at --proxy-workers 2 or more; else restart',
+};
+
+/**
+ * Workers are started or retired to the new count, 2 or more. Going to or from 1 needs a restart: one
+ * process then holds the port without a primary, or a primary must take it over.
+ */
+const proxyWorkerCount: Rule = {
+  decide: (running, fresh, reader) => (replacesProxyWorkers(reader, running) && (fresh.proxyWorkers ?? 1) > 1 ? 'replaced' : 'restart'),
+  summary: 'applied by starting or retiring workers while it stays 2 or more; else restart',
+};
+
+/**
+ * The settings whose outcome is not the table's `live` alone. Those the host reads too (--www, --logs,
+ * --shutdown-timeout, --follow-symlinks) and the listeners (--port, --listen, --tls-port) need a restart.
+ */
 const RULES: Partial<Record<SettingKey, Rule>> = {
   tlsCert: sameHttpsListener,
   tlsKey: sameHttpsListener,
   // Without HTTPS it can only be off (settings.ts), so it changes with the listener.
   tlsRedirect: sameHttpsListener,
+  proxyWorkers: proxyWorkerCount,
+  ...Object.fromEntries(
+    (
+      [
+        'h2MaxConcurrentStreams',
+        'serverTokens',
+        'upstreamTimeout',
+        'forwarder',
+        'statusAllow',
+        'upstreams',
+        'upstreamMaxFails',
+        'upstreamFailTimeout',
+        'headerTimeout',
+        'requestTimeout',
+        'keepAliveTimeout',
+        'maxHeaderSize',
+        'maxHeaderFields',
+        'limitRequestBody',
+        'maxConnections',
+      ] as const
+    ).map((key) => [key, byNewProxyWorkers]),
+  ),
 };
 
 /** The rule of every setting (docs/design.md §8.1). */
@@ -82,8 +135,13 @@ export function resolveReload(reader: Reader, running: Values, fresh: Values): S
  * a page or a certificate read again from the same file is new too.
  */
 export function reloadedConfig<C extends Values>(reader: Reader, running: C, fresh: C): C {
-  const applied = SETTING_KEYS.filter((key) => key in fresh && RELOAD_RULES[key].decide(running, fresh, reader) === 'applied');
+  const applied = SETTING_KEYS.filter((key) => key in fresh && RELOAD_RULES[key].decide(running, fresh, reader) !== 'restart');
   return Object.freeze({ ...running, ...Object.fromEntries(applied.map((key) => [key, fresh[key]])) });
+}
+
+/** Whether a proxy primary's workers must be replaced to run with `fresh`: a setting only new workers take changed. */
+export function workersReplacedFor(running: Values, fresh: Values): boolean {
+  return resolveReload('proxy-primary', running, fresh).some(({ key, outcome }) => outcome === 'replaced' && key !== 'proxyWorkers');
 }
 
 /** What the SIGHUP line says of the settings: `applied --log-level "warn" -> "info"; need a restart to apply: …`. */
@@ -92,7 +150,7 @@ export function reloadNote(changes: readonly SettingChange[]): string {
     const listed = changes.filter((change) => change.outcome === outcome);
     return listed.length === 0 ? [] : [`${OUTCOME_WORDS[outcome]} ${listed.map(describeChange).join(', ')}`];
   });
-  if (!changes.some((change) => change.outcome === 'applied')) parts.unshift('live settings unchanged');
+  if (changes.every((change) => change.outcome === 'restart')) parts.unshift('live settings unchanged');
   return parts.join('; ');
 }
 

@@ -79,7 +79,7 @@ export class Supervisor<H, R> {
     child.state = 'retiring';
     this.launch().ready.then(
       () => {
-        if (this.children.has(handle)) (this.options.retire ?? ((_, process) => process.kill('SIGTERM')))(handle, child.process);
+        if (this.children.has(handle)) this.retireNow(child);
       },
       (err: Error) => {
         if (this.stopping) return;
@@ -93,6 +93,19 @@ export class Supervisor<H, R> {
     );
   }
 
+  /** Starts `count` more children; one that cannot become ready is tried again, paced as after an exit. */
+  grow(count: number): void {
+    for (let i = 0; i < count; i++) if (!this.stopping) this.restart();
+  }
+
+  /** Retires a child with no successor (fewer are wanted): it finishes what it holds and exits. */
+  retire(handle: H): void {
+    const child = this.children.get(handle);
+    if (this.stopping || !child || child.state === 'retiring') return;
+    child.state = 'retiring';
+    this.retireNow(child);
+  }
+
   /** Sends `signal` to every child, SIGKILL to those still there after `hardStopMs`; resolves when all have exited. No restart follows. */
   async stop(signal: NodeJS.Signals, hardStopMs: number): Promise<void> {
     this.stopping = true;
@@ -104,6 +117,10 @@ export class Supervisor<H, R> {
     const hardStop = setTimeout(() => running.forEach((process) => process.kill('SIGKILL')), hardStopMs);
     await Promise.all(exits);
     clearTimeout(hardStop);
+  }
+
+  private retireNow(child: Child<H>): void {
+    (this.options.retire ?? ((_, process) => process.kill('SIGTERM')))(child.handle, child.process);
   }
 
   private launch(): Launched<H, R> {

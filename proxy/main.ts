@@ -150,14 +150,26 @@ export async function serveProxy(
     const tlsAddress = await listen(tlsServer, config.tlsPort, config.listen);
     urls.push(listenerUrl('https', tlsAddress.address, tlsAddress.port));
   }
-  const stopServing = async (graceMs: number) => {
-    await stop(graceMs);
+  const stopServing = async (graceMs: number, retire = false) => {
+    await stop(graceMs, retire);
     await staticCache.close();
     await Promise.all([accessLog.drain(), errorLog.drain()]);
   };
   if (primary) {
-    // The primary says it started and is stopping; a worker stops when told, or when the primary is gone.
-    onShutdownSignal(() => stopServing(config.shutdownTimeout * 1000));
+    // The primary says it started and is stopping; a worker stops when told, or when the primary is gone,
+    // and retires when new workers took its place. Stopped while retiring, it cuts its idle connections.
+    const graceMs = config.shutdownTimeout * 1000;
+    let retiring: Promise<void> | undefined;
+    primary.on('retire', () => {
+      retiring ??= stopServing(graceMs, true).then(
+        () => process.exit(0),
+        (err: Error) => {
+          process.stderr.write(`extqs proxy worker ${process.pid}: retiring failed: ${err.stack ?? String(err)}\n`);
+          process.exit(1);
+        },
+      );
+    });
+    onShutdownSignal(() => (retiring ? stop(graceMs).then(() => retiring) : stopServing(graceMs)));
     return;
   }
   announceStart(errorLog, config, urls);

@@ -1,7 +1,9 @@
 // The proxy's primary with --proxy-workers N > 1 (nginx's master process): forks N workers that share the
 // port (node:cluster), writes access.log and error.log for all of them, gathers their shares of
 // /server-status and /metrics, passes SIGHUP on, replaces a worker that dies, and stops
-// them all on SIGTERM.
+// them all on SIGTERM. A reload that changes what only a new worker takes (its limits, timeouts,
+// forwarder, upstreams…) starts new workers with it, and the old ones finish what they hold and exit;
+// a new --proxy-workers starts or retires workers to that count.
 import cluster, { type Address, type Worker } from 'node:cluster';
 import { logSettingsOf } from '../common/config.ts';
 import { siblingFile } from '../common/entryFile.ts';
@@ -10,6 +12,7 @@ import { deliver, type EntryBatch } from '../common/logRelay.ts';
 import type { Reloads } from '../common/reload.ts';
 import { poolPace } from '../common/restartPace.ts';
 import type { ProxyConfig } from '../common/settings.ts';
+import { workersReplacedFor } from '../common/reloadResolver.ts';
 import { onShutdownSignal } from '../common/shutdown.ts';
 import { Supervisor, type Launched } from '../common/supervisor.ts';
 import { accessFile, accessOfWire } from './accessLog.ts';
@@ -38,15 +41,25 @@ export async function runProxyPrimary(config: ProxyConfig, reloads: Reloads<Prox
     ...current,
     port: config.port,
     tlsPort: config.tlsPort,
-    maxConnections: current.maxConnections > 0 ? Math.ceil(current.maxConnections / config.proxyWorkers) : 0,
+    maxConnections: current.maxConnections > 0 ? Math.ceil(current.maxConnections / current.proxyWorkers) : 0,
   });
   const channels = new WeakMap<Worker, IpcChannel<ProxyPrimarySays, ProxyWorkerSays>>();
   // The handles are cluster workers: they share the port. The events are error.log's lines.
   const workers: Supervisor<Worker, Address[]> = new Supervisor({
     launch: fork,
     pace: poolPace(config.proxyWorkers),
+    // Told over IPC rather than SIGTERM: a retiring worker keeps its idle connections until they end.
+    retire: (worker) => (channels.get(worker) ? channels.get(worker)!.notify('retire', null) : worker.process.kill('SIGTERM')),
     events: {
-      left: (worker) => keepCountsOf(worker),
+      left: (worker, how, was) => {
+        keepCountsOf(worker);
+        if (was === 'retiring')
+          errorLog.write({
+            module: 'mpm_event',
+            level: 'notice',
+            message: `proxy worker ${worker.process.pid} retired: it finished the requests it held and exited with ${how}`,
+          });
+      },
       exited: (worker, how) =>
         errorLog.write({
           module: 'mpm_event',
@@ -68,11 +81,24 @@ export async function runProxyPrimary(config: ProxyConfig, reloads: Reloads<Prox
   }
 
   reloads((settings, note, kept) => {
+    const previous = current;
     current = settings;
     const reopened = [accessLines.reopen(settings) && 'access.log', errorLog.reopen(settings) && 'error.log'];
     for (const entry of reloadedEntries(reopened, note, kept, settings)) errorLog.write(entry);
     for (const worker of workers.handles) channels.get(worker)?.notify('reload', { config: workerConfig(), note, kept });
+    replaceWorkers(workersReplacedFor(previous, settings), settings.proxyWorkers);
   });
+
+  /**
+   * Brings the workers to `count`, all of them new when `renew`: the extra ones retire first; each one
+   * renewed is retired once its successor listens (common/supervisor.ts), and finishes what it holds.
+   */
+  function replaceWorkers(renew: boolean, count: number): void {
+    const serving = workers.handles.filter((worker) => !workers.isRetiring(worker));
+    for (const worker of serving.slice(count)) workers.retire(worker);
+    if (renew) for (const worker of serving.slice(0, count)) workers.recycle(worker);
+    workers.grow(count - serving.length);
+  }
 
   const writeEntries = (batch: EntryBatch<ProxyLogEntries>) =>
     deliver(batch, { 'access.log': (wire) => accessLines.write(accessOfWire(wire)), 'error.log': (entry) => errorLines.write(entry) });

@@ -8,7 +8,8 @@ import {
   type Http2ServerResponse,
   type Http2Session,
 } from 'node:http2';
-import { isIP, type AddressInfo, type BlockList, type Socket } from 'node:net';
+import { Server as NetServer, isIP, type AddressInfo, type BlockList, type Socket } from 'node:net';
+import { once } from 'node:events';
 import type { TLSSocket } from 'node:tls';
 import { join } from 'node:path';
 import { statusOfParserError } from '../common/protocol.ts';
@@ -78,9 +79,11 @@ export interface ProxyServer {
   /**
    * Graceful stop: no new connections, `Connection: close` on every answer from now on (keep-alive
    * clients would otherwise go on sending), and resolves when every response has ended, or were cut
-   * after `graceMs`, so the access log has a line for each before it is drained.
+   * after `graceMs`, so the access log has a line for each before it is drained. `retire` (a worker whose
+   * successor serves the port) also waits for every connection to end, idle ones at their next answer or
+   * keep-alive timeout; a second call without it closes the idle ones at once.
    */
-  stop: (graceMs: number) => Promise<void>;
+  stop: (graceMs: number, retire?: boolean) => Promise<void>;
   /** This process's share of /metrics and /server-status. */
   metrics: () => Promise<MetricJson[]>;
 }
@@ -547,24 +550,39 @@ export function createProxyServer({
     return page.length;
   }
 
-  async function stop(graceMs: number): Promise<void> {
+  let stopped: Promise<void> | undefined;
+  function stop(graceMs: number, retire = false): Promise<void> {
+    stopped ??= drain(graceMs, retire);
+    if (!retire) {
+      server.closeIdleConnections();
+      for (const socket of tlsHttp1Sockets) if (!answeringOn(socket)) socket.destroy();
+    }
+    return stopped;
+  }
+
+  async function drain(graceMs: number, retire: boolean): Promise<void> {
     stopping = true;
     for (const res of open) if (!res.headersSent) res.shouldKeepAlive = false;
     const idle = new Promise<void>((resolve) => {
       onIdle = resolve;
       if (open.size === 0) resolve();
     });
-    for (const listener of servers) listener.close();
-    server.closeIdleConnections();
+    // A listener's 'close' comes once its last connection has ended.
+    const ended = servers.map((listener) => once(listener, 'close'));
+    // node:http's close() also cuts idle keep-alive connections, racing a request a client may be sending on
+    // one; a retiring worker lets each end after its next answer (`Connection: close`) or its keep-alive timeout.
+    for (const listener of servers)
+      if (retire) NetServer.prototype.close.call(listener);
+      else listener.close();
     // GOAWAY: each session ends when its open streams have (RFC 9113 §6.8).
     for (const session of sessions) session.close();
-    for (const socket of tlsHttp1Sockets) if (!answeringOn(socket)) socket.destroy();
     const grace = setTimeout(() => {
       server.closeAllConnections();
       for (const session of sessions) session.destroy();
       for (const socket of tlsHttp1Sockets) socket.destroy();
     }, graceMs);
     await idle;
+    if (retire) await Promise.all(ended);
     clearTimeout(grace);
   }
 

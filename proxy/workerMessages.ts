@@ -46,5 +46,7 @@ export interface ProxyPrimarySays extends Conversation {
   notices: {
     /** A SIGHUP reached the primary: apply the live settings (the primary reopened the files). */
     reload: ReloadNotice;
+    /** New workers serve the port now: finish the requests and connections held, hand over the log lines, exit. */
+    retire: null;
   };
 }

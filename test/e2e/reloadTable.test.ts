@@ -1,8 +1,9 @@
 // Every setting of the settings table through a SIGHUP, as an operator does it: the --config file changed,
 // SIGHUP sent to the launcher, at --proxy-workers 1 and 2. Each reload line must say what happened: a
 // setting it says is applied is in effect (a log format, a page, a header, a certificate, or at least the
-// running settings line the process writes after the reload), one it says needs a restart is not (the old
-// value still in effect, and in the settings line). One stack per group of settings, SIGHUPs in sequence,
+// running settings line the process writes after the reload), one it says new workers apply is in effect once
+// they answer (at --proxy-workers 2; at 1 the same settings need a restart), one it says needs a restart is not
+// (the old value still in effect, and in the settings line). One stack per group of settings, SIGHUPs in sequence,
 // each adding its change to the file.
 import { mkdirSync, writeFileSync, existsSync } from 'node:fs';
 import { once } from 'node:events';
@@ -17,7 +18,7 @@ import { total } from '../helpers/metrics.ts';
 import { eventually, makeSandbox, readLog, spawnReady, startProxy, type Running, type Sandbox } from '../helpers/stack.ts';
 
 /** What the line must say of a setting, and so what must have happened. */
-type Said = 'applied' | 'restart' | 'not taken' | 'not read';
+type Said = 'applied' | 'replaced' | 'restart' | 'not taken' | 'not read';
 
 interface Stage {
   sandbox: Sandbox;
@@ -32,7 +33,8 @@ interface Stage {
 interface Step {
   /** The file's new lines, by setting (undefined removes the setting's line). */
   set: (stage: Stage) => Partial<Record<SettingKey, string | undefined>>;
-  said: Said;
+  /** What the line says at this many proxy workers. */
+  said: Said | ((proxyWorkers: number) => Said);
   /** What shows the new value in effect (applied) or the old one still in effect (restart). */
   observe?: (stage: Stage) => unknown;
   /** The value the processes run with when it is not the one the launcher read (a port 0 bound). */
@@ -69,6 +71,28 @@ async function servedName(url: string): Promise<string> {
 /** Steps of settings seen in the settings lines only, each changed by a SIGHUP of its own and needing a restart. */
 const restartOnly = (values: Partial<Record<SettingKey, string>>): Step[] =>
   Object.entries(values).map(([key, value]) => ({ set: () => ({ [key]: value }), said: 'restart' }));
+
+/** A proxy setting new workers take: applied by replacing them where there are two, a restart with one process. */
+const byWorkers = (proxyWorkers: number): Said => (proxyWorkers > 1 ? 'replaced' : 'restart');
+
+/** Steps of proxy settings new workers take, seen in the settings lines only. */
+const newWorkersOnly = (values: Partial<Record<SettingKey, string>>): Step[] =>
+  Object.entries(values).map(([key, value]) => ({ set: () => ({ [key]: value }), said: byWorkers }));
+
+/** What a step's line says at this many proxy workers. */
+const saidAt = (step: Step, proxyWorkers: number): Said => (typeof step.said === 'function' ? step.said(proxyWorkers) : step.said);
+
+/** Waits until every worker answers as `check` expects: the old ones may still answer while the new ones start. */
+const everyWorker = (check: () => Promise<unknown>) =>
+  eventually(
+    () =>
+      check().then(
+        () => true,
+        () => undefined,
+      ),
+    5000,
+    'the new workers to answer so',
+  );
 
 const GROUPS: Group[] = [
   {
@@ -145,13 +169,18 @@ const GROUPS: Group[] = [
         said: 'restart',
         observe: async ({ stack }) => expect((await get(stack.url, '/hello.txt')).status).to.equal(200),
       },
-      ...restartOnly({ h2MaxConcurrentStreams: '10' }),
+      ...newWorkersOnly({ h2MaxConcurrentStreams: '10' }),
       {
+        // From 2 to 3 a worker starts; from 1 to 2 the lone process would need a primary.
         set: ({ proxyWorkers }) => ({ proxyWorkers: String(proxyWorkers + 1) }),
-        said: 'restart',
+        said: byWorkers,
         observe: async ({ stack, proxyWorkers }) => {
-          for (let scrape = 0; scrape < 2; scrape++)
-            expect(total((await get(stack.url, '/metrics')).body, 'extqs_proxy_workers')).to.equal(proxyWorkers);
+          const workers = async () => total((await get(stack.url, '/metrics')).body, 'extqs_proxy_workers');
+          if (proxyWorkers === 1) {
+            for (let scrape = 0; scrape < 2; scrape++) expect(await workers()).to.equal(1);
+            return;
+          }
+          await everyWorker(async () => expect(await workers()).to.equal(proxyWorkers + 1));
         },
       },
       {
@@ -162,8 +191,12 @@ const GROUPS: Group[] = [
       ...restartOnly({ followSymlinks: 'off' }),
       {
         set: () => ({ serverTokens: 'prod' }),
-        said: 'restart',
-        observe: async ({ stack }) => expect((await get(stack.url, '/hello.txt')).headers.server).to.match(/^extqs\/\S+ \(Node\.js /),
+        said: byWorkers,
+        observe: async ({ stack, proxyWorkers }) => {
+          const server = async () => (await get(stack.url, '/hello.txt')).headers.server;
+          if (proxyWorkers === 1) expect(await server()).to.match(/^extqs\/\S+ \(Node\.js /);
+          else for (let turn = 0; turn < 4; turn++) await everyWorker(async () => expect(await server()).to.equal('extqs'));
+        },
       },
       {
         set: ({ sandbox }) => ({ logs: join(sandbox.dir, 'logs2') }),
@@ -191,16 +224,20 @@ const GROUPS: Group[] = [
         postMaxSize: '1m',
         uploadMaxFilesize: '1m',
         maxFileUploads: '3',
-        upstreamTimeout: '45',
         shutdownTimeout: '50',
-        forwarder: 'http-proxy',
       }),
+      ...newWorkersOnly({ upstreamTimeout: '45', forwarder: 'http-proxy' }),
       {
+        // 127.0.0.1 is refused from now on by the new workers.
         set: () => ({ statusAllow: '10.0.0.0/8' }),
-        said: 'restart',
-        observe: async ({ stack }) => expect((await get(stack.url, '/server-status?auto')).status).to.equal(200),
+        said: byWorkers,
+        observe: async ({ stack, proxyWorkers }) => {
+          const status = async () => (await get(stack.url, '/server-status?auto')).status;
+          if (proxyWorkers === 1) expect(await status()).to.equal(200);
+          else for (let turn = 0; turn < 4; turn++) await everyWorker(async () => expect(await status()).to.equal(403));
+        },
       },
-      ...restartOnly({
+      ...newWorkersOnly({
         upstreamMaxFails: '3',
         upstreamFailTimeout: '20',
         headerTimeout: '30',
@@ -210,13 +247,24 @@ const GROUPS: Group[] = [
       }),
       {
         set: () => ({ maxHeaderFields: '5' }),
-        said: 'restart',
-        observe: async ({ stack }) => {
+        said: byWorkers,
+        observe: async ({ stack, proxyWorkers }) => {
           const headers = Object.fromEntries(Array.from({ length: 10 }, (_, i) => [`x-field-${i}`, 'x']));
-          expect((await get(stack.url, '/hello.txt', { headers })).status).to.equal(200);
+          const status = async () => (await get(stack.url, '/hello.txt', { headers })).status;
+          if (proxyWorkers === 1) expect(await status()).to.equal(200);
+          else for (let turn = 0; turn < 4; turn++) await everyWorker(async () => expect(await status()).to.equal(400));
         },
       },
-      ...restartOnly({ limitRequestBody: '1k', maxConnections: '10' }),
+      {
+        set: () => ({ limitRequestBody: '1k' }),
+        said: byWorkers,
+        observe: async ({ stack, proxyWorkers }) => {
+          const status = async () => (await get(stack.url, '/hello.txt', { method: 'POST', body: 'x'.repeat(2048) })).status;
+          if (proxyWorkers === 1) expect(await status()).not.to.equal(413);
+          else for (let turn = 0; turn < 4; turn++) await everyWorker(async () => expect(await status()).to.equal(413));
+        },
+      },
+      ...newWorkersOnly({ maxConnections: '10' }),
       // The launcher sets these for its children: `extqs start` does not read them, and says nothing of them.
       { set: () => ({ upstreams: 'http://127.0.0.1:9' }), said: 'not taken' },
       { set: ({ sandbox }) => ({ socket: join(sandbox.dir, 'other.sock') }), said: 'not taken' },
@@ -257,10 +305,11 @@ const GROUPS: Group[] = [
 const STUB = { sandbox: { dir: '' }, pair: { cert: '', key: '' }, renewed: { cert: '', key: '' }, proxyWorkers: 1 } as unknown as Stage;
 const keysOf = (step: Step) => Object.keys(step.set(STUB)) as SettingKey[];
 
-/** The parts of a note: what it says is applied, and what needs a restart. */
-function entriesOf(note: string): { applied: string; restart: string } {
-  const [applied, restart = ''] = note.split('need a restart to apply: ');
-  return { applied, restart };
+/** The parts of a note: what it says is applied, applied by new workers, and what needs a restart. */
+function entriesOf(note: string): Record<'applied' | 'replaced' | 'restart', string> {
+  const [live, restart = ''] = note.split('need a restart to apply: ');
+  const [applied, replaced = ''] = live.split('applied by starting new workers: ');
+  return { applied, replaced, restart };
 }
 
 function entry(part: string, key: SettingKey): { before: string; after: string } | undefined {
@@ -315,7 +364,8 @@ for (const proxyWorkers of [1, 2]) {
         });
 
         for (const step of group.steps) {
-          it(`${keysOf(step).join(', ')}: ${step.said}`, async function () {
+          const said = saidAt(step, proxyWorkers);
+          it(`${keysOf(step).join(', ')}: ${said}`, async function () {
             const { sandbox, stack } = stage;
             const changes = step.set(stage);
             writeConfig(sandbox, { ...file, ...changes });
@@ -342,7 +392,7 @@ for (const proxyWorkers of [1, 2]) {
               );
               expect(line.endsWith(`; ${note}`), `${log}: ${line}`).to.equal(true);
             }
-            if (step.said === 'not read') {
+            if (said === 'not read') {
               expect(note).to.match(/^configuration not read again, the running one is kept: /);
               expect(note).to.contain(specOf('configFile').env);
               return; // the next step's file leaves the line out
@@ -350,18 +400,17 @@ for (const proxyWorkers of [1, 2]) {
             Object.assign(file, changes);
             const parts = entriesOf(note);
             for (const key of keysOf(step)) {
-              const applied = entry(parts.applied, key);
-              const restart = entry(parts.restart, key);
-              if (step.said === 'not taken') {
+              if (said === 'not taken') {
                 expect(note, key).not.to.contain(`--${specOf(key).flag} `);
                 continue;
               }
-              const said = step.said === 'applied' ? applied : restart;
-              expect(said, `${key} under "${step.said}" in: ${note}`).not.to.equal(undefined);
-              expect(step.said === 'applied' ? restart : applied, `${key} said once`).to.equal(undefined);
+              const found = entry(parts[said], key);
+              expect(found, `${key} under "${said}" in: ${note}`).not.to.equal(undefined);
+              for (const other of ['applied', 'replaced', 'restart'] as const)
+                if (other !== said) expect(entry(parts[other], key), `${key} said once`).to.equal(undefined);
               if (step.noSettingsLine) continue;
               // The settings the process runs with from now on: the new value if applied, else the old.
-              const value = step.running?.(stage) ?? (step.said === 'applied' ? said!.after : said!.before);
+              const value = step.running?.(stage) ?? (said === 'restart' ? found!.before : found!.after);
               const roles = specOf(key).roles;
               for (const [log, prefix, role] of [
                 ['error.log', 'settings: ', 'proxy'],

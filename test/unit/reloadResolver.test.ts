@@ -3,7 +3,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { readConfig } from '../../common/config.ts';
-import { readerOf, RELOAD_RULES, reloadedConfig, reloadNote, resolveReload, type Reader } from '../../common/reloadResolver.ts';
+import {
+  readerOf,
+  RELOAD_RULES,
+  reloadedConfig,
+  reloadNote,
+  resolveReload,
+  workersReplacedFor,
+  type Reader,
+} from '../../common/reloadResolver.ts';
 import { SETTING_KEYS } from '../../common/settings.ts';
 
 describe('the reload resolver', () => {
@@ -86,6 +94,56 @@ describe('the reload resolver', () => {
     expect(readerOf('proxy', { proxyWorkers: 1 })).to.equal('proxy');
     expect(readerOf('proxy', { proxyWorkers: 2 })).to.equal('proxy-primary');
     expect(readerOf('host', {})).to.equal('host-pool');
+  });
+
+  it("applies the proxy workers' own settings by starting new workers where a primary has two or more, else needs a restart", () => {
+    const running = read(['--proxy-workers', '2']);
+    const fresh = read([
+      '--proxy-workers',
+      '3',
+      '--upstream-timeout',
+      '45',
+      '--max-header-fields',
+      '5',
+      '--port',
+      '9000',
+      '--workers',
+      '3',
+    ]);
+    const replacing: Reader[] = ['launcher', 'proxy-primary'];
+    for (const reader of replacing) {
+      const changes = resolveReload(reader, running, fresh);
+      expect(changes.map(({ key, outcome }) => [key, outcome])).to.deep.equal([
+        ['port', 'restart'],
+        ['proxyWorkers', 'replaced'],
+        ['workers', 'restart'],
+        ['upstreamTimeout', 'replaced'],
+        ['maxHeaderFields', 'replaced'],
+      ]);
+      expect(reloadNote(changes)).to.equal(
+        'applied by starting new workers: --proxy-workers 2 -> 3, --upstream-timeout 30 -> 45, --max-header-fields 100 -> 5; ' +
+          `need a restart to apply: --port 8080 -> 9000, --workers ${running.workers} -> 3`,
+      );
+      const config = reloadedConfig(reader, running, fresh);
+      expect([config.proxyWorkers, config.upstreamTimeout, config.port]).to.deep.equal([3, 45, 8080]);
+    }
+    // One proxy process holds the port itself: nothing can take its place.
+    const alone = read(['--proxy-workers', '1']);
+    const freshAlone = read(['--proxy-workers', '1', '--upstream-timeout', '45']);
+    for (const reader of ['launcher', 'proxy'] as const)
+      expect(reloadNote(resolveReload(reader, alone, freshAlone))).to.equal(
+        'live settings unchanged; need a restart to apply: --upstream-timeout 30 -> 45',
+      );
+    // Going to one worker, or from one, changes who holds the port.
+    expect(resolveReload('proxy-primary', running, read(['--proxy-workers', '1'])).map((c) => c.outcome)).to.deep.equal(['restart']);
+    expect(resolveReload('launcher', alone, read(['--proxy-workers', '2'])).map((c) => c.outcome)).to.deep.equal(['restart']);
+  });
+
+  it('tells a primary whether its workers must be replaced: not for a new count or a live setting alone', () => {
+    const running = read(['--proxy-workers', '2']);
+    expect(workersReplacedFor(running, read(['--proxy-workers', '2', '--server-tokens', 'prod']))).to.equal(true);
+    expect(workersReplacedFor(running, read(['--proxy-workers', '3']))).to.equal(false);
+    expect(workersReplacedFor(running, read(['--proxy-workers', '2', '--log-level', 'debug', '--port', '9000']))).to.equal(false);
   });
 
   it('says when nothing changed', () => {
