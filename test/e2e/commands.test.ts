@@ -486,7 +486,15 @@ describe('the extqs command', function () {
     it('makes extqs proxy on its own read its settings again: the log level applied, the rest named', async function () {
       const file = join(sandbox.dir, 'proxy.conf');
       writeFileSync(file, 'LOG_LEVEL=warn\nWORKERS=3\n');
-      running = await startProxy(sandbox, ['--upstream', `unix:${join(sandbox.dir, 'none.sock')}`, '--config', file]);
+      // One process: nothing can take its place, so a client limit needs a restart (with two, new workers apply it).
+      running = await startProxy(sandbox, [
+        '--upstream',
+        `unix:${join(sandbox.dir, 'none.sock')}`,
+        '--proxy-workers',
+        '1',
+        '--config',
+        file,
+      ]);
       // A missing file is an info line (AH00128): not written at warn, written at info.
       const idOfMiss = async () => (await get(running!.url, '/no-such-file.txt')).headers['x-request-id'] as string;
       const beforeId = await idOfMiss();
