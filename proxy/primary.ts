@@ -68,6 +68,12 @@ export async function runProxyPrimary(config: ProxyConfig, reloads: Reloads<Prox
         }),
       restartFailed: (err) =>
         errorLog.write({ module: 'mpm_event', level: 'error', message: `Could not start a proxy worker: ${err.message}` }),
+      replaceFailed: (worker, err, delay) =>
+        errorLog.write({
+          module: 'mpm_event',
+          level: 'error',
+          message: `Could not start a proxy worker to replace ${worker.process.pid}, which keeps serving: ${err.message}; trying again in ${delay} ms`,
+        }),
     },
   });
   // The primary's own share: when the proxy started, and what workers gone had counted, as each last told

@@ -4,22 +4,16 @@
 // --proxy-workers 3 -> 2 and another limit (--limit-request-body). New workers start first and the old
 // ones finish what they hold: no request fails, each has its access line, and the new limits answer.
 import { writeFileSync } from 'node:fs';
-import { Agent, request } from 'node:http';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { get } from '../helpers/http.ts';
 import { total } from '../helpers/metrics.ts';
 import { eventually, makeSandbox, readLog, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
+import { steadyLoad } from '../helpers/steadyLoad.ts';
 
 const CONNECTIONS = 30;
 /** Answers between two SIGHUPs, so each one lands in the middle of the load. */
 const BETWEEN = 300;
-
-interface Sample {
-  n: number;
-  status: number;
-  error?: string;
-}
 
 describe('replacing the proxy workers under load', function () {
   this.timeout(120_000);
@@ -45,37 +39,11 @@ describe('replacing the proxy workers under load', function () {
   });
 
   it('fails no request and logs every one across SIGHUPs that change --proxy-workers and a proxy limit', async function () {
-    const { hostname, port } = new URL(stack.url);
-    const agent = new Agent({ keepAlive: true, maxSockets: CONNECTIONS });
-    const samples: Sample[] = [];
-    let next = 0;
-    let running = true;
-
-    const once = () =>
-      new Promise<void>((resolve) => {
-        const n = next++;
-        const path = n % 2 === 0 ? `/hello.txt?n=${n}` : `/External/Live?n=${n}`;
-        const req = request({ host: hostname, port, path, agent }, (res) => {
-          res.resume();
-          res.on('end', () => {
-            samples.push({ n, status: res.statusCode ?? 0 });
-            resolve();
-          });
-        });
-        req.on('error', (err) => {
-          samples.push({ n, status: 0, error: err.message });
-          resolve();
-        });
-        req.end();
-      });
-    // Steady, not flat-out: each connection sends again shortly after its answer, so some sit idle when a worker retires.
-    const loops = Array.from({ length: CONNECTIONS }, async () => {
-      while (running) {
-        await once();
-        await new Promise((r) => setTimeout(r, 5));
-      }
-    });
-    const answers = (count: number) => eventually(() => (samples.length >= count ? true : undefined), 30_000, `${count} answers`);
+    // Half static, half through the host; each connection sends again 5 ms after its answer, so some sit idle
+    // when a worker retires.
+    const load = steadyLoad(stack.url, CONNECTIONS, (n) => (n % 2 === 0 ? `/hello.txt?n=${n}` : `/External/Live?n=${n}`), 5);
+    const { samples } = load;
+    const answers = (count: number) => load.answers(count);
     const retired = (count: number) =>
       eventually(
         () => (readLog(sandbox, 'error.log').filter((l) => l.includes(' retired: ')).length >= count ? true : undefined),
@@ -108,9 +76,7 @@ describe('replacing the proxy workers under load', function () {
         );
       await answers(samples.length + BETWEEN);
     } finally {
-      running = false;
-      await Promise.all(loops);
-      agent.destroy();
+      await load.stop();
     }
 
     const failed = samples.filter((s) => s.status !== 200);
