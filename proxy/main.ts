@@ -161,13 +161,17 @@ export async function serveProxy(
     const graceMs = config.shutdownTimeout * 1000;
     let retiring: Promise<void> | undefined;
     primary.on('retire', () => {
-      retiring ??= stopServing(graceMs, true).then(
-        () => process.exit(0),
-        (err: Error) => {
-          process.stderr.write(`extqs proxy worker ${process.pid}: retiring failed: ${err.stack ?? String(err)}\n`);
-          process.exit(1);
-        },
-      );
+      // Its counts go on in the primary's share, so no counter of /metrics goes down when it is gone.
+      const handOver = async () => primary.request('last-metrics', await metrics(), SHARES_TIMEOUT_MS).catch(() => null);
+      retiring ??= stopServing(graceMs, true)
+        .then(handOver)
+        .then(
+          () => process.exit(0),
+          (err: Error) => {
+            process.stderr.write(`extqs proxy worker ${process.pid}: retiring failed: ${err.stack ?? String(err)}\n`);
+            process.exit(1);
+          },
+        );
     });
     onShutdownSignal(() => (retiring ? stop(graceMs).then(() => retiring) : stopServing(graceMs)));
     return;

@@ -134,6 +134,10 @@ export async function runProxyPrimary(config: ProxyConfig, reloads: Reloads<Prox
       return null;
     });
     channel.answer('all-metrics', everyShare);
+    channel.answer('last-metrics', (share) => {
+      lastTold.set(worker, share);
+      return null;
+    });
     return channel;
   }
 

@@ -29,6 +29,8 @@ export interface ProxyWorkerSays extends Conversation {
     flush: { body: EntryBatch<ProxyLogEntries>; reply: null };
     /** Every worker's share and the primary's, for a /metrics or /server-status this worker answers. */
     'all-metrics': { body: null; reply: MetricJson[][] };
+    /** A retiring worker's last share of /metrics and /server-status, once it served its last request: kept by the primary. */
+    'last-metrics': { body: MetricJson[]; reply: null };
     /** Why this worker cannot serve (the port is taken…): the primary's start fails with it. */
     failed: { body: { message: string; code?: string }; reply: null };
   };

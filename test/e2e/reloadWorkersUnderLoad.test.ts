@@ -94,5 +94,12 @@ describe('replacing the proxy workers under load', function () {
       'an access line for every request',
     );
     expect(logged.map(Number).sort((a, b) => a - b)).to.deep.equal(samples.map((s) => s.n).sort((a, b) => a - b));
+    // The retired workers' counts stay in /metrics: one request counted per access line (the scrape's own comes after).
+    const counted = total((await get(stack.url, '/metrics')).body, 'extqs_http_requests_total');
+    await eventually(
+      () => (readLog(sandbox, 'access.log').length === counted! + 1 ? true : undefined),
+      10_000,
+      `${counted} + 1 access lines`,
+    );
   });
 });
