@@ -473,5 +473,35 @@ describe('a SIGHUP sent to extqs proxy on its own', function () {
         sandbox.remove();
       }
     });
+
+    it(`--server-tokens and --upstream: ${byWorkers(proxyWorkers)}, at --proxy-workers ${proxyWorkers}`, async function () {
+      const sandbox = makeSandbox();
+      writeFileSync(join(sandbox.www, 'public', 'hello.txt'), HELLO);
+      const conf = join(sandbox.dir, 'proxy.conf');
+      const upstream = (name: string) => `unix:${join(sandbox.dir, name)}`;
+      writeFileSync(conf, `EXTQS_UPSTREAM=${upstream('a.sock')}\n`);
+      const proxy = await startProxy(sandbox, ['--proxy-workers', String(proxyWorkers), '--config', conf]);
+      try {
+        writeFileSync(conf, `EXTQS_UPSTREAM=${upstream('b.sock')}\nEXTQS_SERVER_TOKENS=prod\n`);
+        proxy.child.kill('SIGHUP');
+        const line = await eventually(
+          () => readLog(sandbox, 'error.log').find((l) => l.includes('SIGHUP received')),
+          5000,
+          'the reload line',
+        );
+        const changes = `--server-tokens "full" -> "prod", --upstream "${upstream('a.sock')}" -> "${upstream('b.sock')}"`;
+        const server = async () => (await get(proxy.url, '/hello.txt')).headers.server;
+        if (proxyWorkers === 1) {
+          expect(line).to.contain(`live settings unchanged; need a restart to apply: ${changes}`);
+          expect(await server()).to.match(/^extqs\/\S+ \(Node\.js /);
+        } else {
+          expect(line).to.contain(`applied by starting new workers: ${changes}`);
+          for (let turn = 0; turn < 4; turn++) await everyWorker(async () => expect(await server()).to.equal('extqs'));
+        }
+      } finally {
+        await proxy.stop();
+        sandbox.remove();
+      }
+    });
   }
 });
