@@ -568,7 +568,7 @@ export function createProxyServer({
       if (open.size === 0) resolve();
     });
     // A listener's 'close' comes once its last connection has ended.
-    const ended = servers.map((listener) => once(listener, 'close'));
+    const ended = retire ? servers.map((listener) => once(listener, 'close')) : [];
     // node:http's close() also cuts idle keep-alive connections, racing a request a client may be sending on
     // one; a retiring worker lets each end after its next answer (`Connection: close`) or its keep-alive timeout.
     for (const listener of servers)
@@ -582,7 +582,7 @@ export function createProxyServer({
       for (const socket of tlsHttp1Sockets) socket.destroy();
     }, graceMs);
     await idle;
-    if (retire) await Promise.all(ended);
+    await Promise.all(ended);
     clearTimeout(grace);
   }
 
