@@ -1,9 +1,14 @@
-// The host's primary process (php-fpm's master): forks --workers workers that share one listening
-// socket, replaces a worker that dies, recycles one that asks (max requests, an overrun) by starting its
-// replacement first, answers /status for the whole pool, and stops them all on SIGTERM.
+// The host's primary process (php-fpm's master): owns the public socket and dispatches each request to
+// an idle worker (host/dispatcher.ts); keeps its workers as --pm says (static: --workers; dynamic: idle
+// ones between the spare bounds; ondemand: started by requests, stopped when idle), replaces a worker
+// that dies, recycles one that asks (max requests, an overrun) by starting its replacement first,
+// answers /status and /ping itself, and stops them all on SIGTERM.
 import cluster, { type Worker } from 'node:cluster';
 import { once } from 'node:events';
-import { chmod, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
 import type { Readable } from 'node:stream';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -19,11 +24,21 @@ import { formatUpstream } from '../common/settingParsers.ts';
 import type { HostConfig } from '../common/settings.ts';
 import { onShutdownSignal } from '../common/shutdown.ts';
 import { openHostLog } from './hostLogFile.ts';
+import { HOST_MAX_HEADER_SIZE, WELL_FORMED_REQUEST_ID } from '../common/protocol.ts';
+import { Dispatcher, WorkerSlot } from './dispatcher.ts';
 import { WATCHDOG_LOG_FD, type PoolSays, type WireHostEntry, type WorkerSays } from './poolMessages.ts';
 import { removeUploadsOf } from './uploadDir.ts';
-import { addDeparted, departedNone, summarize, type WorkerSnapshot } from './stats.ts';
+import { addDeparted, departedNone, summarize, type PoolFields, type WorkerSnapshot } from './stats.ts';
+import { refuseUnreadable } from './unreadableRequest.ts';
 
-const SNAPSHOT_TIMEOUT_MS = 1_000;
+/** Half the proxy's wait for /status (proxy/serverStatus.ts): a worker stuck in a loop shows as unresponsive. */
+const SNAPSHOT_TIMEOUT_MS = 500;
+/** php-fpm's maintenance period for dynamic and ondemand pools. */
+const MAINTENANCE_MS = 1_000;
+/** php-fpm spawns at most this many workers a second in dynamic mode, doubling up to it. */
+const MAX_SPAWN_RATE = 32;
+/** Longer than the proxy keeps an idle socket (proxy/forwarding.ts), as the workers' own servers did. */
+const KEEP_ALIVE_MS = 75_000;
 
 export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>): Promise<void> {
   const log = openHostLog(config.logs, logSettingsOf(config), config.dev ? terminalWriter(join(config.www, 'controllers')) : undefined);
@@ -40,6 +55,8 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
   /** Workers whose server listens; the others show as `starting` on /status without being asked. */
   const up = new WeakSet<Worker>();
   const retiring = new Set<Worker>();
+  /** Idle workers stopped by a dynamic or ondemand pool: neither replaced nor counted as restarts. */
+  const reaped = new WeakSet<Worker>();
   const pace = new RestartPace(config.workers);
   // Counters of workers gone: a retiring worker's final stats, or what a crashed one last reported, so
   // no total ever falls below what /status (and so Prometheus) has been shown.
@@ -49,6 +66,83 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
   const handedOver = new WeakSet<Worker>();
   let stopping = false;
   const channels = new WeakMap<Worker, IpcChannel<PoolSays, WorkerSays>>();
+  const slots = new WeakMap<Worker, WorkerSlot>();
+  const workerOf = new WeakMap<WorkerSlot, Worker>();
+  const listened = new WeakMap<Worker, () => void>();
+  // Each worker's private socket, in a directory only this user can enter.
+  const socketDir = await mkdtemp(join(tmpdir(), 'extqs-host-'));
+  let socketSerial = 0;
+  let maxChildrenReached = 0;
+  /** php-fpm warns once until the pool has room again. */
+  let warnedMaxChildren = false;
+  // A request whose controller outlives its answer keeps its worker busy at most this long.
+  const idleWaitMs = (config.maxExecutionTime || 30) * 1000 + 15_000;
+
+  /** Workers that take or will take requests: neither retiring nor stopped. */
+  const serving = () => [...live].filter((w) => !retiring.has(w));
+  const starting = () => serving().filter((w) => !up.has(w)).length;
+
+  function reachedMaxChildren(): void {
+    if (warnedMaxChildren) return;
+    warnedMaxChildren = true;
+    maxChildrenReached += 1;
+    log.warn(`[pool extqs-host] server reached max_children setting (${config.workers}), consider raising it`);
+  }
+
+  const dispatcher = new Dispatcher(config.listenBacklog, {
+    noIdleWorker() {
+      if (config.pm !== 'ondemand' || stopping) return;
+      // One start per waiting request that no starting worker will take.
+      if (starting() > dispatcher.queued) return;
+      if (serving().length >= config.workers) return reachedMaxChildren();
+      fork().catch((err) => log.error(`Could not start a worker: ${String(err)}`));
+    },
+    queueFull(req, bound) {
+      log.error(
+        `Refused ${req.method} ${req.url}: every worker is busy and ${bound} requests wait already (--listen-backlog); answered 503`,
+        requestIdOf(req),
+      );
+    },
+    leftQueue(req, waitedMs, running) {
+      log.warn(
+        `${req.method} ${req.url} left the listen queue after ${Math.round(waitedMs)} ms without a worker: every worker was busy running ${running.join(', ') || 'nothing'}`,
+        requestIdOf(req),
+      );
+    },
+    whenIdle(slot) {
+      const worker = workerOf.get(slot);
+      const channel = worker && channels.get(worker);
+      if (!worker || !channel) return Promise.reject(new Error('gone'));
+      return channel.request('idle', null, idleWaitMs).then(
+        () => undefined,
+        (err: Error) => {
+          // A worker that died meanwhile closed the channel: its exit is handled where it exits.
+          if (live.has(worker) && worker.isConnected())
+            retire(worker, `still busy ${idleWaitMs} ms after its request ended: ${err.message}`);
+          throw err;
+        },
+      );
+    },
+  });
+
+  function poolFields(): PoolFields {
+    return {
+      processManager: config.pm,
+      listenQueue: dispatcher.queued,
+      maxListenQueue: dispatcher.maxQueued,
+      listenQueueLen: dispatcher.bound,
+      idleProcesses: dispatcher.idleCount,
+      activeProcesses: dispatcher.activeCount,
+      totalProcesses: live.size,
+      maxActiveProcesses: dispatcher.maxActive,
+      maxChildrenReached,
+    };
+  }
+
+  async function poolStatus(full: boolean) {
+    const snapshots = await Promise.all([...live].filter((w) => !handedOver.has(w)).map(snapshotOf));
+    return summarize(process.pid, startedAt, snapshots, departed, poolFields(), full);
+  }
 
   function snapshotOf(worker: Worker): Promise<WorkerSnapshot> {
     const placeholder = (state: 'starting' | 'unresponsive'): WorkerSnapshot => ({
@@ -78,7 +172,7 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
   function listenTo(worker: Worker): void {
     const channel = new IpcChannel<PoolSays, WorkerSays>(childEndpoint(worker.process));
     channels.set(worker, channel);
-    channel.answer('config', () => current);
+    channel.answer('config', () => ({ config: current, socket: slots.get(worker)!.socketPath }));
     channel.on('log', ({ entries }) => entries.forEach(writeWireEntry));
     channel.answer('flush', ({ entries }) => {
       entries.forEach(writeWireEntry);
@@ -90,9 +184,12 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
       handedOver.add(worker);
       addDeparted(departed, snapshot);
     });
-    channel.answer('status', async ({ full }) =>
-      summarize(process.pid, startedAt, await Promise.all([...live].filter((w) => !handedOver.has(w)).map(snapshotOf)), departed, full),
-    );
+    channel.answer('status', ({ full }) => poolStatus(full));
+    channel.on('listening', () => {
+      up.add(worker);
+      dispatcher.add(slots.get(worker)!);
+      listened.get(worker)?.();
+    });
     channel.on('retire-me', ({ reason }) => retire(worker, reason));
     // The watchdog thread's line, written while the worker's thread (and its IPC) was blocked.
     createInterface({ input: worker.process.stdio[WATCHDOG_LOG_FD] as Readable }).on('line', (line) => {
@@ -110,7 +207,7 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
     log.info(`Recycling worker ${worker.process.pid} (${reason}): starting its replacement first`);
     // The old worker keeps serving until the new one listens, so no request finds nobody.
     fork(true).then(
-      () => channels.get(worker)?.notify('retire', null),
+      () => stopWorker(worker),
       (err) => {
         // The old worker keeps serving; it is recycled when a later replacement starts.
         log.error(`Could not start a replacement for worker ${worker.process.pid}: ${String(err)}; trying again in ${RESTART_DELAY_MS} ms`);
@@ -122,14 +219,35 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
     );
   }
 
+  /** Sends the worker nothing more and tells it to leave once its request (if any) ends. */
+  function stopWorker(worker: Worker): void {
+    const slot = slots.get(worker);
+    if (slot) dispatcher.remove(slot);
+    channels.get(worker)?.notify('retire', null);
+  }
+
+  /** A dynamic or ondemand pool stops an idle worker it does not need. */
+  function reap(worker: Worker, why: string): void {
+    retiring.add(worker);
+    reaped.add(worker);
+    log.info(`Stopping idle worker ${worker.process.pid} (${why})`);
+    stopWorker(worker);
+  }
+
   /** Starts a worker; `recycling` when it replaces one that asked to retire (its failure is retried there). */
-  function fork(recycling = false): Promise<{ worker: Worker; port: number }> {
+  function fork(recycling = false): Promise<{ worker: Worker }> {
     const worker = cluster.fork();
+    const slot = new WorkerSlot(worker.process.pid ?? 0, join(socketDir, `w${++socketSerial}.sock`));
+    slots.set(worker, slot);
+    workerOf.set(slot, worker);
     let listening = false;
     live.add(worker);
     listenTo(worker);
     worker.once('exit', (code, signal) => {
       live.delete(worker);
+      // What it ran failed with its connection (a reset, as before); what waits in the queue does not.
+      dispatcher.gone(slot);
+      rm(slot.socketPath, { force: true }).catch(() => undefined);
       const last = lastReported.get(worker);
       if (last) addDeparted(departed, last);
       // A worker killed mid-request could not delete that request's uploads.
@@ -137,56 +255,133 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
       if (pid !== undefined)
         removeUploadsOf(pid).catch((err: Error) => log.error(`Could not delete the uploads of worker ${pid}: ${err.message}`));
       const wasRetiring = retiring.delete(worker);
-      if (wasRetiring && !stopping) departed.restarts.recycled += 1;
+      if (wasRetiring && !stopping && !reaped.has(worker)) departed.restarts.recycled += 1;
       if (stopping || wasRetiring || (recycling && !listening)) return;
       departed.restarts.exited += 1;
+      // A dynamic pool's maintenance and an ondemand pool's next request start what is needed.
+      const replace = config.pm === 'static' || dispatcher.queued > 0;
       const delay = pace.delayAfterExit();
       log.error(
-        `Worker ${worker.process.pid} exited with ${signal ? `signal ${signal}` : `code ${code}`}; starting a new one${delay ? ` in ${delay} ms` : ''}`,
+        `Worker ${worker.process.pid} exited with ${signal ? `signal ${signal}` : `code ${code}`}${replace ? `; starting a new one${delay ? ` in ${delay} ms` : ''}` : ''}`,
       );
+      if (!replace) return;
       setTimeout(() => {
         if (!stopping) fork().catch((err) => log.error(`Could not start a worker: ${String(err)}`));
       }, delay);
     });
     return new Promise((resolve, reject) => {
-      worker.once('listening', (address) => {
+      listened.set(worker, () => {
         listening = true;
-        up.add(worker);
-        resolve({ worker, port: address.port });
+        resolve({ worker });
       });
       worker.once('exit', () => reject(new Error(`worker ${worker.process.pid} exited before listening`)));
     });
   }
 
-  // Each worker accepts on the shared socket itself. With the default round-robin the primary accepts
-  // and hands each connection to a worker; one handed to a worker that just died is neither served nor
-  // closed, and its request hung until the proxy's timeout (seen in the SIGKILL test).
-  cluster.schedulingPolicy = cluster.SCHED_NONE;
-  // Workers take their settings from this process over IPC (not argv); fd WATCHDOG_LOG_FD is the pipe
-  // their watchdog thread writes to.
+  // php-fpm's maintenance, once a second.
+  let spawnRate = 1;
+  function maintain(): void {
+    if (stopping) return;
+    const idle = dispatcher.idleWorkers();
+    if (config.pm === 'ondemand') {
+      // The one idle longest, past the timeout (php-fpm stops one a second).
+      const oldest = idle[0];
+      if (oldest && performance.now() - oldest.idleSince > config.workerIdleTimeout * 1000) {
+        const worker = workerOf.get(oldest);
+        if (worker) reap(worker, `idle more than ${config.workerIdleTimeout} s`);
+      }
+      if (dispatcher.idleCount > 0) warnedMaxChildren = false;
+      return;
+    }
+    // dynamic
+    if (idle.length > config.maxSpareWorkers) {
+      const worker = workerOf.get(idle[0]);
+      if (worker) reap(worker, `more than ${config.maxSpareWorkers} idle`);
+      spawnRate = 1;
+      return;
+    }
+    const spare = idle.length + starting();
+    if (spare >= config.minSpareWorkers) {
+      spawnRate = 1;
+      warnedMaxChildren = false;
+      return;
+    }
+    const room = config.workers - serving().length;
+    if (room <= 0) return reachedMaxChildren();
+    const count = Math.min(spawnRate, config.minSpareWorkers - spare, room);
+    for (let i = 0; i < count; i++) fork().catch((err) => log.error(`Could not start a worker: ${String(err)}`));
+    spawnRate = Math.min(spawnRate * 2, MAX_SPAWN_RATE);
+  }
+
+  /** /status and /ping are the pool's own (php-fpm's master answers them); the rest goes to a worker. */
+  function serve(req: IncomingMessage, res: ServerResponse): void {
+    const url = req.url ?? '';
+    const path = url.split('?', 1)[0];
+    if ((req.method === 'GET' || req.method === 'HEAD') && (path === '/status' || path === '/ping')) {
+      if (path === '/ping') return void res.writeHead(200, { 'content-type': 'text/plain' }).end('pong');
+      const full = new URLSearchParams(url.slice(path.length + 1)).has('full');
+      poolStatus(full).then(
+        (status) => res.writeHead(200, { 'content-type': 'application/json; charset=utf-8' }).end(JSON.stringify(status)),
+        (err: Error) => {
+          log.error(`Could not gather /status: ${err.message}`);
+          res.writeHead(500).end();
+        },
+      );
+      return;
+    }
+    dispatcher.handle(req, res);
+  }
+
+  // Workers are forked with node:cluster for its IPC; each listens on its own socket (exclusive), so no
+  // scheduling policy applies. fd WATCHDOG_LOG_FD is the pipe their watchdog thread writes to.
   cluster.setupPrimary({
     exec: siblingFile(import.meta.url, 'workerMain'),
     args: [],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc', 'pipe'],
   });
+  const server = createServer({ maxHeaderSize: HOST_MAX_HEADER_SIZE, requestTimeout: 0, keepAliveTimeout: KEEP_ALIVE_MS }, serve);
+  // Node keeps the first 2,000 fields and drops the rest without a word; the proxy bounds them
+  // (--max-header-fields, up to 10,000), so every field it forwards reaches the controller.
+  server.maxHeadersCount = 0;
+  server.on('clientError', refuseUnreadable(log));
+  const initial = config.pm === 'static' ? config.workers : config.pm === 'dynamic' ? config.startWorkers : 0;
+  await Promise.all(Array.from({ length: initial }, () => fork()));
   // A socket file left by a host that was killed would make listen() fail with EADDRINUSE.
   if (config.socket) await rm(config.socket, { force: true });
-  const first = await Promise.all(Array.from({ length: config.workers }, fork));
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    const backlog = Math.max(config.listenBacklog, 511);
+    if (config.socket) server.listen({ path: config.socket, backlog }, resolve);
+    else server.listen({ host: config.hostListen, port: config.hostPort, backlog }, resolve);
+  });
   if (config.socket) await chmod(config.socket, 0o600);
-  const url = config.socket ? `unix:${config.socket}` : formatUpstream({ kind: 'tcp', host: config.hostListen, port: first[0].port });
-  log.notice(`Host pool ${process.pid} serving ${config.www}/controllers on ${url} with ${config.workers} workers`);
+  const port = (server.address() as AddressInfo).port;
+  const url = config.socket ? `unix:${config.socket}` : formatUpstream({ kind: 'tcp', host: config.hostListen, port });
+  const maintenance = config.pm === 'static' ? undefined : setInterval(maintain, MAINTENANCE_MS);
+  log.notice(
+    `Host pool ${process.pid} serving ${config.www}/controllers on ${url} with ${config.pm === 'static' ? `${config.workers} workers` : `pm ${config.pm}, up to ${config.workers} workers, ${initial} started`}`,
+  );
   log.info(`Settings: ${describeSettings(config)}`);
   process.stdout.write(`${readyLine(url)}\n`);
   notifyReady((message) => log.error(message));
 
   onShutdownSignal(async (reason) => {
     stopping = true;
+    clearInterval(maintenance);
     log.notice(`Host pool ${process.pid} shutting down (${reason})`);
     // No new connections from now on: a proxy that connects finds no socket (a connect failure, which
     // it retries on another host) instead of a backlog that nobody accepts and that is reset when this
     // process exits (a reset before headers, which the proxy must answer 500).
     if (config.socket) await rm(config.socket, { force: true });
+    const closed = new Promise((resolve) => server.close(resolve));
+    server.closeIdleConnections();
+    // What was accepted is finished: the requests running and those queued, up to --shutdown-timeout.
+    await Promise.race([dispatcher.drained(), new Promise((resolve) => setTimeout(resolve, config.shutdownTimeout * 1000).unref())]);
     const exits = [...live].map((worker) => once(worker, 'exit'));
+    for (const worker of live) {
+      const slot = slots.get(worker);
+      if (slot) dispatcher.gone(slot);
+    }
     // A signal, not a message: a worker still starting has no message handler yet, and would miss a
     // 'retire' (a stop during a recycle then waited for the hard stop). SIGTERM retires it the same way.
     for (const worker of live) worker.process.kill('SIGTERM');
@@ -199,7 +394,15 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
     );
     await Promise.all(exits);
     clearTimeout(hardStop);
+    server.closeAllConnections();
+    await closed;
     if (config.socket) await rm(config.socket, { force: true });
+    await rm(socketDir, { recursive: true, force: true });
     await log.drain();
   });
+}
+
+function requestIdOf(req: IncomingMessage): string | undefined {
+  const id = req.headers['x-request-id'];
+  return typeof id === 'string' && WELL_FORMED_REQUEST_ID.test(id) ? id : undefined;
 }
