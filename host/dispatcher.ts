@@ -55,6 +55,13 @@ function endToEnd(raw: string[]): string[] {
   return out;
 }
 
+/** `[name, value]` pairs from a raw list, as addTrailers() takes them. */
+function pairsOf(raw: string[]): [string, string][] {
+  const pairs: [string, string][] = [];
+  for (let i = 0; i < raw.length; i += 2) pairs.push([raw[i], raw[i + 1]]);
+  return pairs;
+}
+
 /** A connection ended as the worker's did: a reset when the worker's was reset, a close otherwise. */
 function endLike(socket: Socket | null, err: NodeJS.ErrnoException | undefined): void {
   if (!socket || socket.destroyed) return;
@@ -68,7 +75,6 @@ export class Dispatcher {
   private readonly idle: WorkerSlot[] = [];
   private readonly busy = new Set<WorkerSlot>();
   private readonly queue: Waiting[] = [];
-  private drainWaiters: (() => void)[] = [];
   /** php-fpm's "max listen queue" and "max active processes", since the pool started. */
   maxQueued = 0;
   maxActive = 0;
@@ -96,12 +102,6 @@ export class Dispatcher {
     return this.idle;
   }
 
-  /** Resolves once nothing runs and nothing waits (a stop finishes what was accepted). */
-  drained(): Promise<void> {
-    if (this.busy.size === 0 && this.queue.length === 0) return Promise.resolve();
-    return new Promise((resolve) => this.drainWaiters.push(resolve));
-  }
-
   /** A worker that listens: it takes the first queued request, or waits. */
   add(slot: WorkerSlot): void {
     this.makeIdle(slot);
@@ -121,7 +121,6 @@ export class Dispatcher {
     this.remove(slot);
     this.busy.delete(slot);
     slot.agent.destroy();
-    this.settleDrained();
   }
 
   handle(req: IncomingMessage, res: ServerResponse): void {
@@ -161,14 +160,6 @@ export class Dispatcher {
   private release(slot: WorkerSlot): void {
     if (!this.busy.delete(slot)) return; // gone meanwhile
     this.makeIdle(slot);
-    this.settleDrained();
-  }
-
-  private settleDrained(): void {
-    if (this.busy.size > 0 || this.queue.length > 0 || this.drainWaiters.length === 0) return;
-    const waiters = this.drainWaiters;
-    this.drainWaiters = [];
-    for (const resolve of waiters) resolve();
   }
 
   private relay(slot: WorkerSlot, req: IncomingMessage, res: ServerResponse): void {
@@ -192,9 +183,17 @@ export class Dispatcher {
         }
       });
       answer.on('end', () => {
-        if (answer.rawTrailers.length > 0) res.addTrailers(answer.rawTrailers as unknown as OutgoingHttpHeaders);
+        if (answer.rawTrailers.length > 0) res.addTrailers(pairsOf(answer.rawTrailers));
         res.end();
         clean = true;
+        // An early answer (the worker did not read the whole body): the request has ended for the worker, and
+        // the proxy may never send the rest. The rest is read and dropped here; the worker's connection, which
+        // still expects it, is closed.
+        if (!req.complete) {
+          req.unpipe(upstream);
+          req.resume();
+          upstream.destroy();
+        }
       });
       answer.on('error', (err: NodeJS.ErrnoException) => endLike(res.socket, err));
       answer.on('close', () => {

@@ -125,9 +125,19 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
     },
   });
 
+  const { pm, workers, startWorkers, minSpareWorkers, maxSpareWorkers, workerIdleTimeout, listenBacklog } = config;
+  const processManagerSettings = describeSettings(
+    pm === 'dynamic'
+      ? { pm, workers, startWorkers, minSpareWorkers, maxSpareWorkers, listenBacklog }
+      : pm === 'ondemand'
+        ? { pm, workers, workerIdleTimeout, listenBacklog }
+        : { pm, workers, listenBacklog },
+  );
+
   function poolFields(): PoolFields {
     return {
       processManager: config.pm,
+      processManagerSettings,
       listenQueue: dispatcher.queued,
       maxListenQueue: dispatcher.maxQueued,
       listenQueueLen: dispatcher.bound,
@@ -339,7 +349,11 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
     args: [],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc', 'pipe'],
   });
-  const server = createServer({ maxHeaderSize: HOST_MAX_HEADER_SIZE, requestTimeout: 0, keepAliveTimeout: KEEP_ALIVE_MS }, serve);
+  // Node's defaults otherwise, as fastify's server had them, but no 400 for a request without Host (HTTP/1.0).
+  const server = createServer(
+    { maxHeaderSize: HOST_MAX_HEADER_SIZE, requestTimeout: 0, keepAliveTimeout: KEEP_ALIVE_MS, requireHostHeader: false },
+    serve,
+  );
   // Node keeps the first 2,000 fields and drops the rest without a word; the proxy bounds them
   // (--max-header-fields, up to 10,000), so every field it forwards reaches the controller.
   server.maxHeadersCount = 0;
@@ -373,10 +387,16 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
     // it retries on another host) instead of a backlog that nobody accepts and that is reset when this
     // process exits (a reset before headers, which the proxy must answer 500).
     if (config.socket) await rm(config.socket, { force: true });
+    // Answer what still arrives with `Connection: close`, and leave idle connections for the proxy to close:
+    // closing one ourselves races with the proxy reusing it, and the request it sends then would fail. The
+    // proxy drops idle sockets within 10 s.
+    server.maxRequestsPerSocket = 1;
+    server.closeIdleConnections = () => {};
     const closed = new Promise((resolve) => server.close(resolve));
-    server.closeIdleConnections();
-    // What was accepted is finished: the requests running and those queued, up to --shutdown-timeout.
-    await Promise.race([dispatcher.drained(), new Promise((resolve) => setTimeout(resolve, config.shutdownTimeout * 1000).unref())]);
+    // What was accepted is finished, queued requests included, while the workers serve on; what still runs
+    // at --shutdown-timeout is cut, as each worker cut it before.
+    await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, config.shutdownTimeout * 1000).unref())]);
+    server.closeAllConnections();
     const exits = [...live].map((worker) => once(worker, 'exit'));
     for (const worker of live) {
       const slot = slots.get(worker);
@@ -394,7 +414,6 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
     );
     await Promise.all(exits);
     clearTimeout(hardStop);
-    server.closeAllConnections();
     await closed;
     if (config.socket) await rm(config.socket, { force: true });
     await rm(socketDir, { recursive: true, force: true });

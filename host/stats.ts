@@ -118,6 +118,8 @@ export interface PoolStatus extends PoolFields {
 /** php-fpm's /status pool fields ("listen queue" as listenQueue…), from the pool and its dispatcher (host/dispatcher.ts). */
 export interface PoolFields {
   processManager: string;
+  /** The settings that shape the pool in its mode (`--pm dynamic --workers 4 --start-workers 2 …`). */
+  processManagerSettings: string;
   /** Requests waiting for a free worker now, the most ever, and the bound (--listen-backlog). */
   listenQueue: number;
   maxListenQueue: number;

@@ -13,6 +13,7 @@ export interface HostSummary {
   controllers: Record<string, { requests: number; errors: number; loadFailures: number; reloads?: number }>;
   /** php-fpm's pool fields (host/stats.ts PoolFields); absent from a host older than the proxy. */
   processManager?: string;
+  processManagerSettings?: string;
   listenQueue?: number;
   maxListenQueue?: number;
   listenQueueLen?: number;
@@ -137,7 +138,12 @@ export function renderAuto(report: StatusReport): string {
         : `HostWorkers: ${h.upstream} unknown`,
     ),
     ...report.hosts.flatMap((h) =>
-      h.summary?.processManager !== undefined ? [`HostPool: ${h.upstream} ${poolFieldsOf(h.summary, true)}`] : [],
+      h.summary?.processManager !== undefined
+        ? [
+            `HostPool: ${h.upstream} ${poolFieldsOf(h.summary, true)}`,
+            `HostPoolSettings: ${h.upstream} ${h.summary.processManagerSettings ?? ''}`,
+          ]
+        : [],
     ),
   ];
   return lines.join('\n') + '\n';
@@ -167,7 +173,7 @@ export function renderHtml(report: StatusReport, refreshSeconds: number | undefi
     return (
       `<h2>Host ${esc(host.upstream)}</h2>\n<dl><dt>Pool pid ${esc(s.pid)}, ${esc(s.workers)} workers</dt><dt>${esc(states)}</dt>` +
       `<dt>${esc(s.acceptedRequests)} requests accepted</dt>` +
-      (s.processManager !== undefined ? `<dt>${esc(poolFieldsOf(s, false))}</dt>` : '') +
+      (s.processManager !== undefined ? `<dt>${esc(poolFieldsOf(s, false))} (${esc(s.processManagerSettings ?? '')})</dt>` : '') +
       `</dl>\n` +
       table('Controllers', ['Controller', 'Requests', 'Errors', 'Load failures'], controllers)
     );

@@ -167,6 +167,7 @@ describe('the listen queue (--workers 1)', function () {
     expect(total(metrics, 'extqs_host_total_processes', upstream)).to.equal(pool.totalProcesses);
     const auto = (await get(stack.url, '/server-status?auto')).body;
     expect(auto).to.match(/^HostPool: unix:\S+ process_manager=static listen_queue=1 max_listen_queue=1 listen_queue_len=1 /m);
+    expect(auto).to.match(/^HostPoolSettings: unix:\S+ --pm "static" --workers 1 --listen-backlog 1$/m);
 
     hold.release();
     expect((await held).body).to.equal('released');
@@ -206,7 +207,12 @@ describe('process manager modes', function () {
     stack = await startStack(sandbox, ['--pm', 'ondemand', '--workers', '2', '--worker-idle-timeout', '1', '--proxy-workers', '1']);
     const pid = hostPid(sandbox);
     expect(workerProcesses(pid)).to.equal(0);
-    expect(await poolOf(stack)).to.include({ processManager: 'ondemand', totalProcesses: 0, idleProcesses: 0 });
+    expect(await poolOf(stack)).to.include({
+      processManager: 'ondemand',
+      processManagerSettings: '--pm "ondemand" --workers 2 --worker-idle-timeout 1 --listen-backlog 511',
+      totalProcesses: 0,
+      idleProcesses: 0,
+    });
     expect((await get(stack.url, '/External/Quick')).body).to.equal('quick');
     expect(workerProcesses(pid)).to.equal(1);
     await eventually(() => (workerProcesses(pid) === 0 ? true : undefined), 10_000, 'the idle worker to stop');
