@@ -167,6 +167,7 @@ export class Dispatcher {
     if (this.busy.size > this.maxActive) this.maxActive = this.busy.size;
     slot.running = `${req.method} ${req.url}`;
     let clean = false;
+    let early = false;
     const upstream = httpRequest({
       socketPath: slot.socketPath,
       agent: slot.agent,
@@ -186,10 +187,11 @@ export class Dispatcher {
         if (answer.rawTrailers.length > 0) res.addTrailers(pairsOf(answer.rawTrailers));
         res.end();
         clean = true;
-        // An early answer (the worker did not read the whole body): the request has ended for the worker, and
+        // An early answer (the worker did not take the whole body): the request has ended for the worker, and
         // the proxy may never send the rest. The rest is read and dropped here; the worker's connection, which
         // still expects it, is closed.
-        if (!req.complete) {
+        if (!upstream.writableFinished) {
+          early = true;
           req.unpipe(upstream);
           req.resume();
           upstream.destroy();
@@ -202,7 +204,7 @@ export class Dispatcher {
     });
     upstream.on('error', (err: NodeJS.ErrnoException) => endLike(req.socket, err));
     upstream.on('close', () => {
-      if (clean && req.complete) return this.release(slot);
+      if (clean && !early) return this.release(slot);
       // The worker may still run the controller (the proxy left mid-request): it is busy until it ends.
       this.events.whenIdle(slot).then(
         () => this.release(slot),

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import type { Readable } from 'node:stream';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { describeSettings, logSettingsOf } from '../common/config.ts';
+import { describeProcessManager, describeSettings, logSettingsOf } from '../common/config.ts';
 import { siblingFile } from '../common/entryFile.ts';
 import { childEndpoint, IpcChannel } from '../common/ipc.ts';
 import { readyLine } from '../common/ready.ts';
@@ -125,14 +125,7 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
     },
   });
 
-  const { pm, workers, startWorkers, minSpareWorkers, maxSpareWorkers, workerIdleTimeout, listenBacklog } = config;
-  const processManagerSettings = describeSettings(
-    pm === 'dynamic'
-      ? { pm, workers, startWorkers, minSpareWorkers, maxSpareWorkers, listenBacklog }
-      : pm === 'ondemand'
-        ? { pm, workers, workerIdleTimeout, listenBacklog }
-        : { pm, workers, listenBacklog },
-  );
+  const processManagerSettings = describeProcessManager(config);
 
   function poolFields(): PoolFields {
     return {

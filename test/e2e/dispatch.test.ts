@@ -2,24 +2,16 @@
 // another is idle; when every worker is busy it waits in one FIFO queue bounded by --listen-backlog
 // (past it: 503 and mod_fcgid's line); a stuck worker's kill fails only its own request. And the
 // process manager modes (--pm static|dynamic|ondemand). Real processes through the launcher.
+import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
+import type { PoolFields } from '../../host/stats.ts';
 import { get, type Reply } from '../helpers/http.ts';
 import { total } from '../helpers/metrics.ts';
-import { callMarker, eventually, makeSandbox, readLog, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
+import { callMarker, eventually, makeSandbox, readLog, ROOT, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
 
-interface Pool {
-  processManager: string;
-  listenQueue: number;
-  maxListenQueue: number;
-  listenQueueLen: number;
-  idleProcesses: number;
-  activeProcesses: number;
-  totalProcesses: number;
-  maxActiveProcesses: number;
-  maxChildrenReached: number;
-}
+type Pool = PoolFields;
 
 /** The host's pool fields, as /server-status?json shows them (none while a stuck worker holds up the host's /status). */
 async function poolOf(stack: Running): Promise<Pool | undefined> {
@@ -121,8 +113,11 @@ describe('request-level dispatch (--workers 2 --max-execution-time 2)', function
 describe('the listen queue (--workers 1)', function () {
   let sandbox: Sandbox;
   let stack: Running;
+  /** A held request is let go before the stop, which would otherwise wait for it (--shutdown-timeout). */
+  let release: (() => void) | undefined;
 
   afterEach(async function () {
+    release?.();
     await stack?.stop();
     sandbox?.remove();
   });
@@ -131,6 +126,7 @@ describe('the listen queue (--workers 1)', function () {
     sandbox = makeSandbox();
     writeFileSync(join(sandbox.controllers, 'Quick.ts'), `export default () => 'quick';\n`);
     const hold = holdController(sandbox, 'Hold');
+    release = hold.release;
     stack = await startStack(sandbox, ['--workers', '1', '--listen-backlog', '1', '--proxy-workers', '1']);
     const held = get(stack.url, '/External/Hold');
     await hold.reached();
@@ -167,7 +163,7 @@ describe('the listen queue (--workers 1)', function () {
     expect(total(metrics, 'extqs_host_total_processes', upstream)).to.equal(pool.totalProcesses);
     const auto = (await get(stack.url, '/server-status?auto')).body;
     expect(auto).to.match(/^HostPool: unix:\S+ process_manager=static listen_queue=1 max_listen_queue=1 listen_queue_len=1 /m);
-    expect(auto).to.match(/^HostPoolSettings: unix:\S+ --pm "static" --workers 1 --listen-backlog 1$/m);
+    expect(auto).to.match(/^HostPoolSettings: unix:\S+ --workers 1 --pm "static" --listen-backlog 1$/m);
 
     hold.release();
     expect((await held).body).to.equal('released');
@@ -209,7 +205,7 @@ describe('process manager modes', function () {
     expect(workerProcesses(pid)).to.equal(0);
     expect(await poolOf(stack)).to.include({
       processManager: 'ondemand',
-      processManagerSettings: '--pm "ondemand" --workers 2 --worker-idle-timeout 1 --listen-backlog 511',
+      processManagerSettings: '--workers 2 --pm "ondemand" --worker-idle-timeout 1 --listen-backlog 511',
       totalProcesses: 0,
       idleProcesses: 0,
     });
@@ -253,5 +249,54 @@ describe('process manager modes', function () {
     // Three idle, more than 2: one is stopped.
     await poolWhen(stack, (p) => p.idleProcesses === 2 && p.totalProcesses === 2, 'the extra spare stopped');
     expect(readLog(sandbox, 'host.log').some((l) => l.includes('Stopping idle worker') && l.includes('more than 2 idle'))).to.equal(true);
+  });
+});
+
+describe('process manager settings', function () {
+  let sandbox: Sandbox;
+  beforeEach(() => (sandbox = makeSandbox()));
+  afterEach(() => sandbox.remove());
+
+  const host = (args: string[]) =>
+    spawnSync(process.execPath, ['bin/extqs.js', 'host', '--www', sandbox.www, '--logs', sandbox.logs, ...args], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+
+  // php-fpm's rules: min_spare <= start <= max_spare <= max_children.
+  const refused: [string[], string][] = [
+    [
+      ['--max-spare-workers', '3', '--workers', '2'],
+      '--max-spare-workers (EXTQS_MAX_SPARE_WORKERS) must be at most --workers (2), got "3"',
+    ],
+    [
+      ['--min-spare-workers', '3', '--max-spare-workers', '2', '--workers', '4'],
+      '--max-spare-workers (EXTQS_MAX_SPARE_WORKERS) must be at least --min-spare-workers (3), got "2"',
+    ],
+    [
+      ['--start-workers', '5', '--workers', '8'],
+      '--start-workers (EXTQS_START_WORKERS) must be from --min-spare-workers (1) to --max-spare-workers (3), got "5"',
+    ],
+    [
+      ['--min-spare-workers', '5', '--workers', '4'],
+      '--min-spare-workers (EXTQS_MIN_SPARE_WORKERS) must be at most --workers (4), got "5"',
+    ],
+  ];
+  for (const [args, message] of refused) {
+    it(`--pm dynamic ${args.join(' ')} stops the start, naming the setting and the value`, function () {
+      const result = host(['--pm', 'dynamic', ...args]);
+      expect(result.status).to.equal(2);
+      expect(result.stderr).to.contain(message);
+    });
+  }
+
+  it('extqs check shows the process manager settings of the mode', function () {
+    const result = spawnSync(
+      process.execPath,
+      ['bin/extqs.js', 'check', '--www', sandbox.www, '--logs', sandbox.logs, '--pm', 'ondemand', '--workers', '3'],
+      { cwd: ROOT, encoding: 'utf8', timeout: 60_000 },
+    );
+    expect(result.stdout).to.contain('host: 3 workers (--workers 3 --pm "ondemand" --worker-idle-timeout 10 --listen-backlog 511)');
   });
 });

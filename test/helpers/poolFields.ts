@@ -3,7 +3,7 @@ import type { PoolFields } from '../../host/stats.ts';
 /** The pool fields of a static pool at rest, for unit tests of the status summary. */
 export const NO_POOL: PoolFields = {
   processManager: 'static',
-  processManagerSettings: '--pm "static" --workers 1 --listen-backlog 511',
+  processManagerSettings: '--workers 1 --pm "static" --listen-backlog 511',
   listenQueue: 0,
   maxListenQueue: 0,
   listenQueueLen: 511,
