@@ -3,8 +3,9 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { connect } from 'node:net';
+
 import { join } from 'node:path';
+import { accepts } from '../tools/ports.ts';
 import { freePort } from './measure.ts';
 import { ROOT } from './processes.ts';
 
@@ -14,18 +15,6 @@ export function hasNginx(): boolean {
     return true;
   } catch {
     return false;
-  }
-}
-
-async function accepts(port: number): Promise<boolean> {
-  const socket = connect({ host: '127.0.0.1', port });
-  try {
-    await once(socket, 'connect');
-    return true;
-  } catch {
-    return false;
-  } finally {
-    socket.destroy();
   }
 }
 

@@ -14,7 +14,7 @@ export interface Scenario {
   compressed?: true;
   /** Statuses each front is expected to answer (nginx passes on the host's empty 500 for a missing controller). */
   expected: { extqs: number[]; nginx: number[] };
-  /** Minimum req/s ratio to nginx, same run (README, Performance). */
+  /** Minimum req/s ratio to nginx, same run (docs/benchmarks.md). */
   target?: number;
 }
 

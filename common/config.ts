@@ -8,13 +8,11 @@ import { ConfigError, ConfigErrors, UsageError } from './configError.ts';
 import { didYouMean } from './didYouMean.ts';
 import {
   labelOf,
-  LIVE_KEYS,
   LOG_KEYS,
   SETTING_KEYS,
   specOf,
   type Config,
   type HostConfig,
-  type LiveSettings,
   type LogSettings,
   type ProxyConfig,
   type Role,
@@ -270,32 +268,15 @@ export function sliceFor<R extends Role>(role: R, config: Partial<Config>): R ex
   return Object.freeze(slice) as unknown as R extends 'proxy' ? ProxyConfig : HostConfig;
 }
 
-/** The live settings a configuration holds (a host's has no --compression): what a SIGHUP replaces. */
-export function liveSettingsOf(config: Partial<Config>): Partial<LiveSettings> {
-  return Object.fromEntries(LIVE_KEYS.filter((key) => key in config).map((key) => [key, config[key]]));
-}
-
 export function logSettingsOf(config: LogSettings): LogSettings {
   return Object.fromEntries(LOG_KEYS.map((key) => [key, config[key]])) as unknown as LogSettings;
 }
 
-function shown(key: SettingKey, value: unknown): string {
+/** A setting's value as its flag would be written: `none` for a setting not given (no --tls-cert). */
+export function flagValue(key: SettingKey, value: unknown): string {
+  if (value === undefined) return 'none';
   const format = specOf(key).format;
-  return format ? format(value) : String(JSON.stringify(value));
-}
-
-/** What a configuration read again (SIGHUP) changes, by flag: live settings are applied, the others need a restart. */
-export function configChanges(running: Partial<Config>, fresh: Partial<Config>): { live: string[]; restart: string[] } {
-  const live: string[] = [];
-  const restart: string[] = [];
-  for (const key of SETTING_KEYS) {
-    if (!(key in running) || !(key in fresh)) continue;
-    const before = shown(key, running[key]);
-    const after = shown(key, fresh[key]);
-    if (before === after) continue;
-    (specOf(key).live ? live : restart).push(`--${specOf(key).flag} ${before} -> ${after}`);
-  }
-  return { live, restart };
+  return format ? format(value) : JSON.stringify(value);
 }
 
 /** One setting's value from its text, checked as a flag would be (its relations to others aside). */
@@ -309,7 +290,7 @@ export function parseSetting<K extends SettingKey>(key: K, raw: string, cwd = pr
 /** The settings a process runs with, as flags an operator could type: its start-up line in the log. */
 export function describeSettings(config: Partial<Config>): string {
   return SETTING_KEYS.filter((key) => key in config)
-    .map((key) => `--${specOf(key).flag} ${shown(key, config[key])}`)
+    .map((key) => `--${specOf(key).flag} ${flagValue(key, config[key])}`)
     .join(' ');
 }
 

@@ -208,7 +208,7 @@ export function hostLine(entry: HostEntry): string {
   return `[${hostLogTime(entry.time)}] [${entry.level}] [req ${id}] ${message}`;
 }
 
-// JSON layouts. Field names are part of the interface (README, Logs): a collector keys on them, so they
+// JSON layouts. Field names are part of the interface (docs/logs.md, JSON): a collector keys on them, so they
 // only ever grow. Every field is present in every line of its file, null when there is no value.
 // JSON.stringify escapes control characters, so a client value can neither split nor forge a line.
 

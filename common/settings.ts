@@ -1,6 +1,7 @@
 // Every setting of extqs, declared once: its flag, environment name, default, parser, the processes
 // that use it, whether a SIGHUP applies it live, and its help. The Config types, the validation, each
-// command's options and --help, the SIGHUP report and the README's tables all come from this table.
+// command's options and --help, docs/configuration.md's tables and the SIGHUP resolver (reloadResolver.ts) all come from
+// this table.
 import { availableParallelism } from 'node:os';
 import { MAX_HEADER_SIZE_CEILING } from './protocol.ts';
 import { tlsPairProblem } from './tlsPair.ts';
@@ -29,7 +30,7 @@ import {
 /** The two server processes; a setting is used by one or both. */
 export type Role = 'proxy' | 'host';
 
-/** How the README groups the settings. */
+/** How docs/configuration.md groups the settings. */
 export type SettingGroup = 'service' | 'tls' | 'host' | 'input' | 'upstreams' | 'logs' | 'limits';
 
 export interface SettingSpec<T, R extends readonly Role[], L extends boolean = boolean> {
@@ -39,7 +40,7 @@ export interface SettingSpec<T, R extends readonly Role[], L extends boolean = b
   deprecatedEnv?: string;
   /** The default as text, parsed like a given value; a function when it follows another setting. */
   default: string | ((value: (key: string) => unknown) => string);
-  /** The default as --help and the README show it, when it is not the text itself. */
+  /** The default as --help and docs/configuration.md show it, when it is not the text itself. */
   defaultText?: string;
   parse: Parser<T>;
   /** The processes that use it: `extqs proxy` and `extqs host` take exactly their own. */
@@ -379,6 +380,16 @@ export const SETTINGS = {
     help: 'seconds a controller may run (PHP max_execution_time); 0 = no limit',
     group: 'host',
   }),
+  slowlogTimeout: setting({
+    flag: 'slowlog-timeout',
+    env: 'EXTQS_SLOWLOG_TIMEOUT',
+    default: '0',
+    parse: seconds(86_400),
+    roles: ['host'],
+    placeholder: 'SECONDS',
+    help: 'a controller call still running after this many seconds gets its stack in host.log (php-fpm request_slowlog_timeout); 0 = off',
+    group: 'host',
+  }),
   postMaxSize: setting({
     flag: 'post-max-size',
     env: 'EXTQS_POST_MAX_SIZE',
@@ -442,7 +453,7 @@ export const SETTINGS = {
     flag: 'forwarder',
     env: 'EXTQS_FORWARDER',
     deprecatedEnv: 'FORWARDER',
-    // undici measured twice as fast as http-proxy on controller JSON (README, Performance).
+    // undici measured twice as fast as http-proxy on controller JSON (docs/benchmarks.md, Forwarding engine).
     default: 'undici',
     parse: oneOf(FORWARDERS),
     roles: ['proxy'],
@@ -484,7 +495,8 @@ export const SETTINGS = {
     defaultText: "none (Apache's pages)",
     // The statuses a visitor meets when the service, not the request, is at fault, and the missing page.
     parse: errorDocuments([404, 500, 502, 503, 504]),
-    format: (documents) => JSON.stringify(documents.map(({ status, file }) => `${status}=${file}`).join(',')),
+    format: (documents) =>
+      documents.length === 0 ? 'none' : JSON.stringify(documents.map(({ status, file }) => `${status}=${file}`).join(',')),
     roles: ['proxy'],
     live: true,
     repeatable: true,
@@ -498,7 +510,7 @@ export const SETTINGS = {
     default: '',
     defaultText: 'none',
     parse: upstreamList,
-    format: (list) => JSON.stringify(list.map(formatUpstream).join(',')),
+    format: (list) => (list.length === 0 ? 'none' : JSON.stringify(list.map(formatUpstream).join(','))),
     roles: ['proxy'],
     setByLauncher: 'the launcher connects the proxy to the host it starts',
     repeatable: true,

@@ -1,6 +1,6 @@
 // A writable stream that appends to an open file with write(2) on the calling thread, as nginx writes its
 // logs. Node's fs.WriteStream sends each write to the libuv thread pool instead: under load that cost
-// the proxy more CPU in queueing and waking threads than the writes themselves (README, Performance).
+// the proxy more CPU in queueing and waking threads than the writes themselves (docs/benchmarks.md).
 // A log line is short and the file local; a disk that blocks would block nginx the same way. Only for
 // regular files: a log that is a pipe (/dev/stdout under a container) keeps fs.WriteStream (lineLog.ts).
 import { closeSync, writeSync, writevSync } from 'node:fs';

@@ -223,6 +223,8 @@ export function createHostApp({
           name: controller.name,
           file: controller.file,
           requestId: request.id,
+          version: controller.version,
+          sourceMap: controller.sourceMap,
           what: `${request.method} ${request.url}`,
           startedAt: Date.now(),
           onOverrun: () => {

@@ -5,54 +5,26 @@
 // import(url + '?v=n') and require.cache tricks keep every version alive for the life of the process.
 import { realpathSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { createRequire, SourceMap, type SourceMapPayload } from 'node:module';
+import { createRequire } from 'node:module';
 import { dirname, extname, isAbsolute, relative, resolve, sep } from 'node:path';
 import vm from 'node:vm';
 import type { Loader, Plugin } from 'esbuild';
 import type { Controller } from '../common/controller.ts';
 import { ControllerLoadError } from './errors.ts';
+import { stackMapper, WRAPPER_HEAD } from './stackMap.ts';
 
 export interface CompiledController {
   handler: Controller;
   /** Rewrites `file:line:column` in a stack from the transpiled code to the controller's own source. */
   mapStack: (stack: string) => string;
+  /** esbuild's source map of the bundle, for the watchdog thread's own mapper (host/slowlog.ts). */
+  sourceMap: string;
   /** Called when this version is replaced or removed (a controller's optional `dispose` export). */
   dispose: (() => unknown) | undefined;
   /** The local modules bundled in, absolute paths, the controller's own file not included. */
   dependencies: string[];
   /** What esbuild read of each local module it loaded itself: the version is the hash of what was built. */
   dependencySources: ReadonlyMap<string, string>;
-}
-
-/** The CommonJS wrapper the transpiled code runs in; it shares line 1 with the code. */
-const WRAPPER_HEAD = '(function (exports, require, module, __filename, __dirname) {';
-
-function escapeRegExp(text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-}
-
-/**
- * Node applies no source map to vm.Script code, even with --enable-source-maps (tried on 20.20), so stacks
- * are mapped here with Node's own SourceMap class and the map esbuild made: each frame of the bundle
- * (named `file`) goes back to the file it came from, the controller's or a helper's.
- */
-function stackMapper(file: string, map: string): (stack: string) => string {
-  let sourceMap: SourceMap | undefined;
-  const frame = new RegExp(`${escapeRegExp(file)}:(\\d+):(\\d+)`, 'g');
-  return (stack) =>
-    stack.replace(frame, (whole, line: string, column: string) => {
-      sourceMap ??= new SourceMap(JSON.parse(map) as SourceMapPayload);
-      const lineIndex = Number(line) - 1;
-      const columnIndex = Number(column) - 1 - (lineIndex === 0 ? WRAPPER_HEAD.length : 0);
-      const entry = sourceMap.findEntry(lineIndex, Math.max(columnIndex, 0)) as {
-        originalSource?: string;
-        originalLine?: number;
-        originalColumn?: number;
-      };
-      if (entry.originalLine === undefined) return whole;
-      const source = entry.originalSource ? resolve(dirname(file), entry.originalSource) : file;
-      return `${source}:${entry.originalLine + 1}:${(entry.originalColumn ?? 0) + 1}`;
-    });
 }
 
 /** esbuild's first error as `file:line:column: text`, the file being the controller or the helper at fault. */
@@ -168,5 +140,5 @@ export async function compileController(file: string, source: string, root = dir
     throw new ControllerLoadError(`Controller script ${file} has no default export function`, file);
   }
   const dispose = typeof exported.dispose === 'function' ? (exported.dispose as () => unknown) : undefined;
-  return { handler: handler as Controller, mapStack, dispose, dependencies, dependencySources };
+  return { handler: handler as Controller, mapStack, sourceMap: map, dispose, dependencies, dependencySources };
 }

@@ -4,12 +4,15 @@
 // - stuck in a synchronous loop (the event loop is blocked): no code of this thread can run, so a
 //   watchdog thread reads the in-flight table from shared memory, logs the controller and the limit,
 //   and kills this worker; the pool starts a new one.
+// The same thread writes the slowlog (--slowlog-timeout, slowlog.ts): it reads the calls' start times from
+// the shared table, and takes the worker's stack with the inspector when the thread is blocked.
 // In both cases the proxy, whose own timer has the same limit and started first, has answered 504
 // already: the drop waits DROP_GRACE_MS more, so a proxy slowed by load still answers 504, not the 500
 // that a connection dropped before its timer fired would mean.
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { runsFromSource, siblingFile } from '../common/entryFile.ts';
+import type { SlowCall } from './slowlog.ts';
 
 /** The watchdog thread's module. Run from the sources (under tsx), a thread does not inherit tsx's
  *  hooks: it registers them, then loads its TypeScript. */
@@ -24,11 +27,16 @@ const CHECK_EVERY_MS = 100;
 export const DROP_GRACE_MS = 500;
 /** How long the event loop must be blocked, past the limit, before the watchdog kills the worker. */
 const BLOCKED_GRACE_MS = 1000;
+/** A heartbeat older than this means the thread is running JavaScript now, not waiting (3 checks missed). */
+const BLOCKED_AFTER_MS = 3 * CHECK_EVERY_MS;
 
 export interface Tracked {
   name: string;
   file: string;
   requestId: string;
+  /** The controller's version and its bundle's source map: the watchdog maps the slowlog's frames with it. */
+  version: string;
+  sourceMap: string;
   what: string;
   startedAt: number;
   /** Ends the request (drop + abort); called once, at the limit. */
@@ -38,9 +46,20 @@ export interface Tracked {
 /** What the watchdog thread is started with. */
 export interface WatchdogData {
   buffer: SharedArrayBuffer;
+  /** max_execution_time; 0 = none. */
   limitMs: number;
   graceMs: number;
+  /** --slowlog-timeout; 0 = off. */
+  slowlogMs: number;
+  blockedAfterMs: number;
   logFd: number;
+}
+
+/** A source map for the watchdog (slowlog.ts SourceMaps), sent once per controller version. */
+export interface WatchdogMap {
+  file: string;
+  version: string;
+  map: string;
 }
 
 export interface SharedTable {
@@ -64,9 +83,13 @@ export function viewSharedTable(buffer: SharedArrayBuffer): SharedTable {
   };
 }
 
-export function readLabel(table: SharedTable, slot: number): string {
+/** The call in `slot`, as track() wrote it. */
+export function readCall(table: SharedTable, slot: number): SlowCall {
   const start = slot * LABEL_BYTES;
-  return new TextDecoder().decode(table.labels.subarray(start, start + table.labelLengths[slot]));
+  const [name, file, requestId, version, ...what] = new TextDecoder()
+    .decode(table.labels.subarray(start, start + table.labelLengths[slot]))
+    .split('\t');
+  return { name, file, requestId, version, what: what.join('\t') };
 }
 
 export interface ExecutionLimitEvents {
@@ -84,6 +107,8 @@ export class ExecutionLimit {
   private readonly running = new Map<number, Tracked>();
   private readonly slots = new Map<Tracked, number>();
   private warnedFull = false;
+  /** `file\tversion` of the source maps sent to the watchdog. */
+  private readonly mapsSent = new Set<string>();
   private readonly encoder = new TextEncoder();
   private readonly timer: NodeJS.Timeout;
   private readonly watchdogData: WatchdogData;
@@ -92,7 +117,9 @@ export class ExecutionLimit {
   private watchdog?: Worker;
 
   constructor(
+    /** max_execution_time; 0 when only the slowlog is on. */
     readonly limitMs: number,
+    slowlogMs: number,
     /** Where the watchdog writes its last host.log event (the worker's own log cannot run then). */
     watchdogLogFd: number,
     private readonly events: ExecutionLimitEvents,
@@ -102,7 +129,7 @@ export class ExecutionLimit {
     for (let slot = SLOTS - 1; slot >= 0; slot--) this.free.push(slot);
     this.table.heartbeat[0] = Date.now();
     this.timer = setInterval(() => this.check(), CHECK_EVERY_MS).unref();
-    this.watchdogData = { buffer, limitMs, graceMs: BLOCKED_GRACE_MS, logFd: watchdogLogFd };
+    this.watchdogData = { buffer, limitMs, graceMs: BLOCKED_GRACE_MS, slowlogMs, blockedAfterMs: BLOCKED_AFTER_MS, logFd: watchdogLogFd };
   }
 
   private startWatchdog(): void {
@@ -120,13 +147,19 @@ export class ExecutionLimit {
    */
   track(tracked: Tracked): void {
     if (!this.watchdog) this.startWatchdog();
+    const mapKey = `${tracked.file}\t${tracked.version}`;
+    if (!this.mapsSent.has(mapKey)) {
+      this.mapsSent.add(mapKey);
+      this.watchdog!.postMessage({ file: tracked.file, version: tracked.version, map: tracked.sourceMap } satisfies WatchdogMap);
+    }
     const slot = this.free.pop();
     if (slot === undefined) {
       if (!this.warnedFull) this.events.tableFull(SLOTS);
       this.warnedFull = true;
       return;
     }
-    const label = `${tracked.name}\t${tracked.file}\t${tracked.requestId}\t${tracked.what}`;
+    // The URL last: a long one is what gets cut at LABEL_BYTES.
+    const label = `${tracked.name}\t${tracked.file}\t${tracked.requestId}\t${tracked.version}\t${tracked.what}`;
     const { written } = this.encoder.encodeInto(label, this.table.labels.subarray(slot * LABEL_BYTES, (slot + 1) * LABEL_BYTES));
     this.table.labelLengths[slot] = written;
     this.table.startedAt[slot] = tracked.startedAt;
@@ -146,6 +179,7 @@ export class ExecutionLimit {
   private check(): void {
     const now = Date.now();
     this.table.heartbeat[0] = now;
+    if (this.limitMs === 0) return;
     for (const tracked of this.running.values()) {
       if (now - tracked.startedAt >= this.limitMs + DROP_GRACE_MS) {
         this.release(tracked);

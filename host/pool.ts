@@ -4,7 +4,6 @@
 // that dies, recycles one that asks (max requests, an overrun) by starting its replacement first,
 // answers /status and /ping itself, and stops them all on SIGTERM.
 import cluster, { type Worker } from 'node:cluster';
-import { once } from 'node:events';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -12,17 +11,20 @@ import { tmpdir } from 'node:os';
 import type { Readable } from 'node:stream';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { describeProcessManager, describeSettings, logSettingsOf } from '../common/config.ts';
+import { describeProcessManager, describeSettings, logSettingsOf, sliceFor } from '../common/config.ts';
 import { siblingFile } from '../common/entryFile.ts';
 import { childEndpoint, IpcChannel } from '../common/ipc.ts';
+import { deliver } from '../common/logRelay.ts';
 import { readyLine } from '../common/ready.ts';
 import { notifyReady } from '../common/serviceManager.ts';
 import { terminalWriter } from '../common/terminal.ts';
-import { RESTART_DELAY_MS, RestartPace } from '../common/restartPace.ts';
+import { poolPace } from '../common/restartPace.ts';
 import type { Reloads } from '../common/reload.ts';
+import { sighupLine } from '../common/reloadResolver.ts';
 import { formatUpstream } from '../common/settingParsers.ts';
 import type { HostConfig } from '../common/settings.ts';
 import { onShutdownSignal } from '../common/shutdown.ts';
+import { Supervisor, type Launched } from '../common/supervisor.ts';
 import { openHostLog } from './hostLogFile.ts';
 import { HOST_MAX_HEADER_SIZE, WELL_FORMED_REQUEST_ID } from '../common/protocol.ts';
 import { Dispatcher, WorkerSlot } from './dispatcher.ts';
@@ -39,6 +41,8 @@ const MAINTENANCE_MS = 1_000;
 const MAX_SPAWN_RATE = 32;
 /** Longer than the proxy keeps an idle socket (proxy/forwarding.ts), as the workers' own servers did. */
 const KEEP_ALIVE_MS = 75_000;
+/** Workers cut their connections at --shutdown-timeout (worker.ts); one that hangs past it by this much is killed. */
+const HARD_STOP_MS = 5_000;
 
 export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>): Promise<void> {
   const log = openHostLog(config.logs, logSettingsOf(config), config.dev ? terminalWriter(join(config.www, 'controllers')) : undefined);
@@ -48,23 +52,20 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
   reloads((settings, note, kept) => {
     current = settings;
     const reopened = log.reopen(settings);
-    log[kept ? 'error' : 'notice'](`SIGHUP received: ${reopened ? 'reopened host.log' : 'host.log could not be reopened'}; ${note}`);
+    log[kept ? 'error' : 'notice'](sighupLine([reopened && 'host.log'], note));
+    log.info(`Settings: ${describeSettings(sliceFor('host', settings))}`);
   });
   const startedAt = new Date().toISOString();
-  const live = new Set<Worker>();
   /** Workers whose server listens; the others show as `starting` on /status without being asked. */
   const up = new WeakSet<Worker>();
-  const retiring = new Set<Worker>();
-  /** Idle workers stopped by a dynamic or ondemand pool: neither replaced nor counted as restarts. */
+  /** Idle workers stopped by a dynamic or ondemand pool: not counted as recycled. */
   const reaped = new WeakSet<Worker>();
-  const pace = new RestartPace(config.workers);
   // Counters of workers gone: a retiring worker's final stats, or what a crashed one last reported, so
   // no total ever falls below what /status (and so Prometheus) has been shown.
   const departed = departedNone();
   const lastReported = new WeakMap<Worker, WorkerSnapshot>();
   /** Retiring workers whose final stats are in `departed`: no longer summed as live, or they would count twice. */
   const handedOver = new WeakSet<Worker>();
-  let stopping = false;
   const channels = new WeakMap<Worker, IpcChannel<PoolSays, WorkerSays>>();
   const slots = new WeakMap<Worker, WorkerSlot>();
   const workerOf = new WeakMap<WorkerSlot, Worker>();
@@ -78,8 +79,48 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
   // A request whose controller outlives its answer keeps its worker busy at most this long.
   const idleWaitMs = (config.maxExecutionTime || 30) * 1000 + 15_000;
 
+  // The handles are cluster workers; the events are host.log's lines and /status's counters.
+  const workers: Supervisor<Worker, void> = new Supervisor({
+    launch: fork,
+    pace: poolPace(config.workers),
+    // Sent nothing more, then told to leave once its request (if any) ends; its successor, if any, listens.
+    retire: (worker) => {
+      const slot = slots.get(worker);
+      if (slot) dispatcher.remove(slot);
+      channels.get(worker)?.notify('retire', null);
+    },
+    events: {
+      left(worker, _how, was) {
+        const slot = slots.get(worker);
+        // What it ran failed with its connection (a reset, as before); what waits in the queue does not.
+        if (slot) {
+          dispatcher.gone(slot);
+          rm(slot.socketPath, { force: true }).catch(() => undefined);
+        }
+        const last = lastReported.get(worker);
+        if (last) addDeparted(departed, last);
+        // A worker killed mid-request could not delete that request's uploads.
+        const pid = worker.process.pid;
+        if (pid !== undefined)
+          removeUploadsOf(pid).catch((err: Error) => log.error(`Could not delete the uploads of worker ${pid}: ${err.message}`));
+        if (was === 'retiring' && !workers.stopped && !reaped.has(worker)) departed.restarts.recycled += 1;
+      },
+      exited(worker, how, delay) {
+        departed.restarts.exited += 1;
+        log.error(`Worker ${worker.process.pid} exited with ${how}; starting a new one${delay ? ` in ${delay} ms` : ''}`);
+      },
+      restartFailed(err, delay) {
+        departed.restarts.exited += 1;
+        log.error(`Could not start a worker: ${String(err)}; starting a new one${delay ? ` in ${delay} ms` : ''}`);
+      },
+      // The old worker keeps serving; it is recycled when a later replacement starts.
+      replaceFailed: (worker, err, delay) =>
+        log.error(`Could not start a replacement for worker ${worker.process.pid}: ${String(err)}; trying again in ${delay} ms`),
+    },
+  });
+
   /** Workers that take or will take requests: neither retiring nor stopped. */
-  const serving = () => [...live].filter((w) => !retiring.has(w));
+  const serving = () => workers.handles.filter((w) => !workers.isRetiring(w));
   const starting = () => serving().filter((w) => !up.has(w)).length;
 
   function reachedMaxChildren(): void {
@@ -91,11 +132,11 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
 
   const dispatcher = new Dispatcher(config.listenBacklog, {
     noIdleWorker() {
-      if (config.pm !== 'ondemand' || stopping) return;
+      if (config.pm !== 'ondemand' || workers.stopped) return;
       // One start per waiting request that no starting worker will take.
       if (starting() > dispatcher.queued) return;
       if (serving().length >= config.workers) return reachedMaxChildren();
-      fork().catch((err) => log.error(`Could not start a worker: ${String(err)}`));
+      workers.grow(1);
     },
     queueFull(req, bound) {
       log.error(
@@ -117,7 +158,7 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
         () => undefined,
         (err: Error) => {
           // A worker that died meanwhile closed the channel: its exit is handled where it exits.
-          if (live.has(worker) && worker.isConnected())
+          if (workers.handles.includes(worker) && worker.isConnected())
             retire(worker, `still busy ${idleWaitMs} ms after its request ended: ${err.message}`);
           throw err;
         },
@@ -136,14 +177,14 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
       listenQueueLen: dispatcher.bound,
       idleProcesses: dispatcher.idleCount,
       activeProcesses: dispatcher.activeCount,
-      totalProcesses: live.size,
+      totalProcesses: workers.handles.length,
       maxActiveProcesses: dispatcher.maxActive,
       maxChildrenReached,
     };
   }
 
   async function poolStatus(full: boolean) {
-    const snapshots = await Promise.all([...live].filter((w) => !handedOver.has(w)).map(snapshotOf));
+    const snapshots = await Promise.all(workers.handles.filter((w) => !handedOver.has(w)).map(snapshotOf));
     return summarize(process.pid, startedAt, snapshots, departed, poolFields(), full);
   }
 
@@ -176,9 +217,9 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
     const channel = new IpcChannel<PoolSays, WorkerSays>(childEndpoint(worker.process));
     channels.set(worker, channel);
     channel.answer('config', () => ({ config: current, socket: slots.get(worker)!.socketPath }));
-    channel.on('log', ({ entries }) => entries.forEach(writeWireEntry));
-    channel.answer('flush', ({ entries }) => {
-      entries.forEach(writeWireEntry);
+    channel.on('log', (batch) => deliver(batch, { 'host.log': writeWireEntry }));
+    channel.answer('flush', (batch) => {
+      deliver(batch, { 'host.log': writeWireEntry });
       return null;
     });
     // It comes before the worker's last log flush is answered, so before its exit.
@@ -204,87 +245,38 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
     });
   }
 
+  /** Replaces a worker that asked to: the old one keeps serving until the new one listens, so no request finds nobody. */
   function retire(worker: Worker, reason: string): void {
-    if (stopping || retiring.has(worker)) return;
-    retiring.add(worker);
+    if (workers.stopped || workers.isRetiring(worker)) return;
     log.info(`Recycling worker ${worker.process.pid} (${reason}): starting its replacement first`);
-    // The old worker keeps serving until the new one listens, so no request finds nobody.
-    fork(true).then(
-      () => stopWorker(worker),
-      (err) => {
-        // The old worker keeps serving; it is recycled when a later replacement starts.
-        log.error(`Could not start a replacement for worker ${worker.process.pid}: ${String(err)}; trying again in ${RESTART_DELAY_MS} ms`);
-        retiring.delete(worker);
-        setTimeout(() => {
-          if (live.has(worker)) retire(worker, reason);
-        }, RESTART_DELAY_MS);
-      },
-    );
-  }
-
-  /** Sends the worker nothing more and tells it to leave once its request (if any) ends. */
-  function stopWorker(worker: Worker): void {
-    const slot = slots.get(worker);
-    if (slot) dispatcher.remove(slot);
-    channels.get(worker)?.notify('retire', null);
+    workers.recycle(worker);
   }
 
   /** A dynamic or ondemand pool stops an idle worker it does not need. */
   function reap(worker: Worker, why: string): void {
-    retiring.add(worker);
     reaped.add(worker);
     log.info(`Stopping idle worker ${worker.process.pid} (${why})`);
-    stopWorker(worker);
+    workers.retire(worker);
   }
 
-  /** Starts a worker; `recycling` when it replaces one that asked to retire (its failure is retried there). */
-  function fork(recycling = false): Promise<{ worker: Worker }> {
+  /** Starts a worker on a private socket of its own; it is ready once it says it listens there. */
+  function fork(): Launched<Worker, void> {
     const worker = cluster.fork();
     const slot = new WorkerSlot(worker.process.pid ?? 0, join(socketDir, `w${++socketSerial}.sock`));
     slots.set(worker, slot);
     workerOf.set(slot, worker);
-    let listening = false;
-    live.add(worker);
     listenTo(worker);
-    worker.once('exit', (code, signal) => {
-      live.delete(worker);
-      // What it ran failed with its connection (a reset, as before); what waits in the queue does not.
-      dispatcher.gone(slot);
-      rm(slot.socketPath, { force: true }).catch(() => undefined);
-      const last = lastReported.get(worker);
-      if (last) addDeparted(departed, last);
-      // A worker killed mid-request could not delete that request's uploads.
-      const pid = worker.process.pid;
-      if (pid !== undefined)
-        removeUploadsOf(pid).catch((err: Error) => log.error(`Could not delete the uploads of worker ${pid}: ${err.message}`));
-      const wasRetiring = retiring.delete(worker);
-      if (wasRetiring && !stopping && !reaped.has(worker)) departed.restarts.recycled += 1;
-      if (stopping || wasRetiring || (recycling && !listening)) return;
-      departed.restarts.exited += 1;
-      // A dynamic pool's maintenance and an ondemand pool's next request start what is needed.
-      const replace = config.pm === 'static' || dispatcher.queued > 0;
-      const delay = pace.delayAfterExit();
-      log.error(
-        `Worker ${worker.process.pid} exited with ${signal ? `signal ${signal}` : `code ${code}`}${replace ? `; starting a new one${delay ? ` in ${delay} ms` : ''}` : ''}`,
-      );
-      if (!replace) return;
-      setTimeout(() => {
-        if (!stopping) fork().catch((err) => log.error(`Could not start a worker: ${String(err)}`));
-      }, delay);
-    });
-    return new Promise((resolve, reject) => {
-      listened.set(worker, () => {
-        listening = true;
-        resolve({ worker });
-      });
+    const ready = new Promise<void>((resolve, reject) => {
+      listened.set(worker, resolve);
       worker.once('exit', () => reject(new Error(`worker ${worker.process.pid} exited before listening`)));
     });
+    return { handle: worker, process: worker.process, ready };
   }
 
   // php-fpm's maintenance, once a second.
   let spawnRate = 1;
   function maintain(): void {
-    if (stopping) return;
+    if (workers.stopped) return;
     const idle = dispatcher.idleWorkers();
     if (config.pm === 'ondemand') {
       // The one idle longest, past the timeout (php-fpm stops one a second).
@@ -312,7 +304,7 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
     const room = config.workers - serving().length;
     if (room <= 0) return reachedMaxChildren();
     const count = Math.min(spawnRate, config.minSpareWorkers - spare, room);
-    for (let i = 0; i < count; i++) fork().catch((err) => log.error(`Could not start a worker: ${String(err)}`));
+    workers.grow(count);
     spawnRate = Math.min(spawnRate * 2, MAX_SPAWN_RATE);
   }
 
@@ -352,7 +344,13 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
   server.maxHeadersCount = 0;
   server.on('clientError', refuseUnreadable(log));
   const initial = config.pm === 'static' ? config.workers : config.pm === 'dynamic' ? config.startWorkers : 0;
-  await Promise.all(Array.from({ length: initial }, () => fork()));
+  const hardStopMs = config.shutdownTimeout * 1000 + HARD_STOP_MS;
+  try {
+    await workers.start(initial);
+  } catch (err) {
+    await workers.stop('SIGTERM', hardStopMs);
+    throw err;
+  }
   // A socket file left by a host that was killed would make listen() fail with EADDRINUSE.
   if (config.socket) await rm(config.socket, { force: true });
   await new Promise<void>((resolve, reject) => {
@@ -368,12 +366,11 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
   log.notice(
     `Host pool ${process.pid} serving ${config.www}/controllers on ${url} with ${config.pm === 'static' ? `${config.workers} workers` : `pm ${config.pm}, up to ${config.workers} workers, ${initial} started`}`,
   );
-  log.info(`Settings: ${describeSettings(config)}`);
+  log.info(`Settings: ${describeSettings(sliceFor('host', config))}`);
   process.stdout.write(`${readyLine(url)}\n`);
   notifyReady((message) => log.error(message));
 
   onShutdownSignal(async (reason) => {
-    stopping = true;
     clearInterval(maintenance);
     log.notice(`Host pool ${process.pid} shutting down (${reason})`);
     // No new connections from now on: a proxy that connects finds no socket (a connect failure, which
@@ -386,27 +383,17 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
     server.maxRequestsPerSocket = 1;
     server.closeIdleConnections = () => {};
     const closed = new Promise((resolve) => server.close(resolve));
-    // What was accepted is finished, queued requests included, while the workers serve on; what still runs
-    // at --shutdown-timeout is cut, as each worker cut it before.
+    // What was accepted is finished, queued requests included, while the workers serve on (and are replaced
+    // if one dies); what still runs at --shutdown-timeout is cut, as each worker cut it before.
     await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, config.shutdownTimeout * 1000).unref())]);
     server.closeAllConnections();
-    const exits = [...live].map((worker) => once(worker, 'exit'));
-    for (const worker of live) {
+    for (const worker of workers.handles) {
       const slot = slots.get(worker);
       if (slot) dispatcher.gone(slot);
     }
     // A signal, not a message: a worker still starting has no message handler yet, and would miss a
     // 'retire' (a stop during a recycle then waited for the hard stop). SIGTERM retires it the same way.
-    for (const worker of live) worker.process.kill('SIGTERM');
-    // Workers cut their connections at the shutdown timeout (worker.ts); this is for one that hangs.
-    const hardStop = setTimeout(
-      () => {
-        for (const worker of live) worker.process.kill('SIGKILL');
-      },
-      config.shutdownTimeout * 1000 + 5_000,
-    );
-    await Promise.all(exits);
-    clearTimeout(hardStop);
+    await workers.stop('SIGTERM', hardStopMs);
     await closed;
     if (config.socket) await rm(config.socket, { force: true });
     await rm(socketDir, { recursive: true, force: true });

@@ -1,11 +1,17 @@
 // What the host's primary process and its workers say to each other over the cluster IPC channel.
 import type { Conversation } from '../common/ipc.ts';
 import type { HostEntry } from '../common/logFormat.ts';
+import type { EntryBatch } from '../common/logRelay.ts';
 import type { HostConfig } from '../common/settings.ts';
 import type { PoolStatus, WorkerSnapshot } from './stats.ts';
 
 /** A host.log event on its way from a worker to the primary, the one writer of the file. */
 export type WireHostEntry = Omit<HostEntry, 'time'> & { time: number };
+
+/** What the relay (common/logRelay.ts) carries to the primary. */
+export interface HostLogEntries {
+  'host.log': WireHostEntry;
+}
 
 export interface WorkerSays extends Conversation {
   requests: {
@@ -14,13 +20,13 @@ export interface WorkerSays extends Conversation {
     /** A /status request on this worker: the primary gathers every worker's snapshot. */
     status: { body: { full: boolean }; reply: PoolStatus };
     /** host.log events, answered once they are written (the worker is about to exit). */
-    flush: { body: { entries: WireHostEntry[] }; reply: null };
+    flush: { body: EntryBatch<HostLogEntries>; reply: null };
   };
   notices: {
     /** The worker listens on its private socket: the dispatcher may send it requests. */
     listening: null;
     /** host.log events (a turn's worth). */
-    log: { entries: WireHostEntry[] };
+    log: EntryBatch<HostLogEntries>;
     /** The worker wants to be replaced (max requests reached, or a controller overran its limit). */
     'retire-me': { reason: string };
     /** A retiring worker's last counters, just before it exits. */

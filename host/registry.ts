@@ -24,6 +24,8 @@ export interface LoadedController {
   readonly handler: Controller;
   /** The stack of an error from this version, with the controller's own source lines. */
   readonly mapStack: (stack: string) => string;
+  /** esbuild's source map of this version's bundle (the slowlog maps its frames with it). */
+  readonly sourceMap: string;
 }
 
 interface Entry extends LoadedController {

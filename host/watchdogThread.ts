@@ -1,37 +1,92 @@
 // The watchdog thread of a host worker (see executionLimit.ts). It runs while the worker's own thread
-// is blocked in a controller's synchronous loop, which no timer of that thread can interrupt.
+// is blocked in a controller's synchronous loop, which no timer of that thread can interrupt: it kills a
+// worker blocked past max_execution_time, and writes the slowlog (slowlog.ts), both with the stack the
+// blocked thread is in (mainThreadStack.ts).
 import { writeSync } from 'node:fs';
-import { workerData } from 'node:worker_threads';
-import { readLabel, viewSharedTable, type WatchdogData } from './executionLimit.ts';
+import { parentPort, workerData } from 'node:worker_threads';
+import { readCall, viewSharedTable, type WatchdogData, type WatchdogMap } from './executionLimit.ts';
+import { mainThreadStack } from './mainThreadStack.ts';
 import type { WireHostEntry } from './poolMessages.ts';
+import { formatFrames, slowlogMessage, SourceMaps, type SlowCall, type SlowCause, type StackReport } from './slowlog.ts';
 
-const { buffer, limitMs, graceMs, logFd } = workerData as WatchdogData;
+const { buffer, limitMs, graceMs, slowlogMs, blockedAfterMs, logFd } = workerData as WatchdogData;
 const table = viewSharedTable(buffer);
+const maps = new SourceMaps();
+parentPort!.on('message', ({ file, version, map }: WatchdogMap) => maps.add(file, version, map));
+/** How long a stack may take: past it the thread is in native code, where Debugger.pause cannot reach. */
+const PAUSE_TIMEOUT_MS = 1000;
+/** The start time of each slot's call already in the slowlog: one entry a call. */
+const slowlogged = new Map<number, number>();
+let busy = false;
 
-setInterval(() => {
-  const now = Date.now();
-  const blockedMs = now - table.heartbeat[0];
-  if (blockedMs < graceMs) return;
-  const overruns: number[] = [];
-  for (let slot = 0; slot < table.startedAt.length; slot++) {
-    const startedAt = table.startedAt[slot];
-    if (startedAt > 0 && now - startedAt >= limitMs + graceMs) overruns.push(slot);
+function write(entry: Omit<WireHostEntry, 'time' | 'pid'>): void {
+  // The worker's IPC channel cannot run while its thread is blocked; this pipe reaches the primary,
+  // host.log's one writer, and what is in it survives a kill.
+  writeSync(logFd, `${JSON.stringify({ ...entry, time: Date.now(), pid: process.pid } satisfies WireHostEntry)}\n`);
+}
+
+/** The stack each call gets: the thread's own when it is blocked (one of the calls is running), else none. */
+async function stackOf(blocked: boolean): Promise<(call: SlowCall) => StackReport> {
+  if (!blocked) return () => 'awaiting';
+  const frames = await mainThreadStack(PAUSE_TIMEOUT_MS).catch(() => undefined);
+  return (call) => (frames ? formatFrames(frames, call, maps) : 'not-paused');
+}
+
+async function slowlog(slots: number[], now: number, blocked: boolean): Promise<void> {
+  const calls = callsIn(slots);
+  const stack = await stackOf(blocked);
+  for (const { call, startedAt } of calls) {
+    write({ level: 'warn', requestId: call.requestId, message: slowlogMessage(call, { slow: now - startedAt }, process.pid, stack(call)) });
   }
-  if (overruns.length === 0) return;
-  for (const slot of overruns) {
-    const [name, file, requestId, what] = readLabel(table, slot).split('\t');
-    const entry: WireHostEntry = {
-      time: now,
+}
+
+/** Slots whose call is read from the table with its start time. */
+function callsIn(slots: number[]): { call: SlowCall; startedAt: number }[] {
+  return slots.map((slot) => ({ call: readCall(table, slot), startedAt: table.startedAt[slot] }));
+}
+
+async function kill(slots: number[], now: number, blockedMs: number): Promise<void> {
+  const calls = callsIn(slots);
+  for (const {
+    call: { name, file, requestId, what },
+  } of calls) {
+    write({
       level: 'error',
       requestId,
-      pid: process.pid,
       message:
         `Maximum execution time of ${limitMs / 1000} seconds exceeded in controller ${name} (${file}) in ${what}: ` +
         `the worker was blocked for ${(blockedMs / 1000).toFixed(1)} s and is killed (pid ${process.pid})`,
-    };
-    // The worker's IPC channel cannot run while its thread is blocked; this pipe reaches the primary,
-    // host.log's one writer, and what is in it survives the kill below.
-    writeSync(logFd, `${JSON.stringify(entry)}\n`);
+    });
+  }
+  const stack = await stackOf(true);
+  for (const { call, startedAt } of calls) {
+    const cause: SlowCause = { killed: now - startedAt };
+    write({ level: 'error', requestId: call.requestId, message: slowlogMessage(call, cause, process.pid, stack(call)) });
   }
   process.kill(process.pid, 'SIGKILL');
+}
+
+function check(): Promise<void> | undefined {
+  const now = Date.now();
+  const blockedMs = now - table.heartbeat[0];
+  const overruns: number[] = [];
+  const slow: number[] = [];
+  for (let slot = 0; slot < table.startedAt.length; slot++) {
+    const startedAt = table.startedAt[slot];
+    if (startedAt === 0) continue;
+    if (limitMs > 0 && blockedMs >= graceMs && now - startedAt >= limitMs + graceMs) overruns.push(slot);
+    if (slowlogMs > 0 && now - startedAt >= slowlogMs && slowlogged.get(slot) !== startedAt) slow.push(slot);
+  }
+  if (overruns.length > 0) return kill(overruns, now, blockedMs);
+  if (slow.length === 0) return undefined;
+  for (const slot of slow) slowlogged.set(slot, table.startedAt[slot]);
+  return slowlog(slow, now, blockedMs >= blockedAfterMs);
+}
+
+setInterval(() => {
+  if (busy) return;
+  const running = check();
+  if (!running) return;
+  busy = true;
+  void running.finally(() => (busy = false));
 }, 100);

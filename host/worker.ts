@@ -12,6 +12,7 @@ import { workerHostLog } from './hostLog.ts';
 import { WATCHDOG_LOG_FD, type PoolSays, type WorkerSays } from './poolMessages.ts';
 import { ControllerRegistry } from './registry.ts';
 import { RunningCalls } from './runningCalls.ts';
+import { slowlogMessage } from './slowlog.ts';
 import { WorkerStats } from './stats.ts';
 import { watchControllers } from './watcher.ts';
 
@@ -55,14 +56,17 @@ export async function runWorker(config: HostConfig, socket: string, pool: IpcCha
   );
   const watcher = await watchControllers(registry, (err) => log.error(`Watcher error on ${controllersDir}: ${String(err)}`));
 
+  // The slowlog's clock is the limit's: its watchdog thread writes both (executionLimit.ts).
   const limit =
-    config.maxExecutionTime > 0
-      ? new ExecutionLimit(config.maxExecutionTime * 1000, WATCHDOG_LOG_FD, {
+    config.maxExecutionTime > 0 || config.slowlogTimeout > 0
+      ? new ExecutionLimit(config.maxExecutionTime * 1000, config.slowlogTimeout * 1000, WATCHDOG_LOG_FD, {
           overrun(tracked) {
             log.error(
               `Maximum execution time of ${config.maxExecutionTime} seconds exceeded in controller ${tracked.name} (${tracked.file}) in ${tracked.what}: request dropped, worker ${process.pid} will be replaced`,
               tracked.requestId,
             );
+            // The event loop was free to drop it: the call was awaiting, with no stack of its own.
+            log.error(slowlogMessage(tracked, { dropped: Date.now() - tracked.startedAt }, process.pid, 'awaiting'), tracked.requestId);
             askToRetire('max_execution_time');
           },
           watchdogFailed: (err) =>

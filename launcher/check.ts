@@ -82,6 +82,9 @@ export async function check(config: Config, out: (line: string) => void): Promis
   );
   out(`www: ${config.www} (symbolic links followed: ${config.followSymlinks})`);
   out(
+    `slowlog: ${config.slowlogTimeout > 0 ? `a controller call running past ${config.slowlogTimeout} s gets its stack in host.log` : 'off'}`,
+  );
+  out(
     `logs: ${config.logs} (${config.logFormat}, level ${config.logLevel}${config.logMaxSize > 0 ? `, rotated past ${config.logMaxSize} bytes` : ''})`,
   );
 

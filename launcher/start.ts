@@ -1,7 +1,7 @@
 // `extqs start` (what `npm start` runs): starts the host on a private unix socket, then the proxy in
 // front of it, hands each its settings, and prints the proxy's ready line. On SIGINT/SIGTERM it stops
 // the proxy first (requests in flight finish against the host), then the host. On SIGHUP it reads the
-// configuration again and sends both children the live settings (common/reload.ts).
+// configuration again and sends both children what the reload resolver applies (common/reloadResolver.ts).
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

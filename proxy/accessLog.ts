@@ -3,9 +3,11 @@
 // has its line. The server calls record() from its one 'close' listener per response.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { LogSettings } from '../common/settings.ts';
-import { openLineLog, rotationOf, type LineLog } from '../common/lineLog.ts';
-import { accessFormatter } from '../common/logFormat.ts';
+import { openLineLog, rotationOf } from '../common/lineLog.ts';
+import { accessFormatter, type AccessEntry, type LogFormat } from '../common/logFormat.ts';
+import type { LogRelay } from '../common/logRelay.ts';
 import { clientAddress } from './errorLog.ts';
+import type { ProxyLogEntries, WireAccessEntry } from './workerMessages.ts';
 
 /** Body bytes of responses that have no Content-Length (streamed from the host), counted as they pass. */
 const streamedBytes = new WeakMap<ServerResponse, number>();
@@ -48,56 +50,86 @@ export interface AccessLog {
   drain(): Promise<void>;
 }
 
-/** `log` is the file itself, or a worker's relay to the primary that writes it (logRelay.ts). */
-export function openAccessLog(
-  dir: string,
-  settings: LogSettings,
-  log: LineLog = openLineLog(dir, 'access.log', rotationOf(settings)),
-): AccessLog {
+/** Where a response's entry goes: access.log itself, or the primary that writes it. */
+export interface AccessSink {
+  write(entry: AccessEntry): void;
+  /** Opens the file again by name (SIGHUP) with these settings; false if it could not be opened. */
+  reopen(settings: LogSettings): boolean;
+  drain(): Promise<void>;
+}
+
+/** access.log itself, each entry formatted with --log-format. */
+export function accessFile(dir: string, settings: LogSettings): AccessSink {
+  const log = openLineLog(dir, 'access.log', rotationOf(settings));
   // Chosen once (and on reopen), not per line: this runs for every request.
   let format = accessFormatter(settings.logFormat);
   return {
-    record(req, res, url, arrivedAt, remoteAddress, bytes) {
-      const requestId = res.getHeader('x-request-id');
-      log.write(
-        format({
-          remoteAddress: clientAddress(remoteAddress),
-          time: new Date(arrivedAt), // %t is when the request arrived
-          method: req.method ?? '-',
-          url, // %r is the request as received, before any rewriting
-          httpVersion: req.httpVersion,
-          // A response cut before its header was sent is logged as Apache does: with the status it was to have.
-          status: res.statusCode,
-          bytes,
-          referer: req.headers.referer,
-          userAgent: req.headers['user-agent'],
-          requestId: typeof requestId === 'string' ? requestId : undefined,
-          // Milliseconds, the clock arrivedAt was read with: %D ends in 000.
-          durationMicros: (Date.now() - arrivedAt) * 1000,
-          headers: req.headers,
-        }),
-      );
-    },
-    recordRefused(remoteAddress, requestLine, status, bytes) {
-      log.write(
-        format({
-          remoteAddress: clientAddress(remoteAddress),
-          time: new Date(),
-          method: '-',
-          url: '-',
-          httpVersion: '-',
-          status,
-          bytes,
-          referer: undefined,
-          userAgent: undefined,
-          requestLine,
-        }),
-      );
-    },
+    write: (entry) => log.write(format(entry)),
     reopen(next) {
       format = accessFormatter(next.logFormat);
       return log.reopen(rotationOf(next));
     },
     drain: () => log.drain(),
+  };
+}
+
+export const accessOfWire = (wire: WireAccessEntry): AccessEntry => ({ ...wire, time: new Date(wire.time) });
+
+/** Only a LogFormat string reads header fields (%{Name}i): the others' entries travel without them. */
+const readsHeaders = (logFormat: LogFormat) => logFormat !== 'combined' && logFormat !== 'json';
+
+/** A worker's access log (--proxy-workers > 1): entries go to the primary, which formats and writes them. */
+export function relayedAccess(relay: LogRelay<ProxyLogEntries>, settings: LogSettings): AccessSink {
+  let format = accessFormatter(settings.logFormat);
+  let headers = readsHeaders(settings.logFormat);
+  const send = relay.to('access.log', (wire) => format(accessOfWire(wire)));
+  return {
+    write: (entry) => send({ ...entry, time: entry.time.getTime(), headers: headers ? entry.headers : undefined }),
+    reopen(next) {
+      format = accessFormatter(next.logFormat);
+      headers = readsHeaders(next.logFormat);
+      return true; // the primary opens the file again
+    },
+    drain: () => relay.drain(),
+  };
+}
+
+export function openAccessLog(sink: AccessSink): AccessLog {
+  return {
+    record(req, res, url, arrivedAt, remoteAddress, bytes) {
+      const requestId = res.getHeader('x-request-id');
+      sink.write({
+        remoteAddress: clientAddress(remoteAddress),
+        time: new Date(arrivedAt), // %t is when the request arrived
+        method: req.method ?? '-',
+        url, // %r is the request as received, before any rewriting
+        httpVersion: req.httpVersion,
+        // A response cut before its header was sent is logged as Apache does: with the status it was to have.
+        status: res.statusCode,
+        bytes,
+        referer: req.headers.referer,
+        userAgent: req.headers['user-agent'],
+        requestId: typeof requestId === 'string' ? requestId : undefined,
+        // Milliseconds, the clock arrivedAt was read with: %D ends in 000.
+        durationMicros: (Date.now() - arrivedAt) * 1000,
+        headers: req.headers,
+      });
+    },
+    recordRefused(remoteAddress, requestLine, status, bytes) {
+      sink.write({
+        remoteAddress: clientAddress(remoteAddress),
+        time: new Date(),
+        method: '-',
+        url: '-',
+        httpVersion: '-',
+        status,
+        bytes,
+        referer: undefined,
+        userAgent: undefined,
+        requestLine,
+      });
+    },
+    reopen: (next) => sink.reopen(next),
+    drain: () => sink.drain(),
   };
 }

@@ -1,8 +1,8 @@
 // The proxy process (web-server role): the public port. Serves www/public, forwards /External to the
 // host, and writes logs/access.log and logs/error.log. Started by `extqs proxy` or by the launcher,
 // which both hand it a validated configuration. With --proxy-workers N > 1 it is the primary of N
-// workers (primary.ts), each of which serves here as a worker: its log lines, /server-status tally and
-// /metrics share go through the primary.
+// workers (primary.ts), each of which serves here as a worker: its log lines and its share of
+// /metrics and /server-status go through the primary.
 import type { Server } from 'node:http';
 import type { Http2SecureServer } from 'node:http2';
 import type { AddressInfo } from 'node:net';
@@ -11,26 +11,26 @@ import { ConfigError } from '../common/configError.ts';
 import { LinkGuard } from '../common/linkGuard.ts';
 import { logSettingsOf } from '../common/config.ts';
 import type { IpcChannel } from '../common/ipc.ts';
+import { logRelay } from '../common/logRelay.ts';
 import type { Reloads } from '../common/reload.ts';
 import { labelOf, type Forwarder, type ProxyConfig } from '../common/settings.ts';
 import { onShutdownSignal } from '../common/shutdown.ts';
-import { openAccessLog } from './accessLog.ts';
+import { accessFile, openAccessLog, relayedAccess } from './accessLog.ts';
 import type { CompressionSettings } from './compression.ts';
-import { openErrorLog } from './errorLog.ts';
+import { errorFile, openErrorLog, relayedErrors } from './errorLog.ts';
 import { setErrorDocuments } from './errorPages.ts';
 import { terminalWriter } from '../common/terminal.ts';
-import { announceStart, listenerUrl, reloadedEntry, stoppingEntry } from './lifecycle.ts';
-import { logRelay } from './logRelay.ts';
+import { announceStart, listenerUrl, reloadedEntries, stoppingEntry } from './lifecycle.ts';
 import { createProxyServer } from './server.ts';
 import { serverBanner } from './serverBanner.ts';
 import { allowList } from './serverStatus.ts';
 import { StaticCache } from './staticCache.ts';
 import { tlsOptionsOf } from './tls.ts';
 import { Upstreams } from './upstreams.ts';
-import type { ProxyPrimarySays, ProxyWorkerSays } from './workerMessages.ts';
+import type { ProxyLogEntries, ProxyPrimarySays, ProxyWorkerSays } from './workerMessages.ts';
 
 /** A worker's /server-status or /metrics waits this long for every worker's share. */
-const TALLIES_TIMEOUT_MS = 2_000;
+const SHARES_TIMEOUT_MS = 2_000;
 
 /** Only the chosen engine is loaded: undici takes 18 MB of resident memory, http-proxy 4 MB. */
 async function loadForwarder(forwarder: Forwarder) {
@@ -71,9 +71,19 @@ export async function serveProxy(
   reloads: Reloads<ProxyConfig>,
   primary?: IpcChannel<ProxyWorkerSays, ProxyPrimarySays>,
 ): Promise<void> {
-  const relay = primary && logRelay(primary);
-  const accessLog = openAccessLog(config.logs, logSettingsOf(config), relay?.('access.log'));
-  const errorLog = openErrorLog(config.logs, logSettingsOf(config), relay?.('error.log'), config.dev ? terminalWriter() : undefined);
+  const logSettings = logSettingsOf(config);
+  const relay =
+    primary &&
+    logRelay<ProxyLogEntries>(
+      (batch) => primary.notify('log', batch),
+      (batch, timeoutMs) => primary.request('flush', batch, timeoutMs),
+    );
+  const accessLog = openAccessLog(relay ? relayedAccess(relay, logSettings) : accessFile(config.logs, logSettings));
+  const errorLog = openErrorLog(
+    logSettings,
+    relay ? relayedErrors(relay, logSettings) : errorFile(config.logs, logSettings),
+    config.dev ? terminalWriter() : undefined,
+  );
   // Registered first, so a SIGHUP during start-up reopens the logs rather than ending the process.
   let reloadCertificate = (_settings: ProxyConfig): void => {};
   // Read by every request, so a SIGHUP's --compression applies to the next answers.
@@ -83,7 +93,7 @@ export async function serveProxy(
     setErrorDocuments(settings.errorDocuments);
     const reopened = [accessLog.reopen(settings) && 'access.log', errorLog.reopen(settings) && 'error.log'];
     compression.codings = settings.compression;
-    if (!primary) errorLog.write(reloadedEntry(reopened, note, kept));
+    if (!primary) for (const entry of reloadedEntries(reopened, note, kept, settings)) errorLog.write(entry);
     if (!kept) reloadCertificate(settings);
   });
   const upstreams = new Upstreams(
@@ -93,7 +103,7 @@ export async function serveProxy(
   );
   const publicDir = join(config.www, 'public');
   const staticCache = new StaticCache(publicDir, { links: new LinkGuard(publicDir, config.followSymlinks) });
-  const { server, tlsServer, stop, tally, metrics, reloadTls } = createProxyServer({
+  const { server, tlsServer, stop, metrics, reloadTls } = createProxyServer({
     www: config.www,
     staticCache,
     upstreams,
@@ -103,22 +113,19 @@ export async function serveProxy(
     limits: config,
     accessLog,
     errorLog,
-    tallies: primary && (() => primary.request('tallies', null, TALLIES_TIMEOUT_MS)),
-    everyMetrics: primary && (() => primary.request('all-metrics', null, TALLIES_TIMEOUT_MS)),
+    everyShare: primary && (() => primary.request('all-metrics', null, SHARES_TIMEOUT_MS)),
     tls: config.tlsCert === undefined ? undefined : tlsOptionsOf(config),
     compression,
     markLocalClients: config.dev === true,
     serverBanner: serverBanner(config.serverTokens),
   });
-  primary?.answer('tally', tally);
   primary?.answer('metrics', metrics);
-  /** The certificate and key read again (certbot renews them in place), for new handshakes. */
+  /**
+   * The certificate and key read again (certbot renews them in place), for new handshakes. Whether there
+   * is an HTTPS listener stays as it started (common/reloadResolver.ts).
+   */
   reloadCertificate = (settings) => {
-    if (!tlsServer && settings.tlsCert === undefined) return;
-    if (!tlsServer || settings.tlsCert === undefined) {
-      errorLog.write({ module: 'ssl', level: 'error', message: 'turning HTTPS on or off (--tls-cert) needs a restart; nothing changed' });
-      return;
-    }
+    if (!tlsServer || settings.tlsCert === undefined) return;
     try {
       reloadTls(tlsOptionsOf(settings));
     } catch (err) {
@@ -143,14 +150,30 @@ export async function serveProxy(
     const tlsAddress = await listen(tlsServer, config.tlsPort, config.listen);
     urls.push(listenerUrl('https', tlsAddress.address, tlsAddress.port));
   }
-  const stopServing = async (graceMs: number) => {
-    await stop(graceMs);
+  const stopServing = async (graceMs: number, retire = false) => {
+    await stop(graceMs, retire);
     await staticCache.close();
     await Promise.all([accessLog.drain(), errorLog.drain()]);
   };
   if (primary) {
-    // The primary says it started and is stopping; a worker stops when told, or when the primary is gone.
-    onShutdownSignal(() => stopServing(config.shutdownTimeout * 1000));
+    // The primary says it started and is stopping; a worker stops when told, or when the primary is gone,
+    // and retires when new workers took its place. Stopped while retiring, it cuts its idle connections.
+    const graceMs = config.shutdownTimeout * 1000;
+    let retiring: Promise<void> | undefined;
+    primary.on('retire', () => {
+      // Its counts go on in the primary's share, so no counter of /metrics goes down when it is gone.
+      const handOver = async () => primary.request('last-metrics', await metrics(), SHARES_TIMEOUT_MS).catch(() => null);
+      retiring ??= stopServing(graceMs, true)
+        .then(handOver)
+        .then(
+          () => process.exit(0),
+          (err: Error) => {
+            process.stderr.write(`extqs proxy worker ${process.pid}: retiring failed: ${err.stack ?? String(err)}\n`);
+            process.exit(1);
+          },
+        );
+    });
+    onShutdownSignal(() => (retiring ? stop(graceMs).then(() => retiring) : stopServing(graceMs)));
     return;
   }
   announceStart(errorLog, config, urls);

@@ -4,6 +4,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { BlockList } from 'node:net';
 import type { ErrorLog } from './errorLog.ts';
+import { sumShares } from './proxyFigures.ts';
 import { hostStatus, refused } from './serverStatus.ts';
 import type { StatusReport } from './statusPage.ts';
 import type { Upstreams } from './upstreams.ts';
@@ -54,6 +55,9 @@ function methodIndex(method: string | undefined): number {
   }
 }
 
+const FIRST_STATUS = 100;
+const STATUS_CODES = 900;
+
 const classIndex = (status: number) => Math.min(Math.max(Math.floor(status / 100), 1), 5) - 1;
 
 /** One process's counts since it started; record() allocates nothing. */
@@ -63,6 +67,8 @@ export class RequestMetrics {
   /** Per kind, observations per bucket (not cumulative), the last one past every bound. */
   private readonly buckets = new Float64Array(ROUTE_KINDS.length * (DURATION_BUCKETS.length + 1));
   private readonly durationSums = new Float64Array(ROUTE_KINDS.length);
+  /** Responses by status code (Node sends 100 to 999), for the status page's StatusNNN lines. */
+  private readonly statuses = new Float64Array(STATUS_CODES);
 
   /** A response that ended (finished or cut), `seconds` after its request arrived. */
   record(kind: RouteKind, method: string | undefined, status: number, seconds: number, bytes: number): void {
@@ -77,6 +83,7 @@ export class RequestMetrics {
   count(kind: RouteKind, method: string | undefined, status: number, bytes: number): void {
     this.requests[(kind * METHODS.length + methodIndex(method)) * CLASSES.length + classIndex(status)] += 1;
     this.bytes[kind] += bytes;
+    if (status >= FIRST_STATUS && status < FIRST_STATUS + STATUS_CODES) this.statuses[status - FIRST_STATUS] += 1;
   }
 
   /** The request counters and the duration histogram, in prom-client's JSON form. */
@@ -106,6 +113,15 @@ export class RequestMetrics {
         }),
       );
       if (seen) bytes.inc({ kind }, this.bytes[k]);
+    });
+    const responses = new Counter({
+      name: 'extqs_http_responses_total',
+      help: "Responses ended, by status code (/server-status's StatusNNN lines).",
+      labelNames: ['code'],
+      registers: [registry],
+    });
+    this.statuses.forEach((n, i) => {
+      if (n > 0) responses.inc({ code: String(FIRST_STATUS + i) }, n);
     });
     return [...((await registry.getMetricsAsJSON()) as unknown as MetricJson[]), this.durationJson()];
   }
@@ -169,8 +185,23 @@ export function addCounts(into: MetricJson[], share: readonly MetricJson[]): voi
 
 /** What one proxy process adds to a scrape besides its request counts. */
 export interface ProcessGauges {
+  startedAt: Date;
   inFlight: number;
   connections: number;
+}
+
+/**
+ * When the proxy started, as a share of its own: the earliest of the shares summed wins, so the proxy's
+ * primary, whose share this is, keeps the start time (and the uptime) of the whole proxy when workers are replaced.
+ */
+export function startTimeJson(startedAt: Date): MetricJson {
+  return {
+    name: 'extqs_proxy_start_time_seconds',
+    help: 'When the proxy started, in seconds since the epoch (/server-status RestartTime).',
+    type: 'gauge',
+    aggregator: 'min',
+    values: [{ labels: {}, value: startedAt.getTime() / 1000 }],
+  };
 }
 
 /** One process's whole share of a scrape: its requests, its connections and its view of the upstreams. */
@@ -202,12 +233,24 @@ export async function processMetricsJson(requests: RequestMetrics, gauges: Proce
     labelNames: ['upstream'],
     registers,
   });
+  const retry = new Gauge({
+    name: 'extqs_upstream_retry_seconds',
+    help: 'Seconds until an upstream out of the rotation is tried again (0 when in it); the longest of the proxy workers.',
+    labelNames: ['upstream'],
+    aggregator: 'max',
+    registers,
+  });
   for (const u of upstreams.snapshot()) {
     up.set({ upstream: u.name }, u.state === 'up' ? 1 : 0);
     sent.inc({ upstream: u.name }, u.requests);
     failed.inc({ upstream: u.name }, u.fails);
+    retry.set({ upstream: u.name }, u.retryInSeconds);
   }
-  return [...((await registry.getMetricsAsJSON()) as unknown as MetricJson[]), ...(await requests.toJson())];
+  return [
+    startTimeJson(gauges.startedAt),
+    ...((await registry.getMetricsAsJSON()) as unknown as MetricJson[]),
+    ...(await requests.toJson()),
+  ];
 }
 
 /** Each host's /status as metrics, labelled with its upstream; asked once per scrape, whatever the proxy workers. */
@@ -287,7 +330,7 @@ export async function hostMetricsJson(hosts: StatusReport['hosts']): Promise<Met
 }
 
 export interface MetricsEndpointOptions {
-  /** This process's share, or every proxy worker's (--proxy-workers): the answer sums them. */
+  /** This process's share, or every proxy worker's (--proxy-workers): the answer sums them (proxyFigures.ts). */
   processes: () => Promise<MetricJson[][]>;
   upstreams: Upstreams;
   allow: BlockList;
@@ -297,12 +340,8 @@ export interface MetricsEndpointOptions {
 export function metricsEndpoint({ processes, upstreams, allow, errorLog }: MetricsEndpointOptions) {
   return async function handleMetrics(req: IncomingMessage, res: ServerResponse, requestId: string): Promise<void> {
     if (refused(req, res, '/metrics', allow, errorLog, requestId)) return;
-    const [{ AggregatorRegistry }, shares, hosts] = await Promise.all([
-      import('prom-client'),
-      processes(),
-      Promise.all(upstreams.all.map(hostStatus)),
-    ]);
-    const registry = AggregatorRegistry.aggregate([...shares, await hostMetricsJson(hosts)]);
+    const [shares, hosts] = await Promise.all([processes(), Promise.all(upstreams.all.map(hostStatus))]);
+    const registry = await sumShares([...shares, await hostMetricsJson(hosts)]);
     const body = await registry.metrics();
     if (res.destroyed) return; // the client left while the workers and hosts were asked
     res.writeHead(200, { 'Content-Type': registry.contentType, 'Content-Length': Buffer.byteLength(body), 'Cache-Control': 'no-store' });

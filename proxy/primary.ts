@@ -1,33 +1,37 @@
 // The proxy's primary with --proxy-workers N > 1 (nginx's master process): forks N workers that share the
-// port (node:cluster), writes access.log and error.log for all of them, gathers their tallies for
-// /server-status and their shares of /metrics, passes SIGHUP on, replaces a worker that dies, and stops
-// them all on SIGTERM.
+// port (node:cluster), writes access.log and error.log for all of them, gathers their shares of
+// /server-status and /metrics, passes SIGHUP on, replaces a worker that dies, and stops
+// them all on SIGTERM. A reload that changes what only a new worker takes (its limits, timeouts,
+// forwarder, upstreams…) starts new workers with it, and the old ones finish what they hold and exit;
+// a new --proxy-workers starts or retires workers to that count.
 import cluster, { type Address, type Worker } from 'node:cluster';
-import { once } from 'node:events';
 import { logSettingsOf } from '../common/config.ts';
 import { siblingFile } from '../common/entryFile.ts';
 import { childEndpoint, IpcChannel } from '../common/ipc.ts';
-import { openLineLog, rotationOf } from '../common/lineLog.ts';
+import { deliver, type EntryBatch } from '../common/logRelay.ts';
 import type { Reloads } from '../common/reload.ts';
-import { RestartPace } from '../common/restartPace.ts';
+import { poolPace } from '../common/restartPace.ts';
 import type { ProxyConfig } from '../common/settings.ts';
+import { workersReplacedFor } from '../common/reloadResolver.ts';
 import { onShutdownSignal } from '../common/shutdown.ts';
-import { nullObject } from '../common/nullObject.ts';
-import { openErrorLog } from './errorLog.ts';
+import { Supervisor, type Launched } from '../common/supervisor.ts';
+import { accessFile, accessOfWire } from './accessLog.ts';
+import { errorFile, openErrorLog } from './errorLog.ts';
 import { terminalWriter } from '../common/terminal.ts';
-import { announceStart, listenerUrl, reloadedEntry, stoppingEntry } from './lifecycle.ts';
-import { addCounts, type MetricJson } from './metrics.ts';
-import type { LineBatch, ProxyPrimarySays, ProxyWorkerSays, Tally } from './workerMessages.ts';
+import { announceStart, listenerUrl, reloadedEntries, stoppingEntry } from './lifecycle.ts';
+import { addCounts, startTimeJson, type MetricJson } from './metrics.ts';
+import type { ProxyLogEntries, ProxyPrimarySays, ProxyWorkerSays } from './workerMessages.ts';
 
-const TALLY_TIMEOUT_MS = 1_000;
+const SHARE_TIMEOUT_MS = 1_000;
 /** Workers cut their connections at --shutdown-timeout; one that hangs past it by this much is killed,
  *  within the launcher's own margin for the proxy (common/shutdown.ts). */
 const HARD_STOP_MS = 2_000;
 
 export async function runProxyPrimary(config: ProxyConfig, reloads: Reloads<ProxyConfig>): Promise<void> {
-  const accessLines = openLineLog(config.logs, 'access.log', rotationOf(config));
-  const errorLines = openLineLog(config.logs, 'error.log', rotationOf(config));
-  const errorLog = openErrorLog(config.logs, logSettingsOf(config), errorLines, config.dev ? terminalWriter() : undefined);
+  // The workers' entries are formatted here, with the settings of the latest reload.
+  const accessLines = accessFile(config.logs, logSettingsOf(config));
+  const errorLines = errorFile(config.logs, logSettingsOf(config));
+  const errorLog = openErrorLog(logSettingsOf(config), errorLines, config.dev ? terminalWriter() : undefined);
   let current = config;
   // Each worker's server counts its own connections: it takes its share of --max-connections (nginx's
   // worker_connections is per worker outright). The port stays the one the first workers asked for: the
@@ -37,143 +41,138 @@ export async function runProxyPrimary(config: ProxyConfig, reloads: Reloads<Prox
     ...current,
     port: config.port,
     tlsPort: config.tlsPort,
-    // Whether there is an HTTPS listener stays as the workers started (turning it on or off needs a restart).
-    ...((current.tlsCert === undefined) !== (config.tlsCert === undefined) && { tlsCert: config.tlsCert, tlsKey: config.tlsKey }),
-    maxConnections: current.maxConnections > 0 ? Math.ceil(current.maxConnections / config.proxyWorkers) : 0,
+    maxConnections: current.maxConnections > 0 ? Math.ceil(current.maxConnections / current.proxyWorkers) : 0,
   });
-  const live = new Set<Worker>();
   const channels = new WeakMap<Worker, IpcChannel<ProxyPrimarySays, ProxyWorkerSays>>();
-  const pace = new RestartPace(config.proxyWorkers);
-  let stopping = false;
-  // What workers gone had counted, as each last told it: summed into every answer, so no counter that
-  // /server-status or Prometheus has been shown goes down when a worker dies (nor counts twice).
-  const lastTold = { tally: new WeakMap<Worker, Tally>(), metrics: new WeakMap<Worker, MetricJson[]>() };
-  const departedTally: Tally = {
-    startedAt: new Date().toISOString(),
-    requests: 0,
-    bytes: 0,
-    statuses: nullObject(),
-    inFlight: 0,
-    connections: 0,
-  };
-  const departedMetrics: MetricJson[] = [];
+  // The handles are cluster workers: they share the port. The events are error.log's lines.
+  const workers: Supervisor<Worker, Address[]> = new Supervisor({
+    launch: fork,
+    pace: poolPace(config.proxyWorkers),
+    // Told over IPC rather than SIGTERM: a retiring worker keeps its idle connections until they end.
+    retire: (worker) => (channels.get(worker) ? channels.get(worker)!.notify('retire', null) : worker.process.kill('SIGTERM')),
+    events: {
+      left: (worker, how, was) => {
+        keepCountsOf(worker);
+        if (was === 'retiring')
+          errorLog.write({
+            module: 'mpm_event',
+            level: 'notice',
+            message: `proxy worker ${worker.process.pid} retired: it finished the requests it held and exited with ${how}`,
+          });
+      },
+      exited: (worker, how) =>
+        errorLog.write({
+          module: 'mpm_event',
+          level: 'error',
+          message: `proxy worker ${worker.process.pid} exited with ${how}; starting a new one`,
+        }),
+      restartFailed: (err) =>
+        errorLog.write({ module: 'mpm_event', level: 'error', message: `Could not start a proxy worker: ${err.message}` }),
+      replaceFailed: (worker, err, delay) =>
+        errorLog.write({
+          module: 'mpm_event',
+          level: 'error',
+          message: `Could not start a proxy worker to replace ${worker.process.pid}, which keeps serving: ${err.message}; trying again in ${delay} ms`,
+        }),
+    },
+  });
+  // The primary's own share: when the proxy started, and what workers gone had counted, as each last told
+  // it: summed into every answer, so no counter that /server-status or Prometheus has been shown goes down
+  // when a worker dies (nor counts twice).
+  const lastTold = new WeakMap<Worker, MetricJson[]>();
+  const primaryShare: MetricJson[] = [startTimeJson(new Date())];
   function keepCountsOf(worker: Worker): void {
-    const tally = lastTold.tally.get(worker);
-    if (tally) {
-      departedTally.requests += tally.requests;
-      departedTally.bytes += tally.bytes;
-      for (const [status, n] of Object.entries(tally.statuses)) departedTally.statuses[status] = (departedTally.statuses[status] ?? 0) + n;
-    }
-    const metrics = lastTold.metrics.get(worker);
-    if (metrics) addCounts(departedMetrics, metrics);
+    const metrics = lastTold.get(worker);
+    if (metrics) addCounts(primaryShare, metrics);
   }
 
   reloads((settings, note, kept) => {
+    const previous = current;
     current = settings;
-    const reopened = [accessLines.reopen(rotationOf(settings)) && 'access.log', errorLog.reopen(settings) && 'error.log'];
-    errorLog.write(reloadedEntry(reopened, note, kept));
-    for (const worker of live) channels.get(worker)?.notify('reload', { config: workerConfig(), note, kept });
+    const reopened = [accessLines.reopen(settings) && 'access.log', errorLog.reopen(settings) && 'error.log'];
+    for (const entry of reloadedEntries(reopened, note, kept, settings)) errorLog.write(entry);
+    for (const worker of workers.handles) channels.get(worker)?.notify('reload', { config: workerConfig(), note, kept });
+    replaceWorkers(workersReplacedFor(previous, settings), settings.proxyWorkers);
   });
 
-  const writeLines = ({ access, error }: LineBatch) => {
-    for (const line of access) accessLines.write(line);
-    for (const line of error) errorLines.write(line);
-  };
-
   /**
-   * Every worker's answer to `kind` (its tally, its metrics), and what the workers gone had counted; a
-   * worker that does not answer in time is left out.
+   * Brings the workers to `count`, all of them new when `renew`: the extra ones retire first; each one
+   * renewed is retired once its successor listens (common/supervisor.ts), and finishes what it holds.
    */
-  async function askEvery<K extends 'tally' | 'metrics'>(kind: K): Promise<ProxyPrimarySays['requests'][K]['reply'][]> {
-    type Reply = ProxyPrimarySays['requests'][K]['reply'];
-    const told = lastTold[kind] as WeakMap<Worker, Reply>;
-    const asked = [...live].flatMap((worker) => {
+  function replaceWorkers(renew: boolean, count: number): void {
+    const serving = workers.handles.filter((worker) => !workers.isRetiring(worker));
+    for (const worker of serving.slice(count)) workers.retire(worker);
+    if (renew) for (const worker of serving.slice(0, count)) workers.recycle(worker);
+    workers.grow(count - serving.length);
+  }
+
+  const writeEntries = (batch: EntryBatch<ProxyLogEntries>) =>
+    deliver(batch, { 'access.log': (wire) => accessLines.write(accessOfWire(wire)), 'error.log': (entry) => errorLines.write(entry) });
+
+  /** Every worker's share, and the primary's; a worker that does not answer in time is left out. */
+  async function everyShare(): Promise<MetricJson[][]> {
+    const asked = workers.handles.flatMap((worker) => {
       const channel = channels.get(worker);
       if (!channel) return [];
       return [
-        channel.request(kind, null, TALLY_TIMEOUT_MS).then(
-          (reply) => (told.set(worker, reply), reply),
+        channel.request('metrics', null, SHARE_TIMEOUT_MS).then(
+          (share) => (lastTold.set(worker, share), share),
           () => undefined,
         ),
       ];
     });
-    const departed = (kind === 'tally' ? departedTally : departedMetrics) as Reply;
-    return [...(await Promise.all(asked)).filter((reply) => reply !== undefined), departed];
+    return [...(await Promise.all(asked)).filter((share) => share !== undefined), primaryShare];
   }
 
   function listenTo(worker: Worker): IpcChannel<ProxyPrimarySays, ProxyWorkerSays> {
     const channel = new IpcChannel<ProxyPrimarySays, ProxyWorkerSays>(childEndpoint(worker.process));
     channels.set(worker, channel);
     channel.answer('config', workerConfig);
-    channel.on('lines', writeLines);
+    channel.on('log', writeEntries);
     channel.answer('flush', (batch) => {
-      writeLines(batch);
+      writeEntries(batch);
       return null;
     });
-    channel.answer('tallies', () => askEvery('tally'));
-    channel.answer('all-metrics', () => askEvery('metrics'));
+    channel.answer('all-metrics', everyShare);
+    channel.answer('last-metrics', (share) => {
+      lastTold.set(worker, share);
+      return null;
+    });
     return channel;
   }
 
   /** A worker listens on the plain port, then on the HTTPS one when there is a certificate. */
   const listeners = config.tlsCert === undefined ? 1 : 2;
 
-  /** Starts a worker; resolves with the addresses it listens on, in that order. */
-  function fork(): Promise<Address[]> {
+  /** Starts a worker; it is ready with the addresses it listens on, in that order. */
+  function fork(): Launched<Worker, Address[]> {
     const worker = cluster.fork();
-    let listening = false;
     let failure: Error | undefined;
-    live.add(worker);
     listenTo(worker).answer('failed', ({ message, code }) => {
       failure = Object.assign(new Error(message), { code });
       return null;
     });
-    worker.once('exit', (code, signal) => {
-      live.delete(worker);
-      keepCountsOf(worker);
-      // One that never listened is reported by its fork()'s rejection.
-      if (stopping || !listening) return;
-      errorLog.write({
-        module: 'mpm_event',
-        level: 'error',
-        message: `proxy worker ${worker.process.pid} exited with ${signal ? `signal ${signal}` : `code ${code}`}; starting a new one`,
-      });
-      replace();
-    });
-    return new Promise((resolve, reject) => {
+    const ready = new Promise<Address[]>((resolve, reject) => {
       const addresses: Address[] = [];
       worker.on('listening', (address) => {
-        if (addresses.push(address) < listeners) return;
-        listening = true;
-        resolve(addresses);
+        if (addresses.push(address) === listeners) resolve(addresses);
       });
       worker.once('exit', () => reject(failure ?? new Error(`proxy worker ${worker.process.pid} exited before listening`)));
     });
-  }
-
-  /** Starts a worker in place of one gone, after a pause when they keep dying, until one listens. */
-  function replace(): void {
-    const delay = pace.delayAfterExit();
-    setTimeout(() => {
-      if (stopping) return;
-      fork().catch((err: Error) => {
-        if (stopping) return;
-        errorLog.write({ module: 'mpm_event', level: 'error', message: `Could not start a proxy worker: ${err.message}` });
-        replace();
-      });
-    }, delay);
+    return { handle: worker, process: worker.process, ready };
   }
 
   // Round-robin: the primary accepts and hands connections out in turn. Left to the kernel (SCHED_NONE),
   // Linux wakes the same worker for most of them, and one core does the work.
   cluster.schedulingPolicy = cluster.SCHED_RR;
   cluster.setupPrimary({ exec: siblingFile(import.meta.url, 'workerMain'), args: [], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  // Workers cut their connections at --shutdown-timeout; one that hangs past it is killed.
+  const hardStopMs = config.shutdownTimeout * 1000 + HARD_STOP_MS;
   let addresses: Address[];
   try {
-    [addresses] = await Promise.all(Array.from({ length: config.proxyWorkers }, fork));
+    [addresses] = await workers.start(config.proxyWorkers);
   } catch (err) {
-    stopping = true;
-    for (const worker of live) worker.process.kill('SIGTERM');
+    await workers.stop('SIGTERM', hardStopMs);
     await Promise.all([accessLines.drain(), errorLog.drain()]);
     throw err;
   }
@@ -185,18 +184,8 @@ export async function runProxyPrimary(config: ProxyConfig, reloads: Reloads<Prox
   );
 
   onShutdownSignal(async (reason) => {
-    stopping = true;
     errorLog.write(stoppingEntry(reason));
-    const exits = [...live].map((worker) => once(worker, 'exit'));
-    for (const worker of live) worker.process.kill('SIGTERM');
-    const hardStop = setTimeout(
-      () => {
-        for (const worker of live) worker.process.kill('SIGKILL');
-      },
-      config.shutdownTimeout * 1000 + HARD_STOP_MS,
-    );
-    await Promise.all(exits);
-    clearTimeout(hardStop);
+    await workers.stop('SIGTERM', hardStopMs);
     await Promise.all([accessLines.drain(), errorLog.drain()]);
   });
 }

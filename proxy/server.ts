@@ -8,13 +8,13 @@ import {
   type Http2ServerResponse,
   type Http2Session,
 } from 'node:http2';
-import { isIP, type AddressInfo, type BlockList, type Socket } from 'node:net';
+import { Server as NetServer, isIP, type AddressInfo, type BlockList, type Socket } from 'node:net';
+import { once } from 'node:events';
 import type { TLSSocket } from 'node:tls';
 import { join } from 'node:path';
 import { statusOfParserError } from '../common/protocol.ts';
 import type { ProxyConfig } from '../common/settings.ts';
 import type { Forward, ForwarderOptions } from './forwarding.ts';
-import type { Tally } from './workerMessages.ts';
 import { bodyBytes, type AccessLog } from './accessLog.ts';
 import { encodeResponse, negotiateRequest, type CompressionSettings } from './compression.ts';
 import { errorPage, reasonOf, sendErrorPage } from './errorPages.ts';
@@ -24,7 +24,7 @@ import { closeAtOnce, isLingering, lingerAfterEarlyAnswer } from './lingeringClo
 import { KIND, metricsEndpoint, processMetricsJson, RequestMetrics, type MetricJson, type RouteKind } from './metrics.ts';
 import { requestIdOf } from './requestId.ts';
 import { routeRequest } from './route.ts';
-import { ProxyCounters, serverStatus } from './serverStatus.ts';
+import { serverStatus } from './serverStatus.ts';
 import type { StaticCache } from './staticCache.ts';
 import { staticFiles } from './staticFiles.ts';
 import { TLS_DEFAULTS, type TlsOptions } from './tls.ts';
@@ -58,12 +58,10 @@ export interface ProxyOptions {
   statusAllow: BlockList;
   /** Timeouts and limits against slow or hostile clients (--header-timeout and the rest). */
   limits: ClientLimits;
-  /** Every worker's tally, when this process is one of several (--proxy-workers): /server-status sums them. */
-  tallies?: () => Promise<Tally[]>;
   /** HTTPS (HTTP/2 and HTTP/1.1 by ALPN) beside plain HTTP, when a certificate is configured. */
   tls?: TlsOptions;
-  /** Every worker's share of /metrics, likewise. */
-  everyMetrics?: () => Promise<MetricJson[][]>;
+  /** Every worker's share, when this process is one of several (--proxy-workers): /metrics and /server-status sum them. */
+  everyShare?: () => Promise<MetricJson[][]>;
   /** The codings --compression allows; a SIGHUP may change them while the server runs. */
   compression: CompressionSettings;
   /** `extqs dev`: the host is told which clients are on loopback (proxy/forwarding.ts). */
@@ -81,12 +79,12 @@ export interface ProxyServer {
   /**
    * Graceful stop: no new connections, `Connection: close` on every answer from now on (keep-alive
    * clients would otherwise go on sending), and resolves when every response has ended, or were cut
-   * after `graceMs`, so the access log has a line for each before it is drained.
+   * after `graceMs`, so the access log has a line for each before it is drained. `retire` (a worker whose
+   * successor serves the port) also waits for every connection to end, idle ones at their next answer or
+   * keep-alive timeout; a second call without it closes the idle ones at once.
    */
-  stop: (graceMs: number) => Promise<void>;
-  /** This process's share of /server-status. */
-  tally: () => Promise<Tally>;
-  /** This process's share of /metrics. */
+  stop: (graceMs: number, retire?: boolean) => Promise<void>;
+  /** This process's share of /metrics and /server-status. */
   metrics: () => Promise<MetricJson[]>;
 }
 
@@ -194,9 +192,8 @@ export function createProxyServer({
   errorLog,
   statusAllow,
   limits,
-  tallies,
   tls,
-  everyMetrics,
+  everyShare,
   compression,
   markLocalClients = false,
   serverBanner,
@@ -205,7 +202,7 @@ export function createProxyServer({
   const serveStatic = staticFiles(join(www, 'public'), errorLog, staticCache);
 
   const open = new Set<ServerResponse>();
-  const counters = new ProxyCounters();
+  const startedAt = new Date();
   const requestMetrics = new RequestMetrics();
   let stopping = false;
   let onIdle: (() => void) | undefined;
@@ -288,7 +285,6 @@ export function createProxyServer({
       }
       const bytes = bodyBytes(req, res);
       accessLog.record(req, res, url, arrivedAt, remoteAddress, bytes);
-      counters.record(res.statusCode, bytes);
       requestMetrics.record(kind, req.method, res.statusCode, (performance.now() - startedAt) / 1000, bytes);
       open.delete(res);
       if (open.size === 0) onIdle?.();
@@ -417,24 +413,12 @@ export function createProxyServer({
     else sendErrorPage(res, 500);
   }
 
-  const tally = async (): Promise<Tally> => ({
-    startedAt: counters.startedAt.toISOString(),
-    requests: counters.requests,
-    bytes: counters.bytes,
-    statuses: { ...counters.statuses },
-    inFlight: open.size,
-    connections: await openConnections(),
-  });
   const openConnections = async () => (await Promise.all(servers.map(connectionsOf))).reduce((sum, count) => sum + count, 0);
-  const handleServerStatus = serverStatus({ tallies: tallies ?? (async () => [await tally()]), upstreams, allow: statusAllow, errorLog });
   const metrics = async (): Promise<MetricJson[]> =>
-    processMetricsJson(requestMetrics, { inFlight: open.size, connections: await openConnections() }, upstreams);
-  const handleMetrics = metricsEndpoint({
-    processes: everyMetrics ?? (async () => [await metrics()]),
-    upstreams,
-    allow: statusAllow,
-    errorLog,
-  });
+    processMetricsJson(requestMetrics, { startedAt, inFlight: open.size, connections: await openConnections() }, upstreams);
+  const shares = everyShare ?? (async () => [await metrics()]);
+  const handleServerStatus = serverStatus({ shares, upstreams, allow: statusAllow, errorLog });
+  const handleMetrics = metricsEndpoint({ processes: shares, upstreams, allow: statusAllow, errorLog });
   // Node's own field limit drops the fields past it silently, Host among them when it comes last (then
   // Node answers a bare 400 itself): keep every field, which maxHeaderSize bounds, and count them above.
   server.maxHeadersCount = 0;
@@ -566,24 +550,39 @@ export function createProxyServer({
     return page.length;
   }
 
-  async function stop(graceMs: number): Promise<void> {
+  let stopped: Promise<void> | undefined;
+  function stop(graceMs: number, retire = false): Promise<void> {
+    stopped ??= drain(graceMs, retire);
+    if (!retire) {
+      server.closeIdleConnections();
+      for (const socket of tlsHttp1Sockets) if (!answeringOn(socket)) socket.destroy();
+    }
+    return stopped;
+  }
+
+  async function drain(graceMs: number, retire: boolean): Promise<void> {
     stopping = true;
     for (const res of open) if (!res.headersSent) res.shouldKeepAlive = false;
     const idle = new Promise<void>((resolve) => {
       onIdle = resolve;
       if (open.size === 0) resolve();
     });
-    for (const listener of servers) listener.close();
-    server.closeIdleConnections();
+    // A listener's 'close' comes once its last connection has ended.
+    const ended = retire ? servers.map((listener) => once(listener, 'close')) : [];
+    // node:http's close() also cuts idle keep-alive connections, racing a request a client may be sending on
+    // one; a retiring worker lets each end after its next answer (`Connection: close`) or its keep-alive timeout.
+    for (const listener of servers)
+      if (retire) NetServer.prototype.close.call(listener);
+      else listener.close();
     // GOAWAY: each session ends when its open streams have (RFC 9113 §6.8).
     for (const session of sessions) session.close();
-    for (const socket of tlsHttp1Sockets) if (!answeringOn(socket)) socket.destroy();
     const grace = setTimeout(() => {
       server.closeAllConnections();
       for (const session of sessions) session.destroy();
       for (const socket of tlsHttp1Sockets) socket.destroy();
     }, graceMs);
     await idle;
+    await Promise.all(ended);
     clearTimeout(grace);
   }
 
@@ -641,7 +640,7 @@ export function createProxyServer({
     sendErrorPage(res, 301, { Location: `https://${host}${tlsPort === 443 ? '' : `:${tlsPort}`}${req.url ?? '/'}` });
   }
 
-  return { server, tlsServer, stop, tally, metrics, reloadTls };
+  return { server, tlsServer, stop, metrics, reloadTls };
 }
 
 const ACME_CHALLENGE = '/.well-known/acme-challenge/';

@@ -1,37 +1,22 @@
-// /server-status (Apache mod_status): the proxy's counters, its upstreams' health and each host's own
-// /status summary, for clients on --status-allow only (loopback by default; others get 403 and a log line).
-// /metrics (metrics.ts) shares the guard and the hosts' /status.
+// /server-status (Apache mod_status): the proxy's counters and its upstreams' health, summed as /metrics
+// sums them (proxyFigures.ts), and each host's own /status summary, for clients on --status-allow only
+// (loopback by default; others get 403 and a log line). /metrics (metrics.ts) shares the guard and the hosts' /status.
 import { VERSION } from '../common/version.ts';
 import { request, type IncomingMessage, type ServerResponse } from 'node:http';
 import { BlockList, isIPv4 } from 'node:net';
-import { nullObject } from '../common/nullObject.ts';
 import type { AllowedClient } from '../common/settingParsers.ts';
 import { sendErrorPage } from './errorPages.ts';
 import { clientOfRequest, type ErrorLog } from './errorLog.ts';
 import { renderAuto, renderHtml, renderJson, type HostSummary, type StatusReport } from './statusPage.ts';
 import type { Upstreams, UpstreamState } from './upstreams.ts';
-import type { Tally } from './workerMessages.ts';
+import type { MetricJson } from './metrics.ts';
+import { proxyFiguresOf, sumShares } from './proxyFigures.ts';
 
 const SERVER_VERSION = `extqs/${VERSION} (Node.js ${process.version})`;
 
 /** A host that does not answer its /status within this long is shown as not answering. */
 const HOST_STATUS_TIMEOUT_MS = 1_000;
 const MAX_REFRESH_SECONDS = 3_600;
-
-/** What the proxy has answered since it started. */
-export class ProxyCounters {
-  readonly startedAt = new Date();
-  requests = 0;
-  bytes = 0;
-  readonly statuses = nullObject<number>();
-
-  /** A response that ended with `status` and `bytes` of body (the access log's %b). */
-  record(status: number, bytes: number): void {
-    this.requests += 1;
-    this.bytes += bytes;
-    this.statuses[status] = (this.statuses[status] ?? 0) + 1;
-  }
-}
 
 export function allowList(clients: readonly AllowedClient[]): BlockList {
   const list = new BlockList();
@@ -105,35 +90,14 @@ export function hostStatus(upstream: UpstreamState): Promise<StatusReport['hosts
 }
 
 export interface ServerStatusOptions {
-  /** This process's tally, or every proxy worker's (--proxy-workers): the page shows their sum. */
-  tallies: () => Promise<Tally[]>;
+  /** This process's share, or every proxy worker's (--proxy-workers): the page shows their sum, as /metrics does. */
+  shares: () => Promise<MetricJson[][]>;
   upstreams: Upstreams;
   allow: BlockList;
   errorLog: ErrorLog;
 }
 
-/** The proxy's counters over all its workers: summed, since the earliest start. */
-function sum(tallies: readonly Tally[]): Tally {
-  const total: Tally = {
-    startedAt: tallies[0]?.startedAt ?? new Date().toISOString(),
-    requests: 0,
-    bytes: 0,
-    statuses: nullObject(),
-    inFlight: 0,
-    connections: 0,
-  };
-  for (const t of tallies) {
-    if (t.startedAt < total.startedAt) total.startedAt = t.startedAt;
-    total.requests += t.requests;
-    total.bytes += t.bytes;
-    total.inFlight += t.inFlight;
-    total.connections += t.connections;
-    for (const [status, count] of Object.entries(t.statuses)) total.statuses[status] = (total.statuses[status] ?? 0) + count;
-  }
-  return total;
-}
-
-export function serverStatus({ tallies, upstreams, allow, errorLog }: ServerStatusOptions) {
+export function serverStatus({ shares, upstreams, allow, errorLog }: ServerStatusOptions) {
   return async function handleServerStatus(req: IncomingMessage, res: ServerResponse, query: string, requestId: string): Promise<void> {
     if (refused(req, res, '/server-status', allow, errorLog, requestId)) return;
     const client = clientOfRequest(req);
@@ -150,20 +114,9 @@ export function serverStatus({ tallies, upstreams, allow, errorLog }: ServerStat
       return sendErrorPage(res, 400);
     }
 
-    const [proxy, hosts] = await Promise.all([tallies().then(sum), Promise.all(upstreams.all.map(hostStatus))]);
-    if (res.destroyed) return; // the client left while the hosts were asked
-    const report: StatusReport = {
-      serverVersion: SERVER_VERSION,
-      now: new Date(),
-      startedAt: new Date(proxy.startedAt),
-      requests: proxy.requests,
-      bytes: proxy.bytes,
-      inFlight: proxy.inFlight,
-      connections: proxy.connections,
-      statuses: proxy.statuses,
-      upstreams: upstreams.snapshot(),
-      hosts,
-    };
+    const [proxy, hosts] = await Promise.all([shares().then(sumShares).then(proxyFiguresOf), Promise.all(upstreams.all.map(hostStatus))]);
+    if (res.destroyed) return; // the client left while the workers and hosts were asked
+    const report: StatusReport = { serverVersion: SERVER_VERSION, now: new Date(), ...proxy, hosts };
     const [type, body] = params.has('json')
       ? ['application/json', renderJson(report)]
       : params.has('auto')

@@ -1,12 +1,13 @@
-// The README's configuration tables, made from the settings table (common/settings.ts). Run it
-// (`npm run readme:settings`) to rewrite them in README.md; test/unit/readmeSettings.test.ts fails while
-// the README and the table disagree.
+// The configuration tables of docs/configuration.md, made from the settings table (common/settings.ts). Run it
+// (`npm run readme:settings`) to rewrite them between the markers; test/unit/readmeSettings.test.ts fails while
+// the document and the table disagree. (The name is from when the tables were in the README.)
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { COMMANDS, takes } from '../common/config.ts';
+import { RELOAD_RULES } from '../common/reloadResolver.ts';
 import { SETTING_KEYS, specOf, type SettingGroup } from '../common/settings.ts';
 
-export const README = fileURLToPath(new URL('../README.md', import.meta.url));
+export const CONFIGURATION_DOC = fileURLToPath(new URL('../docs/configuration.md', import.meta.url));
 export const BEGIN = '<!-- settings:begin: made from common/settings.ts by `npm run readme:settings` -->';
 export const END = '<!-- settings:end -->';
 
@@ -30,7 +31,7 @@ export function settingsMarkdown(): string {
       const fallback = spec.defaultText ?? (typeof spec.default === 'string' ? spec.default : '');
       const commands = COMMANDS.filter((command) => command !== 'check' && takes(command, key)).join(', ');
       const repeat = spec.repeatable ? ' Repeatable; the variable lists the values with commas.' : '';
-      return `| ${code(`--${spec.flag}`)} | ${code(spec.env)} | ${code(fallback)} | ${commands} | ${spec.live ? 'applied' : 'restart'} | ${sentence(spec.help)}${repeat} |`;
+      return `| ${code(`--${spec.flag}`)} | ${code(spec.env)} | ${code(fallback)} | ${commands} | ${RELOAD_RULES[key].summary} | ${sentence(spec.help)}${repeat} |`;
     });
     return [`**${GROUP_TITLES[group]}**`, '', '| Flag | Env | Default | Commands | SIGHUP | |', '|---|---|---|---|---|---|', ...rows].join(
       '\n',
@@ -39,16 +40,16 @@ export function settingsMarkdown(): string {
   return [BEGIN, '', sections.join('\n\n'), '', END].join('\n');
 }
 
-/** The README's generated block as it stands, or undefined when its markers are missing. */
-export function readmeSettingsBlock(readme: string): string | undefined {
-  const begin = readme.indexOf(BEGIN);
-  const end = readme.indexOf(END);
-  return begin === -1 || end === -1 ? undefined : readme.slice(begin, end + END.length);
+/** The document's generated block as it stands, or undefined when its markers are missing. */
+export function settingsBlock(doc: string): string | undefined {
+  const begin = doc.indexOf(BEGIN);
+  const end = doc.indexOf(END);
+  return begin === -1 || end === -1 ? undefined : doc.slice(begin, end + END.length);
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const readme = readFileSync(README, 'utf8');
-  const current = readmeSettingsBlock(readme);
-  if (current === undefined) throw new Error(`README.md has no ${BEGIN} … ${END} block to rewrite`);
-  writeFileSync(README, readme.replace(current, settingsMarkdown()));
+  const doc = readFileSync(CONFIGURATION_DOC, 'utf8');
+  const current = settingsBlock(doc);
+  if (current === undefined) throw new Error(`${CONFIGURATION_DOC} has no ${BEGIN} … ${END} block to rewrite`);
+  writeFileSync(CONFIGURATION_DOC, doc.replace(current, settingsMarkdown()));
 }

@@ -67,6 +67,7 @@ function samples(sandbox: Sandbox): Record<SettingKey, { value: string; shown: s
     listenBacklog: { value: '100', shown: '--listen-backlog 100' },
     maxRequests: { value: '1000', shown: '--max-requests 1000' },
     maxExecutionTime: { value: '11', shown: '--max-execution-time 11' },
+    slowlogTimeout: { value: '3', shown: '--slowlog-timeout 3' },
     postMaxSize: { value: '16m', shown: `--post-max-size ${16 * 1024 * 1024}` },
     uploadMaxFilesize: { value: '3m', shown: `--upload-max-filesize ${3 * 1024 * 1024}` },
     maxFileUploads: { value: '21', shown: '--max-file-uploads 21' },
@@ -259,7 +260,7 @@ describe('the extqs command', function () {
       writeFileSync(pidFile, `${process.pid}\n`);
       running = await startStack(sandbox, ['--pid-file', pidFile]);
       expect(readFileSync(pidFile, 'utf8')).to.equal(`${running.child.pid}\n`);
-      // What the README's logrotate postrotate does: kill -HUP "$(cat the pid file)".
+      // What the logrotate postrotate of docs/operations.md does: kill -HUP "$(cat the pid file)".
       process.kill(Number(readFileSync(pidFile, 'utf8')), 'SIGHUP');
       await eventually(() => running!.stderr().includes('SIGHUP: the children reopen their logs'), 5000, 'the SIGHUP line');
       expect(await running.stop()).to.equal(0);
@@ -401,6 +402,13 @@ describe('the extqs command', function () {
       expect(result.stdout.trim().split('\n').at(-1)).to.equal('check: 3 problems found');
     });
 
+    it('says whether the slowlog is on, and after how long', function () {
+      expect(check().stdout).to.contain('slowlog: off\n');
+      expect(check(['--slowlog-timeout', '2']).stdout).to.contain(
+        'slowlog: a controller call running past 2 s gets its stack in host.log\n',
+      );
+    });
+
     describe('when controllers have type errors', function () {
       it('names each as file:line:column and the message, in controllers and their helpers, exit 1', function () {
         writeFileSync(
@@ -484,7 +492,15 @@ describe('the extqs command', function () {
     it('makes extqs proxy on its own read its settings again: the log level applied, the rest named', async function () {
       const file = join(sandbox.dir, 'proxy.conf');
       writeFileSync(file, 'LOG_LEVEL=warn\nWORKERS=3\n');
-      running = await startProxy(sandbox, ['--upstream', `unix:${join(sandbox.dir, 'none.sock')}`, '--config', file]);
+      // One process: nothing can take its place, so a client limit needs a restart (with two, new workers apply it).
+      running = await startProxy(sandbox, [
+        '--upstream',
+        `unix:${join(sandbox.dir, 'none.sock')}`,
+        '--proxy-workers',
+        '1',
+        '--config',
+        file,
+      ]);
       // A missing file is an info line (AH00128): not written at warn, written at info.
       const idOfMiss = async () => (await get(running!.url, '/no-such-file.txt')).headers['x-request-id'] as string;
       const beforeId = await idOfMiss();

@@ -4,23 +4,12 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { expect } from 'chai';
+import { freePort } from '../../tools/ports.ts';
 import { get } from '../helpers/http.ts';
 import { total } from '../helpers/metrics.ts';
 import { eventually, makeSandbox, readLog, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
-
-/** A port free on loopback now: bound on port 0, then let go. */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  server.close();
-  await once(server, 'close');
-  return port;
-}
 
 const FAVICON_404 = { kind: 'static', method: 'GET', status_class: '4xx' };
 

@@ -2,10 +2,10 @@
 // rename) and 100 in-place saves of a controller fail no request, and every request that starts a
 // window after a save is answered by that version or a later one.
 import { renameSync, writeFileSync } from 'node:fs';
-import { Agent, request } from 'node:http';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { makeSandbox, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
+import { steadyLoad } from '../helpers/steadyLoad.ts';
 
 const CONNECTIONS = 50;
 const SAVES = 200;
@@ -13,11 +13,13 @@ const SAVE_EVERY_MS = 40;
 /** Debounce (75 ms) plus file-system event latency, with room for a loaded 2-core CI machine. */
 const WINDOW_MS = 500;
 
-interface Sample {
-  startedAt: number;
-  status: number;
-  version: number;
-  error?: string;
+/** The version a controller answered, -1 for anything else. */
+function versionOf(body: string): number {
+  try {
+    return (JSON.parse(body) as { v: number }).v;
+  } catch {
+    return -1;
+  }
 }
 
 describe('reloading under load', function () {
@@ -37,43 +39,8 @@ describe('reloading under load', function () {
   });
 
   it('fails no request across 100 atomic and 100 in-place saves, and serves each new version after the window', async function () {
-    const { hostname, port } = new URL(stack.url);
-    const agent = new Agent({ keepAlive: true, maxSockets: CONNECTIONS });
-    const samples: Sample[] = [];
-    let running = true;
-
-    const once = () =>
-      new Promise<void>((resolve) => {
-        const startedAt = Date.now();
-        const req = request({ host: hostname, port, path: '/External/Live', agent }, (res) => {
-          let body = '';
-          res.setEncoding('utf8');
-          res.on('data', (chunk) => (body += chunk));
-          res.on('end', () => {
-            let version: number;
-            try {
-              version = JSON.parse(body).v;
-            } catch {
-              version = -1;
-            }
-            samples.push({ startedAt, status: res.statusCode ?? 0, version });
-            resolve();
-          });
-        });
-        req.on('error', (err) => {
-          samples.push({ startedAt, status: 0, version: -1, error: err.message });
-          resolve();
-        });
-        req.end();
-      });
     // Steady, not flat-out: each connection sends again 10 ms after its answer.
-    const loops = Array.from({ length: CONNECTIONS }, async () => {
-      while (running) {
-        await once();
-        await new Promise((r) => setTimeout(r, 10));
-      }
-    });
-
+    const load = steadyLoad(stack.url, CONNECTIONS, () => '/External/Live', 10);
     const savedAt: number[] = [0];
     const file = join(sandbox.controllers, 'Live.ts');
     for (let v = 1; v <= SAVES; v++) {
@@ -88,9 +55,8 @@ describe('reloading under load', function () {
       await new Promise((r) => setTimeout(r, SAVE_EVERY_MS));
     }
     await new Promise((r) => setTimeout(r, WINDOW_MS + 200));
-    running = false;
-    await Promise.all(loops);
-    agent.destroy();
+    await load.stop();
+    const samples = load.samples.map(({ startedAt, status, body, error }) => ({ startedAt, status, version: versionOf(body), error }));
 
     const failed = samples.filter((s) => s.status !== 200 || s.version < 0);
     expect(failed, `failed requests: ${JSON.stringify(failed.slice(0, 5))}`).to.deep.equal([]);

@@ -6,6 +6,7 @@ import { expect } from 'chai';
 import type { Browser } from 'playwright-core';
 import { launchChromium } from '../helpers/chromium.ts';
 import { get } from '../helpers/http.ts';
+import { total } from '../helpers/metrics.ts';
 import { eventually, makeSandbox, readLog, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
 
 describe('/server-status', function () {
@@ -96,4 +97,54 @@ describe('/server-status', function () {
     );
     return / on unix:(\S+) with /.exec(line)![1];
   }
+});
+
+describe('/server-status with --proxy-workers 2', function () {
+  let sandbox: Sandbox;
+  let stack: Running;
+  /** Forwarded requests, and static misses (404), sent before any scrape. */
+  const K = 12;
+
+  before(async function () {
+    sandbox = makeSandbox();
+    writeFileSync(join(sandbox.controllers, 'Hello.ts'), `export default () => ({ hello: 'world' });\n`);
+    stack = await startStack(sandbox, ['--workers', '1', '--proxy-workers', '2']);
+    // A connection each: the primary hands them out in turn, so both workers answer some.
+    for (let i = 0; i < K; i++) expect((await get(stack.url, '/External/Hello')).status).to.equal(200);
+    for (let i = 0; i < K; i++) expect((await get(stack.url, '/favicon.ico')).status).to.equal(404);
+  });
+
+  after(async function () {
+    await stack?.stop();
+    sandbox?.remove();
+  });
+
+  it('sums every worker on each form, whichever worker takes the scrape, and agrees with /metrics', async function () {
+    for (let scrape = 0; scrape < 6; scrape++) {
+      const auto = await get(stack.url, '/server-status?auto');
+      expect(auto.body).to.match(new RegExp(`^Upstream: unix:\\S+ up requests=${K} fails=0$`, 'm'));
+      expect(auto.body).to.match(new RegExp(`^Status404: ${K}$`, 'm'));
+      const accesses = Number(/^Total Accesses: (\d+)$/m.exec(auto.body)![1]);
+      const statuses = [...auto.body.matchAll(/^Status\d{3}: (\d+)$/gm)].reduce((sum, [, n]) => sum + Number(n), 0);
+      expect(statuses, 'the statuses add up to the accesses').to.equal(accesses);
+      // The next scrape counts this one, and only this one, more.
+      const metrics = (await get(stack.url, '/metrics')).body;
+      expect(total(metrics, 'extqs_http_requests_total'), 'Total Accesses and /metrics').to.equal(accesses + 1);
+      expect(total(metrics, 'extqs_upstream_requests_total')).to.equal(K);
+      expect(total(metrics, 'extqs_http_requests_total', { kind: 'static', status_class: '4xx' })).to.equal(K);
+      const json = JSON.parse((await get(stack.url, '/server-status?json')).body);
+      expect(json.upstreams[0]).to.include({ state: 'up', requests: K, fails: 0 });
+      expect(json.statuses['404']).to.equal(K);
+      expect(json.totalAccesses).to.equal(accesses + 2);
+      const html = (await get(stack.url, '/server-status')).body;
+      expect(html).to.match(new RegExp(`<td>unix:[^<]+</td><td>up</td><td>${K}</td><td>0</td>`));
+      expect(html).to.contain(`Total accesses: ${accesses + 3} -`);
+    }
+    const workers = new Set(
+      readLog(sandbox, 'error.log')
+        .filter((l) => l.includes('AH00128'))
+        .map((l) => /\[pid (\d+)\]/.exec(l)?.[1]),
+    );
+    expect(workers.size, 'static misses answered by both workers').to.equal(2);
+  });
 });

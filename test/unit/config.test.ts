@@ -101,6 +101,7 @@ describe('config', () => {
         proxyWorkers: Math.min(availableParallelism(), 256),
         maxRequests: 0,
         maxExecutionTime: 30,
+        slowlogTimeout: 0,
         postMaxSize: 8 * 1024 * 1024,
         uploadMaxFilesize: 2 * 1024 * 1024,
         maxFileUploads: 20,

@@ -16,6 +16,8 @@ describe('the execution limit', () => {
     name,
     file: `${name}.ts`,
     requestId: name,
+    version: '1',
+    sourceMap: '',
     what: 'GET /',
     startedAt,
     onOverrun: () => {},
@@ -28,7 +30,7 @@ describe('the execution limit', () => {
     dir = mkdtempSync(join(tmpdir(), 'extqs-limit-'));
     overruns.length = 0;
     watchdogLog = openSync(join(dir, 'watchdog.log'), 'a');
-    limit = new ExecutionLimit(LIMIT_MS, watchdogLog, {
+    limit = new ExecutionLimit(LIMIT_MS, 0, watchdogLog, {
       overrun: (t) => overruns.push(t.name),
       watchdogFailed: (err) => {
         throw err;

@@ -2,10 +2,9 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { configChanges, parseConfigFile, readConfig } from '../../common/config.ts';
+import { parseConfigFile, readConfig } from '../../common/config.ts';
 import { ConfigError } from '../../common/configError.ts';
 import { LOG_LEVELS, levelEnabled } from '../../common/logFormat.ts';
-import { describeReload } from '../../common/reload.ts';
 
 function configErrorOf(fn: () => unknown): ConfigError {
   try {
@@ -152,42 +151,6 @@ describe('log settings', () => {
       const file = join(cwd, 'bad.conf');
       writeFileSync(file, 'LOG_LEVEL=loud\n');
       expect(configErrorOf(() => read(['--config', file])).message).to.contain('--log-level (EXTQS_LOG_LEVEL) must be one of');
-    });
-  });
-
-  describe('a configuration read again (SIGHUP)', () => {
-    it('applies the log settings and names the rest as needing a restart', () => {
-      const running = read([]);
-      const fresh = read(['--log-level', 'debug', '--log-max-size', '1m', '--workers', '3', '--port', '9000']);
-      const changes = configChanges(running, fresh);
-      expect(changes.live).to.deep.equal(['--log-level "info" -> "debug"', `--log-max-size 0 -> ${1024 * 1024}`]);
-      expect(changes.restart).to.deep.equal(['--port 8080 -> 9000', `--workers ${running.workers} -> 3`]);
-      expect(describeReload(running, fresh)).to.equal(
-        `applied --log-level "info" -> "debug", --log-max-size 0 -> 1048576; need a restart to apply: --port 8080 -> 9000, --workers ${running.workers} -> 3`,
-      );
-    });
-
-    it('names the flags an operator sets, the client limits and upstreams among them', () => {
-      const running = read(['--upstream', 'unix:/run/a.sock']);
-      const fresh = read([
-        '--upstream',
-        'unix:/run/a.sock',
-        '--upstream',
-        'http://10.0.0.2:9000',
-        '--keep-alive-timeout',
-        '2',
-        '--status-allow',
-        '10.0.0.0/8',
-      ]);
-      expect(configChanges(running, fresh).restart).to.deep.equal([
-        '--status-allow "127.0.0.0/8,::1/128" -> "10.0.0.0/8"',
-        '--upstream "unix:/run/a.sock" -> "unix:/run/a.sock,http://10.0.0.2:9000"',
-        '--keep-alive-timeout 5 -> 2',
-      ]);
-    });
-
-    it('says when nothing changed', () => {
-      expect(describeReload(read([]), read([]))).to.equal('live settings unchanged');
     });
   });
 });

@@ -14,6 +14,8 @@ describe('the request metrics', () => {
     expect(text).to.contain('extqs_http_requests_total{kind="controller",method="OTHER",status_class="5xx"} 1\n');
     expect(text).to.contain('extqs_http_requests_total{kind="refused",method="OTHER",status_class="4xx"} 1\n');
     expect(text).to.contain('extqs_http_response_body_bytes_total{kind="static"} 392\n');
+    expect(text).to.contain('extqs_http_responses_total{code="404"} 2\n');
+    expect(text).to.contain('extqs_http_responses_total{code="400"} 1\n');
     // Cumulative buckets; 45 s lies past the last bound, so only in +Inf.
     expect(text).to.contain('extqs_http_request_duration_seconds_bucket{le="0.0005",kind="static"} 1\n');
     expect(text).to.contain('extqs_http_request_duration_seconds_bucket{le="0.005",kind="static"} 2\n');

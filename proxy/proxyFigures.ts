@@ -1,0 +1,57 @@
+// The proxy's figures summed over its processes, the one way /metrics and /server-status both count:
+// each process's share is its metrics in prom-client's JSON form (metrics.ts), with --proxy-workers the
+// primary adds what departed workers had counted, and AggregatorRegistry.aggregate() sums them. The
+// status page reads its numbers from that sum, so it always agrees with /metrics.
+import type { Registry } from 'prom-client';
+import { nullObject } from '../common/nullObject.ts';
+import type { MetricJson } from './metrics.ts';
+import type { UpstreamSnapshot } from './upstreams.ts';
+
+/** The shares summed, series by series, each metric by its own aggregator (sum, min for `up`, …). */
+export async function sumShares(shares: readonly MetricJson[][]): Promise<Registry> {
+  const { AggregatorRegistry } = await import('prom-client');
+  return AggregatorRegistry.aggregate(shares as unknown as Parameters<typeof AggregatorRegistry.aggregate>[0]);
+}
+
+/** What /server-status shows of the proxy itself. */
+export interface ProxyFigures {
+  startedAt: Date;
+  requests: number;
+  bytes: number;
+  statuses: Record<string, number>;
+  inFlight: number;
+  connections: number;
+  upstreams: UpstreamSnapshot[];
+}
+
+/** The status page's figures, read from the summed shares. */
+export async function proxyFiguresOf(summed: Registry): Promise<ProxyFigures> {
+  const metrics = (await summed.getMetricsAsJSON()) as unknown as MetricJson[];
+  const values = (name: string) => metrics.find((m) => m.name === name)?.values ?? [];
+  const total = (name: string) => values(name).reduce((sum, v) => sum + v.value, 0);
+  const byUpstream = (name: string) => new Map(values(name).map((v) => [String(v.labels.upstream), v.value]));
+  const statuses = nullObject<number>();
+  for (const { labels, value } of values('extqs_http_responses_total')) statuses[String(labels.code)] = value;
+  const up = byUpstream('extqs_upstream_up');
+  const fails = byUpstream('extqs_upstream_connect_failures_total');
+  const retry = byUpstream('extqs_upstream_retry_seconds');
+  const started = values('extqs_proxy_start_time_seconds')[0]?.value;
+  return {
+    startedAt: started === undefined ? new Date() : new Date(started * 1000),
+    requests: total('extqs_http_requests_total'),
+    bytes: total('extqs_http_response_body_bytes_total'),
+    statuses,
+    inFlight: total('extqs_http_requests_in_flight'),
+    connections: total('extqs_http_connections_open'),
+    upstreams: values('extqs_upstream_requests_total').map(({ labels, value }) => {
+      const name = String(labels.upstream);
+      return {
+        name,
+        state: up.get(name) === 0 ? 'down' : 'up',
+        requests: value,
+        fails: fails.get(name) ?? 0,
+        retryInSeconds: retry.get(name) ?? 0,
+      };
+    }),
+  };
+}

@@ -1,0 +1,507 @@
+// Every setting of the settings table through a SIGHUP, as an operator does it: the --config file changed,
+// SIGHUP sent to the launcher, at --proxy-workers 1 and 2. Each reload line must say what happened: a
+// setting it says is applied is in effect (a log format, a page, a header, a certificate, or at least the
+// running settings line the process writes after the reload), one it says new workers apply is in effect once
+// they answer (at --proxy-workers 2; at 1 the same settings need a restart), one it says needs a restart is not
+// (the old value still in effect, and in the settings line). One stack per group of settings, SIGHUPs in sequence,
+// each adding its change to the file.
+import { mkdirSync, writeFileSync, existsSync } from 'node:fs';
+import { once } from 'node:events';
+import { connect as connectTls } from 'node:tls';
+import { join } from 'node:path';
+import { expect } from 'chai';
+import { SETTING_KEYS, specOf, type SettingKey } from '../../common/settings.ts';
+import { makeCertificate, type CertificateFiles } from '../../tools/certificate.ts';
+import { accepts, freePort } from '../../tools/ports.ts';
+import { get } from '../helpers/http.ts';
+import { total } from '../helpers/metrics.ts';
+import { eventually, makeSandbox, readLog, spawnReady, startProxy, type Running, type Sandbox } from '../helpers/stack.ts';
+
+/** What the line must say of a setting, and so what must have happened. */
+type Said = 'applied' | 'replaced' | 'restart' | 'not taken' | 'not read';
+
+interface Stage {
+  sandbox: Sandbox;
+  stack: Running;
+  proxyWorkers: number;
+  pair: CertificateFiles;
+  renewed: CertificateFiles;
+  /** A port nothing listens on: the HTTPS port of the group started without a certificate. */
+  idlePort: number;
+}
+
+interface Step {
+  /** The file's new lines, by setting (undefined removes the setting's line). */
+  set: (stage: Stage) => Partial<Record<SettingKey, string | undefined>>;
+  /** What the line says at this many proxy workers. */
+  said: Said | ((proxyWorkers: number) => Said);
+  /** What shows the new value in effect (applied) or the old one still in effect (restart). */
+  observe?: (stage: Stage) => unknown;
+  /** The value the processes run with when it is not the one the launcher read (a port 0 bound). */
+  running?: (stage: Stage) => string;
+  /** The level in effect after this step drops the info settings line. */
+  noSettingsLine?: true;
+}
+
+interface Group {
+  name: string;
+  /** The file's lines at start, beside the stack's own: every setting is read from the file, not a flag, which would win over it. */
+  base: (stage: Omit<Stage, 'stack'>) => Partial<Record<SettingKey, string>>;
+  steps: Step[];
+}
+
+const HELLO = 'hello from the first www\n';
+const PAGE = '<h1>our own 404</h1>\n';
+
+/** The message of each line of a log, in either layout (--log-format json writes one object a line). */
+function messages(sandbox: Sandbox, file: 'error.log' | 'host.log'): string[] {
+  return readLog(sandbox, file).map((line) => (line.startsWith('{') ? String((JSON.parse(line) as { message: string }).message) : line));
+}
+
+/** The common name of the certificate a new handshake is given. */
+async function servedName(url: string): Promise<string> {
+  const { hostname, port } = new URL(url);
+  const socket = connectTls({ host: hostname, port: Number(port), rejectUnauthorized: false, servername: 'localhost' });
+  await once(socket, 'secureConnect');
+  const name = String(socket.getPeerCertificate().subject.CN);
+  socket.destroy();
+  return name;
+}
+
+/** Steps of settings seen in the settings lines only, each changed by a SIGHUP of its own and needing a restart. */
+const restartOnly = (values: Partial<Record<SettingKey, string>>): Step[] =>
+  Object.entries(values).map(([key, value]) => ({ set: () => ({ [key]: value }), said: 'restart' }));
+
+/** A proxy setting new workers take: applied by replacing them where there are two, a restart with one process. */
+const byWorkers = (proxyWorkers: number): Said => (proxyWorkers > 1 ? 'replaced' : 'restart');
+
+/** Steps of proxy settings new workers take, seen in the settings lines only. */
+const newWorkersOnly = (values: Partial<Record<SettingKey, string>>): Step[] =>
+  Object.entries(values).map(([key, value]) => ({ set: () => ({ [key]: value }), said: byWorkers }));
+
+/** What a step's line says at this many proxy workers. */
+const saidAt = (step: Step, proxyWorkers: number): Said => (typeof step.said === 'function' ? step.said(proxyWorkers) : step.said);
+
+/** Waits until every worker answers as `check` expects: the old ones may still answer while the new ones start. */
+const everyWorker = (check: () => Promise<unknown>) =>
+  eventually(
+    () =>
+      check().then(
+        () => true,
+        () => undefined,
+      ),
+    5000,
+    'the new workers to answer so',
+  );
+
+const GROUPS: Group[] = [
+  {
+    name: 'applied live, seen in what the service does',
+    // Only 127.0.0.1 may see the status page, so a client on 127.0.0.2 makes an error line.
+    base: () => ({ statusAllow: '127.0.0.1' }),
+    steps: [
+      {
+        set: () => ({ compression: 'off' }),
+        said: 'applied',
+        observe: async ({ stack }) => {
+          const res = await get(stack.url, '/big.txt', { headers: { 'Accept-Encoding': 'gzip' } });
+          expect(res.headers['content-encoding'], 'no coding after --compression off').to.equal(undefined);
+        },
+      },
+      {
+        set: ({ sandbox }) => ({ errorDocuments: `404=${join(sandbox.dir, 'missing.html')}` }),
+        said: 'applied',
+        observe: async ({ stack }) => {
+          const res = await get(stack.url, '/no-such-file.txt');
+          expect([res.status, res.body]).to.deep.equal([404, PAGE]);
+        },
+      },
+      { set: () => ({ logMaxSize: '1m' }), said: 'applied' },
+      { set: () => ({ logMaxFiles: '3' }), said: 'applied' },
+      {
+        set: () => ({ logFormat: 'json' }),
+        said: 'applied',
+        observe: async ({ stack, sandbox }) => {
+          const id = (await get(stack.url, '/hello.txt')).headers['x-request-id'] as string;
+          const line = await eventually(() => readLog(sandbox, 'access.log').find((l) => l.includes(id)), 3000, 'the access line');
+          expect(JSON.parse(line)).to.include({ status: 200 });
+        },
+      },
+      {
+        set: () => ({ logLevel: 'warn' }),
+        said: 'applied',
+        noSettingsLine: true,
+        observe: async ({ stack, sandbox }) => {
+          // A miss is an info line (AH00128), a client refused the status page an error line.
+          const missId = (await get(stack.url, '/favicon.ico')).headers['x-request-id'] as string;
+          const deniedId = (await get(stack.url, '/server-status', { localAddress: '127.0.0.2' })).headers['x-request-id'] as string;
+          await eventually(() => readLog(sandbox, 'error.log').find((l) => l.includes(deniedId)), 3000, 'the error line');
+          expect(readLog(sandbox, 'error.log').filter((l) => l.includes(missId))).to.deep.equal([]);
+        },
+      },
+    ],
+  },
+  {
+    name: 'needing a restart, the old values still in effect',
+    base: ({ idlePort }) => ({ tlsPort: String(idlePort) }),
+    steps: [
+      {
+        set: () => ({ port: '1' }),
+        said: 'restart',
+        // The proxy keeps the port its --port 0 bound.
+        running: ({ stack }) => new URL(stack.url).port,
+        observe: async ({ stack }) => expect((await get(stack.url, '/hello.txt')).body).to.equal(HELLO),
+      },
+      {
+        set: () => ({ listen: '127.0.0.2' }),
+        said: 'restart',
+        observe: async ({ stack }) => expect((await get(stack.url, '/hello.txt')).status).to.equal(200),
+      },
+      ...restartOnly({ tlsPort: '2' }),
+      {
+        // The case of issue 19: it said applied with two proxy workers, and no HTTPS listener existed.
+        set: ({ pair }) => ({ tlsCert: pair.cert, tlsKey: pair.key }),
+        said: 'restart',
+        observe: async ({ idlePort }) => expect(await accepts(idlePort), 'an HTTPS listener').to.equal(false),
+      },
+      {
+        set: () => ({ tlsRedirect: 'on' }),
+        said: 'restart',
+        observe: async ({ stack }) => expect((await get(stack.url, '/hello.txt')).status).to.equal(200),
+      },
+      ...newWorkersOnly({ h2MaxConcurrentStreams: '10' }),
+      {
+        // From 2 to 3 a worker starts; from 1 to 2 the lone process would need a primary.
+        set: ({ proxyWorkers }) => ({ proxyWorkers: String(proxyWorkers + 1) }),
+        said: byWorkers,
+        observe: async ({ stack, proxyWorkers }) => {
+          const workers = async () => total((await get(stack.url, '/metrics')).body, 'extqs_proxy_workers');
+          if (proxyWorkers === 1) {
+            for (let scrape = 0; scrape < 2; scrape++) expect(await workers()).to.equal(1);
+            return;
+          }
+          await everyWorker(async () => expect(await workers()).to.equal(proxyWorkers + 1));
+        },
+      },
+      {
+        set: ({ sandbox }) => ({ www: join(sandbox.dir, 'www2') }),
+        said: 'restart',
+        observe: async ({ stack }) => expect((await get(stack.url, '/hello.txt')).body).to.equal(HELLO),
+      },
+      ...restartOnly({ followSymlinks: 'off' }),
+      {
+        set: () => ({ serverTokens: 'prod' }),
+        said: byWorkers,
+        observe: async ({ stack, proxyWorkers }) => {
+          const server = async () => (await get(stack.url, '/hello.txt')).headers.server;
+          if (proxyWorkers === 1) expect(await server()).to.match(/^extqs\/\S+ \(Node\.js /);
+          else for (let turn = 0; turn < 4; turn++) await everyWorker(async () => expect(await server()).to.equal('extqs'));
+        },
+      },
+      {
+        set: ({ sandbox }) => ({ logs: join(sandbox.dir, 'logs2') }),
+        said: 'restart',
+        // The reload line itself was found in the old directory.
+        observe: ({ sandbox }) => expect(existsSync(join(sandbox.dir, 'logs2', 'error.log'))).to.equal(false),
+      },
+      {
+        set: ({ sandbox }) => ({ pidFile: join(sandbox.dir, 'extqs.pid') }),
+        said: 'restart',
+        observe: ({ sandbox }) => expect(existsSync(join(sandbox.dir, 'extqs.pid'))).to.equal(false),
+      },
+      {
+        set: () => ({ workers: '2' }),
+        said: 'restart',
+        observe: async ({ stack }) => {
+          const status = JSON.parse((await get(stack.url, '/server-status?json')).body) as { hosts: { summary: { workers: number } }[] };
+          expect(status.hosts[0].summary.workers).to.equal(1);
+        },
+      },
+      ...restartOnly({
+        maxRequests: '100',
+        maxExecutionTime: '40',
+        slowlogTimeout: '5',
+        postMaxSize: '1m',
+        uploadMaxFilesize: '1m',
+        maxFileUploads: '3',
+        shutdownTimeout: '50',
+      }),
+      ...newWorkersOnly({ upstreamTimeout: '45', forwarder: 'http-proxy' }),
+      {
+        // 127.0.0.1 is refused from now on by the new workers.
+        set: () => ({ statusAllow: '10.0.0.0/8' }),
+        said: byWorkers,
+        observe: async ({ stack, proxyWorkers }) => {
+          const status = async () => (await get(stack.url, '/server-status?auto')).status;
+          if (proxyWorkers === 1) expect(await status()).to.equal(200);
+          else for (let turn = 0; turn < 4; turn++) await everyWorker(async () => expect(await status()).to.equal(403));
+        },
+      },
+      ...newWorkersOnly({
+        upstreamMaxFails: '3',
+        upstreamFailTimeout: '20',
+        headerTimeout: '30',
+        requestTimeout: '90',
+        keepAliveTimeout: '2',
+        maxHeaderSize: '8192',
+      }),
+      {
+        set: () => ({ maxHeaderFields: '5' }),
+        said: byWorkers,
+        observe: async ({ stack, proxyWorkers }) => {
+          const headers = Object.fromEntries(Array.from({ length: 10 }, (_, i) => [`x-field-${i}`, 'x']));
+          const status = async () => (await get(stack.url, '/hello.txt', { headers })).status;
+          if (proxyWorkers === 1) expect(await status()).to.equal(200);
+          else for (let turn = 0; turn < 4; turn++) await everyWorker(async () => expect(await status()).to.equal(400));
+        },
+      },
+      {
+        set: () => ({ limitRequestBody: '1k' }),
+        said: byWorkers,
+        observe: async ({ stack, proxyWorkers }) => {
+          const status = async () => (await get(stack.url, '/hello.txt', { method: 'POST', body: 'x'.repeat(2048) })).status;
+          if (proxyWorkers === 1) expect(await status()).not.to.equal(413);
+          else for (let turn = 0; turn < 4; turn++) await everyWorker(async () => expect(await status()).to.equal(413));
+        },
+      },
+      ...newWorkersOnly({ maxConnections: '10' }),
+      // The launcher sets these for its children: `extqs start` does not read them, and says nothing of them.
+      { set: () => ({ upstreams: 'http://127.0.0.1:9' }), said: 'not taken' },
+      { set: ({ sandbox }) => ({ socket: join(sandbox.dir, 'other.sock') }), said: 'not taken' },
+      { set: () => ({ hostListen: '127.0.0.3' }), said: 'not taken' },
+      { set: () => ({ hostPort: '9' }), said: 'not taken' },
+      // The file cannot name itself: it is not read, and the running configuration is kept.
+      { set: ({ sandbox }) => ({ configFile: join(sandbox.dir, 'other.conf') }), said: 'not read' },
+    ],
+  },
+  {
+    name: 'HTTPS, started with a certificate',
+    base: ({ pair }) => ({ tlsPort: '0', tlsCert: pair.cert, tlsKey: pair.key }),
+    steps: [
+      {
+        set: ({ renewed }) => ({ tlsCert: renewed.cert, tlsKey: renewed.key }),
+        said: 'applied',
+        observe: async ({ stack }) => expect(await servedName(stack.tlsUrl!)).to.equal('renewed'),
+      },
+      {
+        set: () => ({ tlsRedirect: 'on' }),
+        said: 'applied',
+        observe: async ({ stack }) => expect((await get(stack.url, '/hello.txt')).status).to.equal(301),
+      },
+      {
+        // Closing the HTTPS listener needs a restart: it keeps serving, and redirecting to it.
+        set: () => ({ tlsCert: undefined, tlsKey: undefined, tlsRedirect: undefined }),
+        said: 'restart',
+        observe: async ({ stack }) => {
+          expect(await servedName(stack.tlsUrl!)).to.equal('renewed');
+          expect((await get(stack.url, '/hello.txt')).status).to.equal(301);
+        },
+      },
+    ],
+  },
+];
+
+/** Enough of a stage to list the settings a step changes. */
+const STUB = { sandbox: { dir: '' }, pair: { cert: '', key: '' }, renewed: { cert: '', key: '' }, proxyWorkers: 1 } as unknown as Stage;
+const keysOf = (step: Step) => Object.keys(step.set(STUB)) as SettingKey[];
+
+/** The parts of a note: what it says is applied, applied by new workers, and what needs a restart. */
+function entriesOf(note: string): Record<'applied' | 'replaced' | 'restart', string> {
+  const [live, restart = ''] = note.split('need a restart to apply: ');
+  const [applied, replaced = ''] = live.split('applied by starting new workers: ');
+  return { applied, replaced, restart };
+}
+
+function entry(part: string, key: SettingKey): { before: string; after: string } | undefined {
+  const match = new RegExp(`(?:^|[ ,])--${specOf(key).flag} (.+?) -> (.+?)(?:, --|; |$)`).exec(part);
+  return match ? { before: match[1], after: match[2] } : undefined;
+}
+
+/** The --config file: a NAME=value line per setting given a value. */
+function writeConfig(sandbox: Sandbox, values: Partial<Record<SettingKey, string | undefined>>): void {
+  const lines = Object.entries(values).flatMap(([key, value]) =>
+    value === undefined ? [] : [`${specOf(key as SettingKey).env}=${value}\n`],
+  );
+  writeFileSync(join(sandbox.dir, 'extqs.conf'), lines.join(''));
+}
+
+const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+for (const proxyWorkers of [1, 2]) {
+  describe(`every setting through a SIGHUP, --proxy-workers ${proxyWorkers}`, function () {
+    for (const group of GROUPS) {
+      describe(group.name, function () {
+        let stage: Stage;
+        const file: Partial<Record<SettingKey, string>> = {};
+        let sighups = 0;
+
+        before(async function () {
+          const sandbox = makeSandbox();
+          writeFileSync(join(sandbox.www, 'public', 'hello.txt'), HELLO);
+          writeFileSync(join(sandbox.www, 'public', 'big.txt'), 'compressible text '.repeat(500));
+          writeFileSync(join(sandbox.dir, 'missing.html'), PAGE);
+          for (const sub of ['public', 'controllers']) mkdirSync(join(sandbox.dir, 'www2', sub), { recursive: true });
+          const pair = makeCertificate(sandbox.dir, 'first', '/CN=first');
+          const renewed = makeCertificate(sandbox.dir, 'renewed', '/CN=renewed');
+          const base = { sandbox, proxyWorkers, pair, renewed, idlePort: await freePort() };
+          Object.assign(file, {
+            port: '0',
+            listen: '127.0.0.1',
+            www: sandbox.www,
+            logs: sandbox.logs,
+            workers: '1',
+            proxyWorkers: String(proxyWorkers),
+            ...group.base(base),
+          });
+          writeConfig(sandbox, file);
+          const stack = await spawnReady(['bin/extqs.js', 'start', '--config', join(sandbox.dir, 'extqs.conf')]);
+          stage = { ...base, stack };
+        });
+
+        after(async function () {
+          await stage?.stack.stop();
+          stage?.sandbox.remove();
+        });
+
+        for (const step of group.steps) {
+          const said = saidAt(step, proxyWorkers);
+          it(`${keysOf(step).join(', ')}: ${said}`, async function () {
+            const { sandbox, stack } = stage;
+            const changes = step.set(stage);
+            writeConfig(sandbox, { ...file, ...changes });
+            stack.child.kill('SIGHUP');
+            sighups += 1;
+            const count = (texts: string[], what: string) => texts.filter((t) => t.includes(what)).length;
+            const launcherLine = await eventually(
+              () =>
+                stack
+                  .stderr()
+                  .split('\n')
+                  .filter((l) => l.includes('extqs: SIGHUP: '))[sighups - 1],
+              5000,
+              `the launcher's SIGHUP line; stderr: ${stack.stderr()}`,
+            );
+            const note = launcherLine.replace(/^extqs: SIGHUP: the children reopen their logs; /, '');
+            expect(note).not.to.contain('undefined');
+            // Each process writes the launcher's note, after the files it reopened.
+            for (const log of ['error.log', 'host.log'] as const) {
+              const line = await eventually(
+                () => messages(sandbox, log).filter((m) => m.includes('SIGHUP received'))[sighups - 1],
+                5000,
+                `the SIGHUP line of ${log}`,
+              );
+              expect(line.endsWith(`; ${note}`), `${log}: ${line}`).to.equal(true);
+            }
+            if (said === 'not read') {
+              expect(note).to.match(/^configuration not read again, the running one is kept: /);
+              expect(note).to.contain(specOf('configFile').env);
+              return; // the next step's file leaves the line out
+            }
+            Object.assign(file, changes);
+            const parts = entriesOf(note);
+            for (const key of keysOf(step)) {
+              if (said === 'not taken') {
+                expect(note, key).not.to.contain(`--${specOf(key).flag} `);
+                continue;
+              }
+              const found = entry(parts[said], key);
+              expect(found, `${key} under "${said}" in: ${note}`).not.to.equal(undefined);
+              for (const other of ['applied', 'replaced', 'restart'] as const)
+                if (other !== said) expect(entry(parts[other], key), `${key} said once`).to.equal(undefined);
+              if (step.noSettingsLine) continue;
+              // The settings the process runs with from now on: the new value if applied, else the old.
+              const value = step.running?.(stage) ?? (said === 'restart' ? found!.before : found!.after);
+              const roles = specOf(key).roles;
+              for (const [log, prefix, role] of [
+                ['error.log', 'settings: ', 'proxy'],
+                ['host.log', 'Settings: ', 'host'],
+              ] as const) {
+                if (!(roles as readonly string[]).includes(role)) continue;
+                const settings = await eventually(
+                  () => {
+                    const all = messages(sandbox, log);
+                    const at = all.reduce((last, m, i) => (m.includes('SIGHUP received') ? i : last), -1);
+                    return count(all, 'SIGHUP received') === sighups
+                      ? all.slice(at).find((m) => m.startsWith(prefix) || m.includes(` ${prefix}`))
+                      : undefined;
+                  },
+                  5000,
+                  `the settings line of ${log}`,
+                );
+                expect(settings, `${log}: ${key}: ${settings}`).to.match(new RegExp(` --${specOf(key).flag} ${escape(value)}( |$)`));
+              }
+            }
+            await step.observe?.(stage);
+          });
+        }
+      });
+    }
+  });
+}
+
+describe('the SIGHUP table', function () {
+  it('walks every setting of the settings table', function () {
+    const walked = new Set(GROUPS.flatMap((group) => group.steps.flatMap(keysOf)));
+    expect(SETTING_KEYS.filter((key) => !walked.has(key))).to.deep.equal([]);
+  });
+});
+
+describe('a SIGHUP sent to extqs proxy on its own', function () {
+  for (const proxyWorkers of [1, 2]) {
+    it(`adding a certificate needs a restart and opens no HTTPS listener, at --proxy-workers ${proxyWorkers}`, async function () {
+      const sandbox = makeSandbox();
+      const conf = join(sandbox.dir, 'proxy.conf');
+      const port = await freePort();
+      writeFileSync(conf, `EXTQS_TLS_PORT=${port}\n`);
+      const args = ['--upstream', `unix:${join(sandbox.dir, 'none.sock')}`, '--proxy-workers', String(proxyWorkers), '--config', conf];
+      const proxy = await startProxy(sandbox, args);
+      try {
+        const pair = makeCertificate(sandbox.dir);
+        writeFileSync(conf, `EXTQS_TLS_PORT=${port}\nEXTQS_TLS_CERT=${pair.cert}\nEXTQS_TLS_KEY=${pair.key}\nEXTQS_LOG_LEVEL=warn\n`);
+        proxy.child.kill('SIGHUP');
+        const line = await eventually(
+          () => readLog(sandbox, 'error.log').find((l) => l.includes('SIGHUP received')),
+          5000,
+          'the reload line',
+        );
+        expect(line).to.contain(
+          `applied --log-level "info" -> "warn"; need a restart to apply: --tls-cert none -> ${JSON.stringify(pair.cert)}, --tls-key none -> ${JSON.stringify(pair.key)}`,
+        );
+        expect(await accepts(port), 'an HTTPS listener').to.equal(false);
+      } finally {
+        await proxy.stop();
+        sandbox.remove();
+      }
+    });
+
+    it(`--server-tokens and --upstream: ${byWorkers(proxyWorkers)}, at --proxy-workers ${proxyWorkers}`, async function () {
+      const sandbox = makeSandbox();
+      writeFileSync(join(sandbox.www, 'public', 'hello.txt'), HELLO);
+      const conf = join(sandbox.dir, 'proxy.conf');
+      const upstream = (name: string) => `unix:${join(sandbox.dir, name)}`;
+      writeFileSync(conf, `EXTQS_UPSTREAM=${upstream('a.sock')}\n`);
+      const proxy = await startProxy(sandbox, ['--proxy-workers', String(proxyWorkers), '--config', conf]);
+      try {
+        writeFileSync(conf, `EXTQS_UPSTREAM=${upstream('b.sock')}\nEXTQS_SERVER_TOKENS=prod\n`);
+        proxy.child.kill('SIGHUP');
+        const line = await eventually(
+          () => readLog(sandbox, 'error.log').find((l) => l.includes('SIGHUP received')),
+          5000,
+          'the reload line',
+        );
+        const changes = `--server-tokens "full" -> "prod", --upstream "${upstream('a.sock')}" -> "${upstream('b.sock')}"`;
+        const server = async () => (await get(proxy.url, '/hello.txt')).headers.server;
+        if (proxyWorkers === 1) {
+          expect(line).to.contain(`live settings unchanged; need a restart to apply: ${changes}`);
+          expect(await server()).to.match(/^extqs\/\S+ \(Node\.js /);
+        } else {
+          expect(line).to.contain(`applied by starting new workers: ${changes}`);
+          for (let turn = 0; turn < 4; turn++) await everyWorker(async () => expect(await server()).to.equal('extqs'));
+        }
+      } finally {
+        await proxy.stop();
+        sandbox.remove();
+      }
+    });
+  }
+});
