@@ -118,6 +118,7 @@ describe('the listen queue (--workers 1)', function () {
 
   afterEach(async function () {
     release?.();
+    release = undefined;
     await stack?.stop();
     sandbox?.remove();
   });
