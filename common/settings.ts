@@ -321,9 +321,10 @@ export const SETTINGS = {
   maxSpareWorkers: setting({
     flag: 'max-spare-workers',
     env: 'EXTQS_MAX_SPARE_WORKERS',
-    // php-fpm's www.conf says 3 (with max_children 5); not derived from --workers, so a SIGHUP that changes
-    // --workers changes nothing else.
-    default: '3',
+    // php-fpm's www.conf says 3 (with max_children 5); bounded by --workers so that `--pm dynamic` alone starts on
+    // a machine of fewer CPUs (a SIGHUP that changes --workers then names this one too).
+    default: (value) => String(Math.min(3, Number(value('workers')))),
+    defaultText: '3, at most --workers',
     parse: integer(1, MAX_WORKERS),
     relation: (value, other, fail) => {
       if (other('pm') !== 'dynamic') return;
