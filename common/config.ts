@@ -293,3 +293,13 @@ export function describeSettings(config: Partial<Config>): string {
     .map((key) => `--${specOf(key).flag} ${flagValue(key, config[key])}`)
     .join(' ');
 }
+
+type ProcessManagerKeys = 'pm' | 'workers' | 'startWorkers' | 'minSpareWorkers' | 'maxSpareWorkers' | 'workerIdleTimeout' | 'listenBacklog';
+
+/** The host's process manager settings that apply in its mode (`--pm "dynamic" --workers 4 --start-workers 2 …`). */
+export function describeProcessManager(config: Pick<Config, ProcessManagerKeys>): string {
+  const { pm, workers, startWorkers, minSpareWorkers, maxSpareWorkers, workerIdleTimeout, listenBacklog } = config;
+  if (pm === 'dynamic') return describeSettings({ pm, workers, startWorkers, minSpareWorkers, maxSpareWorkers, listenBacklog });
+  if (pm === 'ondemand') return describeSettings({ pm, workers, workerIdleTimeout, listenBacklog });
+  return describeSettings({ pm, workers, listenBacklog });
+}

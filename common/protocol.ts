@@ -21,6 +21,12 @@ export const HOST_STDERR_FIELD = 'x-extqs-stderr';
 export const ENDED_WITHOUT_HEADERS_FIELD = 'x-extqs-ended-without-headers';
 
 /**
+ * On the host's empty 503 for a request that found every worker busy and the listen queue full
+ * (--listen-backlog): the proxy answers Apache's 503 page and mod_fcgid's line for no free process slot.
+ */
+export const POOL_FULL_FIELD = 'x-extqs-pool-full';
+
+/**
  * On a host answer of status 400 or more: a controller made it (its Response). Any other such answer is
  * the host's own (fastify refusing a request, a handler failing) and the proxy answers Apache's page
  * instead (P6); it never passes the field to a client.

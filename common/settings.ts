@@ -82,6 +82,10 @@ export const FOLLOW_SYMLINKS = ['owner', 'on', 'off'] as const;
 export type FollowSymlinks = (typeof FOLLOW_SYMLINKS)[number];
 
 /** What the `Server` field says (Apache's ServerTokens): full `extqs/<version> (Node.js <version>)`, prod `extqs`, off none. */
+/** php-fpm's pm: how the host keeps its workers (host/pool.ts). */
+export const PM_MODES = ['static', 'dynamic', 'ondemand'] as const;
+export type PmMode = (typeof PM_MODES)[number];
+
 export const SERVER_TOKENS = ['full', 'prod', 'off'] as const;
 export type ServerTokens = (typeof SERVER_TOKENS)[number];
 
@@ -267,7 +271,91 @@ export const SETTINGS = {
     parse: integer(1, MAX_WORKERS),
     roles: ['host'],
     placeholder: 'N',
-    help: 'host worker processes (php-fpm pm.max_children)',
+    help: 'host worker processes, the most at once with --pm dynamic or ondemand (php-fpm pm.max_children)',
+    group: 'host',
+  }),
+  pm: setting({
+    flag: 'pm',
+    env: 'EXTQS_PM',
+    default: 'static',
+    parse: oneOf(PM_MODES),
+    roles: ['host'],
+    placeholder: 'MODE',
+    help: 'how the host keeps its workers (php-fpm pm): static keeps --workers; dynamic keeps idle ones between --min-spare-workers and --max-spare-workers; ondemand starts one when a request finds none idle and stops it after --worker-idle-timeout',
+    group: 'host',
+  }),
+  startWorkers: setting({
+    flag: 'start-workers',
+    env: 'EXTQS_START_WORKERS',
+    // php-fpm's default: min_spare + (max_spare - min_spare) / 2.
+    default: (value) => {
+      const min = Number(value('minSpareWorkers'));
+      return String(min + Math.floor((Number(value('maxSpareWorkers')) - min) / 2));
+    },
+    defaultText: 'min + (max - min) / 2 of the spare bounds',
+    parse: integer(1, MAX_WORKERS),
+    relation: (value, other, fail) => {
+      if (other('pm') !== 'dynamic') return;
+      const min = Number(other('minSpareWorkers'));
+      const max = Number(other('maxSpareWorkers'));
+      if (value < min || value > max) fail(`from --min-spare-workers (${min}) to --max-spare-workers (${max})`);
+    },
+    roles: ['host'],
+    placeholder: 'N',
+    help: 'with --pm dynamic: workers started at start-up (php-fpm pm.start_servers)',
+    group: 'host',
+  }),
+  minSpareWorkers: setting({
+    flag: 'min-spare-workers',
+    env: 'EXTQS_MIN_SPARE_WORKERS',
+    default: '1',
+    parse: integer(1, MAX_WORKERS),
+    relation: (value, other, fail) => {
+      if (other('pm') === 'dynamic' && value > Number(other('workers'))) fail(`at most --workers (${String(other('workers'))})`);
+    },
+    roles: ['host'],
+    placeholder: 'N',
+    help: 'with --pm dynamic: fewer idle workers than this and more are started, once a second (php-fpm pm.min_spare_servers)',
+    group: 'host',
+  }),
+  maxSpareWorkers: setting({
+    flag: 'max-spare-workers',
+    env: 'EXTQS_MAX_SPARE_WORKERS',
+    // php-fpm's www.conf says 3 (with max_children 5); bounded by --workers so that `--pm dynamic` alone starts on
+    // a machine of fewer CPUs (a SIGHUP that changes --workers then names this one too).
+    default: (value) => String(Math.min(3, Number(value('workers')))),
+    defaultText: '3, at most --workers',
+    parse: integer(1, MAX_WORKERS),
+    relation: (value, other, fail) => {
+      if (other('pm') !== 'dynamic') return;
+      const workers = Number(other('workers'));
+      const min = Number(other('minSpareWorkers'));
+      if (value > workers) fail(`at most --workers (${workers})`);
+      if (value < min) fail(`at least --min-spare-workers (${min})`);
+    },
+    roles: ['host'],
+    placeholder: 'N',
+    help: 'with --pm dynamic: more idle workers than this and one is stopped, once a second (php-fpm pm.max_spare_servers)',
+    group: 'host',
+  }),
+  workerIdleTimeout: setting({
+    flag: 'worker-idle-timeout',
+    env: 'EXTQS_WORKER_IDLE_TIMEOUT',
+    default: '10',
+    parse: integer(1, 86_400),
+    roles: ['host'],
+    placeholder: 'SECONDS',
+    help: 'with --pm ondemand: seconds a worker stays idle before it is stopped (php-fpm pm.process_idle_timeout)',
+    group: 'host',
+  }),
+  listenBacklog: setting({
+    flag: 'listen-backlog',
+    env: 'EXTQS_LISTEN_BACKLOG',
+    default: '511',
+    parse: integer(0, 65_535),
+    roles: ['host'],
+    placeholder: 'N',
+    help: 'requests that may wait for a free host worker; past it the request is answered 503 (php-fpm listen.backlog)',
     group: 'host',
   }),
   maxRequests: setting({

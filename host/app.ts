@@ -4,8 +4,7 @@
 // an empty 500 marked so, with the message as the process's stderr, on a connection the proxy keeps; the
 // proxy turns that into Apache's 500 page and error.log's lines (docs/design.md §3).
 import { randomUUID } from 'node:crypto';
-import { METHODS, STATUS_CODES } from 'node:http';
-import type { Socket } from 'node:net';
+import { METHODS } from 'node:http';
 import fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { ControllerContext } from '../common/controller.ts';
 import {
@@ -16,7 +15,6 @@ import {
   ENDED_WITHOUT_HEADERS_FIELD,
   HOST_MAX_HEADER_SIZE,
   HOST_STDERR_FIELD,
-  statusOfParserError,
   WELL_FORMED_REQUEST_ID,
 } from '../common/protocol.ts';
 import { runControllerCall } from './controllerCall.ts';
@@ -28,6 +26,8 @@ import { readRequestInput, type InputLimits } from './requestInput.ts';
 import type { ControllerRegistry, LoadedController } from './registry.ts';
 import { sendResult } from './respond.ts';
 import { routeController } from './route.ts';
+import { refuseUnreadable } from './unreadableRequest.ts';
+import type { RunningCalls } from './runningCalls.ts';
 import { MISSING_CONTROLLERS, type PoolStatus, type WorkerStats } from './stats.ts';
 
 /** Stack lines relayed to error.log with a failure mid-answer; the whole stack stays in host.log. */
@@ -44,9 +44,20 @@ export interface HostAppOptions {
   poolStatus: (full: boolean) => Promise<PoolStatus>;
   /** Called after each controller request ends (the worker counts them for --max-requests). */
   onRequestEnd: () => void;
+  /** Controller requests running, until their handler ends (the pool's dispatcher waits on it). */
+  running: RunningCalls;
 }
 
-export function createHostApp({ registry, log, stats, limit, inputLimits, poolStatus, onRequestEnd }: HostAppOptions): FastifyInstance {
+export function createHostApp({
+  registry,
+  log,
+  stats,
+  limit,
+  inputLimits,
+  poolStatus,
+  onRequestEnd,
+  running,
+}: HostAppOptions): FastifyInstance {
   const app = fastify({
     logger: false,
     // Longer than the proxy keeps an idle socket (IDLE_UPSTREAM_SOCKET_MS, proxy/forwarding.ts), so the host never
@@ -72,20 +83,7 @@ export function createHostApp({ registry, log, stats, limit, inputLimits, poolSt
       if (route.kind === 'invalid' && request.url.startsWith(CONTROLLER_PREFIX)) void refuseInvalidName(request, reply, route.name);
       else void refuse(request, reply, 400, `${err.code} ${err.message}`);
     },
-    // Node's parser refused what came (a proxy's head is within its limit: not from a proxy, or a bug). A
-    // bare status, as fastify's own handler answers but without its JSON; the proxy answers its page (P6).
-    clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket) {
-      if (err.code === 'ECONNRESET' || socket.destroyed) return;
-      // The proxy cut its request mid-body (its client left, or it refused the body): nothing was misread.
-      // The request reads its body as ended early, as PHP does (requestInput.ts).
-      if (err.code === 'HPE_INVALID_EOF_STATE') return void socket.destroy();
-      const status = statusOfParserError(err.code);
-      log.error(`Refused a request Node's parser could not read: ${err.code ?? ''} ${err.message}`);
-      // Not while an answer is going out on the connection: the status would read as part of it.
-      if (socket.writable && !(socket as Socket & { _httpMessage?: unknown })._httpMessage)
-        socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`);
-      socket.destroy();
-    },
+    clientErrorHandler: refuseUnreadable(log),
   });
   // Node keeps the first 2,000 fields and drops the rest without a word; the proxy bounds them
   // (--max-header-fields, up to 10,000), so every field it forwards reaches the controller.
@@ -149,7 +147,16 @@ export function createHostApp({ registry, log, stats, limit, inputLimits, poolSt
   app.get('/ping', async (_request, reply) => reply.type('text/plain').send('pong'));
   app.get('/status', async (request) => poolStatus(Object.hasOwn(request.query as object, 'full')));
 
-  app.all('/External/*', async function handleController(request, reply) {
+  app.all('/External/*', async function countedController(request, reply) {
+    running.begin();
+    try {
+      return await handleController(request, reply);
+    } finally {
+      running.end();
+    }
+  });
+
+  async function handleController(request: FastifyRequest, reply: FastifyReply) {
     const startedAt = stats.begin();
     // One close listener: the request's end for the counters, and, if no answer went out, the client
     // left (the proxy closes its upstream request then), so the controller's signal fires. It is in
@@ -258,7 +265,7 @@ export function createHostApp({ registry, log, stats, limit, inputLimits, poolSt
       if (tracked) limit?.release(tracked);
       registry.release(controller);
     }
-  });
+  }
 
   return app;
 }

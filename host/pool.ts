@@ -1,13 +1,17 @@
-// The host's primary process (php-fpm's master): forks --workers workers that share one listening
-// socket, replaces a worker that dies, recycles one that asks (max requests, an overrun) by starting its
-// replacement first, answers /status for the whole pool, and stops them all on SIGTERM.
+// The host's primary process (php-fpm's master): owns the public socket and dispatches each request to
+// an idle worker (host/dispatcher.ts); keeps its workers as --pm says (static: --workers; dynamic: idle
+// ones between the spare bounds; ondemand: started by requests, stopped when idle), replaces a worker
+// that dies, recycles one that asks (max requests, an overrun) by starting its replacement first,
+// answers /status and /ping itself, and stops them all on SIGTERM.
 import cluster, { type Worker } from 'node:cluster';
-import { rmSync } from 'node:fs';
-import { chmod, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
 import type { Readable } from 'node:stream';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { describeSettings, logSettingsOf, sliceFor } from '../common/config.ts';
+import { describeProcessManager, describeSettings, logSettingsOf, sliceFor } from '../common/config.ts';
 import { siblingFile } from '../common/entryFile.ts';
 import { childEndpoint, IpcChannel } from '../common/ipc.ts';
 import { deliver } from '../common/logRelay.ts';
@@ -22,11 +26,21 @@ import type { HostConfig } from '../common/settings.ts';
 import { onShutdownSignal } from '../common/shutdown.ts';
 import { Supervisor, type Launched } from '../common/supervisor.ts';
 import { openHostLog } from './hostLogFile.ts';
+import { HOST_MAX_HEADER_SIZE, WELL_FORMED_REQUEST_ID } from '../common/protocol.ts';
+import { Dispatcher, WorkerSlot } from './dispatcher.ts';
 import { WATCHDOG_LOG_FD, type PoolSays, type WireHostEntry, type WorkerSays } from './poolMessages.ts';
 import { removeUploadsOf } from './uploadDir.ts';
-import { addDeparted, departedNone, summarize, type WorkerSnapshot } from './stats.ts';
+import { addDeparted, departedNone, summarize, type PoolFields, type WorkerSnapshot } from './stats.ts';
+import { refuseUnreadable } from './unreadableRequest.ts';
 
-const SNAPSHOT_TIMEOUT_MS = 1_000;
+/** Half the proxy's wait for /status (proxy/serverStatus.ts): a worker stuck in a loop shows as unresponsive. */
+const SNAPSHOT_TIMEOUT_MS = 500;
+/** php-fpm's maintenance period for dynamic and ondemand pools. */
+const MAINTENANCE_MS = 1_000;
+/** php-fpm spawns at most this many workers a second in dynamic mode, doubling up to it. */
+const MAX_SPAWN_RATE = 32;
+/** Longer than the proxy keeps an idle socket (proxy/forwarding.ts), as the workers' own servers did. */
+const KEEP_ALIVE_MS = 75_000;
 /** Workers cut their connections at --shutdown-timeout (worker.ts); one that hangs past it by this much is killed. */
 const HARD_STOP_MS = 5_000;
 
@@ -44,6 +58,8 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
   const startedAt = new Date().toISOString();
   /** Workers whose server listens; the others show as `starting` on /status without being asked. */
   const up = new WeakSet<Worker>();
+  /** Idle workers stopped by a dynamic or ondemand pool: not counted as recycled. */
+  const reaped = new WeakSet<Worker>();
   // Counters of workers gone: a retiring worker's final stats, or what a crashed one last reported, so
   // no total ever falls below what /status (and so Prometheus) has been shown.
   const departed = departedNone();
@@ -51,21 +67,43 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
   /** Retiring workers whose final stats are in `departed`: no longer summed as live, or they would count twice. */
   const handedOver = new WeakSet<Worker>();
   const channels = new WeakMap<Worker, IpcChannel<PoolSays, WorkerSays>>();
+  const slots = new WeakMap<Worker, WorkerSlot>();
+  const workerOf = new WeakMap<WorkerSlot, Worker>();
+  const listened = new WeakMap<Worker, () => void>();
+  // Each worker's private socket, in a directory only this user can enter.
+  const socketDir = await mkdtemp(join(tmpdir(), 'extqs-host-'));
+  let socketSerial = 0;
+  let maxChildrenReached = 0;
+  /** php-fpm warns once until the pool has room again. */
+  let warnedMaxChildren = false;
+  // A request whose controller outlives its answer keeps its worker busy at most this long.
+  const idleWaitMs = (config.maxExecutionTime || 30) * 1000 + 15_000;
+
   // The handles are cluster workers; the events are host.log's lines and /status's counters.
-  const workers: Supervisor<Worker, number> = new Supervisor({
+  const workers: Supervisor<Worker, void> = new Supervisor({
     launch: fork,
     pace: poolPace(config.workers),
-    // A message, not a signal: it comes once the successor listens, when the old worker's handler is set.
-    retire: (worker) => channels.get(worker)?.notify('retire', null),
+    // Sent nothing more, then told to leave once its request (if any) ends; its successor, if any, listens.
+    retire: (worker) => {
+      const slot = slots.get(worker);
+      if (slot) dispatcher.remove(slot);
+      channels.get(worker)?.notify('retire', null);
+    },
     events: {
       left(worker, _how, was) {
+        const slot = slots.get(worker);
+        // What it ran failed with its connection (a reset, as before); what waits in the queue does not.
+        if (slot) {
+          dispatcher.gone(slot);
+          rm(slot.socketPath, { force: true }).catch(() => undefined);
+        }
         const last = lastReported.get(worker);
         if (last) addDeparted(departed, last);
         // A worker killed mid-request could not delete that request's uploads.
         const pid = worker.process.pid;
         if (pid !== undefined)
           removeUploadsOf(pid).catch((err: Error) => log.error(`Could not delete the uploads of worker ${pid}: ${err.message}`));
-        if (was === 'retiring' && !workers.stopped) departed.restarts.recycled += 1;
+        if (was === 'retiring' && !workers.stopped && !reaped.has(worker)) departed.restarts.recycled += 1;
       },
       exited(worker, how, delay) {
         departed.restarts.exited += 1;
@@ -80,6 +118,75 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
         log.error(`Could not start a replacement for worker ${worker.process.pid}: ${String(err)}; trying again in ${delay} ms`),
     },
   });
+
+  /** Workers that take or will take requests: neither retiring nor stopped. */
+  const serving = () => workers.handles.filter((w) => !workers.isRetiring(w));
+  const starting = () => serving().filter((w) => !up.has(w)).length;
+
+  function reachedMaxChildren(): void {
+    if (warnedMaxChildren) return;
+    warnedMaxChildren = true;
+    maxChildrenReached += 1;
+    log.warn(`[pool extqs-host] server reached max_children setting (${config.workers}), consider raising it`);
+  }
+
+  const dispatcher = new Dispatcher(config.listenBacklog, {
+    noIdleWorker() {
+      if (config.pm !== 'ondemand' || workers.stopped) return;
+      // One start per waiting request that no starting worker will take.
+      if (starting() > dispatcher.queued) return;
+      if (serving().length >= config.workers) return reachedMaxChildren();
+      workers.grow(1);
+    },
+    queueFull(req, bound) {
+      log.error(
+        `Refused ${req.method} ${req.url}: every worker is busy and ${bound} requests wait already (--listen-backlog); answered 503`,
+        requestIdOf(req),
+      );
+    },
+    leftQueue(req, waitedMs, running) {
+      log.warn(
+        `${req.method} ${req.url} left the listen queue after ${Math.round(waitedMs)} ms without a worker: every worker was busy running ${running.join(', ') || 'nothing'}`,
+        requestIdOf(req),
+      );
+    },
+    whenIdle(slot) {
+      const worker = workerOf.get(slot);
+      const channel = worker && channels.get(worker);
+      if (!worker || !channel) return Promise.reject(new Error('gone'));
+      return channel.request('idle', null, idleWaitMs).then(
+        () => undefined,
+        (err: Error) => {
+          // A worker that died meanwhile closed the channel: its exit is handled where it exits.
+          if (workers.handles.includes(worker) && worker.isConnected())
+            retire(worker, `still busy ${idleWaitMs} ms after its request ended: ${err.message}`);
+          throw err;
+        },
+      );
+    },
+  });
+
+  const processManagerSettings = describeProcessManager(config);
+
+  function poolFields(): PoolFields {
+    return {
+      processManager: config.pm,
+      processManagerSettings,
+      listenQueue: dispatcher.queued,
+      maxListenQueue: dispatcher.maxQueued,
+      listenQueueLen: dispatcher.bound,
+      idleProcesses: dispatcher.idleCount,
+      activeProcesses: dispatcher.activeCount,
+      totalProcesses: workers.handles.length,
+      maxActiveProcesses: dispatcher.maxActive,
+      maxChildrenReached,
+    };
+  }
+
+  async function poolStatus(full: boolean) {
+    const snapshots = await Promise.all(workers.handles.filter((w) => !handedOver.has(w)).map(snapshotOf));
+    return summarize(process.pid, startedAt, snapshots, departed, poolFields(), full);
+  }
 
   function snapshotOf(worker: Worker): Promise<WorkerSnapshot> {
     const placeholder = (state: 'starting' | 'unresponsive'): WorkerSnapshot => ({
@@ -109,7 +216,7 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
   function listenTo(worker: Worker): void {
     const channel = new IpcChannel<PoolSays, WorkerSays>(childEndpoint(worker.process));
     channels.set(worker, channel);
-    channel.answer('config', () => current);
+    channel.answer('config', () => ({ config: current, socket: slots.get(worker)!.socketPath }));
     channel.on('log', (batch) => deliver(batch, { 'host.log': writeWireEntry }));
     channel.answer('flush', (batch) => {
       deliver(batch, { 'host.log': writeWireEntry });
@@ -121,15 +228,12 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
       handedOver.add(worker);
       addDeparted(departed, snapshot);
     });
-    channel.answer('status', async ({ full }) =>
-      summarize(
-        process.pid,
-        startedAt,
-        await Promise.all(workers.handles.filter((w) => !handedOver.has(w)).map(snapshotOf)),
-        departed,
-        full,
-      ),
-    );
+    channel.answer('status', ({ full }) => poolStatus(full));
+    channel.on('listening', () => {
+      up.add(worker);
+      dispatcher.add(slots.get(worker)!);
+      listened.get(worker)?.();
+    });
     channel.on('retire-me', ({ reason }) => retire(worker, reason));
     // The watchdog thread's line, written while the worker's thread (and its IPC) was blocked.
     createInterface({ input: worker.process.stdio[WATCHDOG_LOG_FD] as Readable }).on('line', (line) => {
@@ -148,59 +252,156 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
     workers.recycle(worker);
   }
 
-  /** Starts a worker; it is ready with the port it listens on. */
-  function fork(): Launched<Worker, number> {
+  /** A dynamic or ondemand pool stops an idle worker it does not need. */
+  function reap(worker: Worker, why: string): void {
+    reaped.add(worker);
+    log.info(`Stopping idle worker ${worker.process.pid} (${why})`);
+    workers.retire(worker);
+  }
+
+  /** Starts a worker on a private socket of its own; it is ready once it says it listens there. */
+  function fork(): Launched<Worker, void> {
     const worker = cluster.fork();
+    const slot = new WorkerSlot(worker.process.pid ?? 0, join(socketDir, `w${++socketSerial}.sock`));
+    slots.set(worker, slot);
+    workerOf.set(slot, worker);
     listenTo(worker);
-    const ready = new Promise<number>((resolve, reject) => {
-      worker.once('listening', (address) => {
-        up.add(worker);
-        resolve(address.port);
-      });
+    const ready = new Promise<void>((resolve, reject) => {
+      listened.set(worker, resolve);
       worker.once('exit', () => reject(new Error(`worker ${worker.process.pid} exited before listening`)));
     });
     return { handle: worker, process: worker.process, ready };
   }
 
-  // Each worker accepts on the shared socket itself. With the default round-robin the primary accepts
-  // and hands each connection to a worker; one handed to a worker that just died is neither served nor
-  // closed, and its request hung until the proxy's timeout (seen in the SIGKILL test).
-  cluster.schedulingPolicy = cluster.SCHED_NONE;
-  // Workers take their settings from this process over IPC (not argv); fd WATCHDOG_LOG_FD is the pipe
-  // their watchdog thread writes to.
+  // php-fpm's maintenance, once a second.
+  let spawnRate = 1;
+  function maintain(): void {
+    if (workers.stopped) return;
+    const idle = dispatcher.idleWorkers();
+    if (config.pm === 'ondemand') {
+      // The one idle longest, past the timeout (php-fpm stops one a second).
+      const oldest = idle[0];
+      if (oldest && performance.now() - oldest.idleSince > config.workerIdleTimeout * 1000) {
+        const worker = workerOf.get(oldest);
+        if (worker) reap(worker, `idle more than ${config.workerIdleTimeout} s`);
+      }
+      if (dispatcher.idleCount > 0) warnedMaxChildren = false;
+      return;
+    }
+    // dynamic
+    if (idle.length > config.maxSpareWorkers) {
+      const worker = workerOf.get(idle[0]);
+      if (worker) reap(worker, `more than ${config.maxSpareWorkers} idle`);
+      spawnRate = 1;
+      return;
+    }
+    const spare = idle.length + starting();
+    if (spare >= config.minSpareWorkers) {
+      spawnRate = 1;
+      warnedMaxChildren = false;
+      return;
+    }
+    const room = config.workers - serving().length;
+    if (room <= 0) return reachedMaxChildren();
+    const count = Math.min(spawnRate, config.minSpareWorkers - spare, room);
+    workers.grow(count);
+    spawnRate = Math.min(spawnRate * 2, MAX_SPAWN_RATE);
+  }
+
+  /** /status and /ping are the pool's own (php-fpm's master answers them); the rest goes to a worker. */
+  function serve(req: IncomingMessage, res: ServerResponse): void {
+    const url = req.url ?? '';
+    const path = url.split('?', 1)[0];
+    if ((req.method === 'GET' || req.method === 'HEAD') && (path === '/status' || path === '/ping')) {
+      if (path === '/ping') return void res.writeHead(200, { 'content-type': 'text/plain' }).end('pong');
+      const full = new URLSearchParams(url.slice(path.length + 1)).has('full');
+      poolStatus(full).then(
+        (status) => res.writeHead(200, { 'content-type': 'application/json; charset=utf-8' }).end(JSON.stringify(status)),
+        (err: Error) => {
+          log.error(`Could not gather /status: ${err.message}`);
+          res.writeHead(500).end();
+        },
+      );
+      return;
+    }
+    dispatcher.handle(req, res);
+  }
+
+  // Workers are forked with node:cluster for its IPC; each listens on its own socket (exclusive), so no
+  // scheduling policy applies. fd WATCHDOG_LOG_FD is the pipe their watchdog thread writes to.
   cluster.setupPrimary({
     exec: siblingFile(import.meta.url, 'workerMain'),
     args: [],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc', 'pipe'],
   });
-  // A socket file left by a host that was killed would make listen() fail with EADDRINUSE.
-  if (config.socket) await rm(config.socket, { force: true });
+  // Node's defaults otherwise, as fastify's server had them, but no 400 for a request without Host (HTTP/1.0).
+  const server = createServer(
+    { maxHeaderSize: HOST_MAX_HEADER_SIZE, requestTimeout: 0, keepAliveTimeout: KEEP_ALIVE_MS, requireHostHeader: false },
+    serve,
+  );
+  // Node keeps the first 2,000 fields and drops the rest without a word; the proxy bounds them
+  // (--max-header-fields, up to 10,000), so every field it forwards reaches the controller.
+  server.maxHeadersCount = 0;
+  server.on('clientError', refuseUnreadable(log));
+  const initial = config.pm === 'static' ? config.workers : config.pm === 'dynamic' ? config.startWorkers : 0;
   const hardStopMs = config.shutdownTimeout * 1000 + HARD_STOP_MS;
-  let first: number[];
   try {
-    first = await workers.start(config.workers);
+    await workers.start(initial);
   } catch (err) {
     await workers.stop('SIGTERM', hardStopMs);
     throw err;
   }
+  // A socket file left by a host that was killed would make listen() fail with EADDRINUSE.
+  if (config.socket) await rm(config.socket, { force: true });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    const backlog = Math.max(config.listenBacklog, 511);
+    if (config.socket) server.listen({ path: config.socket, backlog }, resolve);
+    else server.listen({ host: config.hostListen, port: config.hostPort, backlog }, resolve);
+  });
   if (config.socket) await chmod(config.socket, 0o600);
-  const url = config.socket ? `unix:${config.socket}` : formatUpstream({ kind: 'tcp', host: config.hostListen, port: first[0] });
-  log.notice(`Host pool ${process.pid} serving ${config.www}/controllers on ${url} with ${config.workers} workers`);
+  const port = (server.address() as AddressInfo).port;
+  const url = config.socket ? `unix:${config.socket}` : formatUpstream({ kind: 'tcp', host: config.hostListen, port });
+  const maintenance = config.pm === 'static' ? undefined : setInterval(maintain, MAINTENANCE_MS);
+  log.notice(
+    `Host pool ${process.pid} serving ${config.www}/controllers on ${url} with ${config.pm === 'static' ? `${config.workers} workers` : `pm ${config.pm}, up to ${config.workers} workers, ${initial} started`}`,
+  );
   log.info(`Settings: ${describeSettings(sliceFor('host', config))}`);
   process.stdout.write(`${readyLine(url)}\n`);
   notifyReady((message) => log.error(message));
 
   onShutdownSignal(async (reason) => {
+    clearInterval(maintenance);
     log.notice(`Host pool ${process.pid} shutting down (${reason})`);
     // No new connections from now on: a proxy that connects finds no socket (a connect failure, which
     // it retries on another host) instead of a backlog that nobody accepts and that is reset when this
-    // process exits (a reset before headers, which the proxy must answer 500). Removed before the
-    // workers are told, and at once: a worker that died meanwhile must not be replaced.
-    if (config.socket) rmSync(config.socket, { force: true });
+    // process exits (a reset before headers, which the proxy must answer 500).
+    if (config.socket) await rm(config.socket, { force: true });
+    // Answer what still arrives with `Connection: close`, and leave idle connections for the proxy to close:
+    // closing one ourselves races with the proxy reusing it, and the request it sends then would fail. The
+    // proxy drops idle sockets within 10 s.
+    server.maxRequestsPerSocket = 1;
+    server.closeIdleConnections = () => {};
+    const closed = new Promise((resolve) => server.close(resolve));
+    // What was accepted is finished, queued requests included, while the workers serve on (and are replaced
+    // if one dies); what still runs at --shutdown-timeout is cut, as each worker cut it before.
+    await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, config.shutdownTimeout * 1000).unref())]);
+    server.closeAllConnections();
+    for (const worker of workers.handles) {
+      const slot = slots.get(worker);
+      if (slot) dispatcher.gone(slot);
+    }
     // A signal, not a message: a worker still starting has no message handler yet, and would miss a
     // 'retire' (a stop during a recycle then waited for the hard stop). SIGTERM retires it the same way.
     await workers.stop('SIGTERM', hardStopMs);
+    await closed;
     if (config.socket) await rm(config.socket, { force: true });
+    await rm(socketDir, { recursive: true, force: true });
     await log.drain();
   });
+}
+
+function requestIdOf(req: IncomingMessage): string | undefined {
+  const id = req.headers['x-request-id'];
+  return typeof id === 'string' && WELL_FORMED_REQUEST_ID.test(id) ? id : undefined;
 }

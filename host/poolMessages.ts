@@ -15,14 +15,16 @@ export interface HostLogEntries {
 
 export interface WorkerSays extends Conversation {
   requests: {
-    /** The pool's settings, asked once at start. */
-    config: { body: null; reply: HostConfig };
+    /** The pool's settings, asked once at start, and the private socket the worker listens on. */
+    config: { body: null; reply: { config: HostConfig; socket: string } };
     /** A /status request on this worker: the primary gathers every worker's snapshot. */
     status: { body: { full: boolean }; reply: PoolStatus };
     /** host.log events, answered once they are written (the worker is about to exit). */
     flush: { body: EntryBatch<HostLogEntries>; reply: null };
   };
   notices: {
+    /** The worker listens on its private socket: the dispatcher may send it requests. */
+    listening: null;
     /** host.log events (a turn's worth). */
     log: EntryBatch<HostLogEntries>;
     /** The worker wants to be replaced (max requests reached, or a controller overran its limit). */
@@ -35,6 +37,8 @@ export interface WorkerSays extends Conversation {
 export interface PoolSays extends Conversation {
   requests: {
     stats: { body: null; reply: WorkerSnapshot };
+    /** Answered once no controller request runs (one ended without its answer completing). */
+    idle: { body: null; reply: null };
   };
   notices: {
     /** Stop taking requests, finish those in flight, exit. */

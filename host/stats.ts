@@ -98,7 +98,7 @@ export class WorkerStats {
   }
 }
 
-export interface PoolStatus {
+export interface PoolStatus extends PoolFields {
   pool: string;
   pid: number;
   startedAt: string;
@@ -113,6 +113,23 @@ export interface PoolStatus {
   controllers: Record<string, Omit<ControllerCounters, 'version'> & { versions: string[] }>;
   /** Only with ?full. */
   processes?: WorkerSnapshot[];
+}
+
+/** php-fpm's /status pool fields ("listen queue" as listenQueue…), from the pool and its dispatcher (host/dispatcher.ts). */
+export interface PoolFields {
+  processManager: string;
+  /** The settings that shape the pool in its mode (`--pm dynamic --workers 4 --start-workers 2 …`). */
+  processManagerSettings: string;
+  /** Requests waiting for a free worker now, the most ever, and the bound (--listen-backlog). */
+  listenQueue: number;
+  maxListenQueue: number;
+  listenQueueLen: number;
+  idleProcesses: number;
+  activeProcesses: number;
+  totalProcesses: number;
+  maxActiveProcesses: number;
+  /** Times the pool wanted another worker and was at --workers (dynamic, ondemand). */
+  maxChildrenReached: number;
 }
 
 /** What the workers that have gone did, kept by the pool so its totals never go backwards. */
@@ -146,7 +163,14 @@ export function addDeparted(departed: Departed, gone: WorkerSnapshot): void {
 }
 
 /** Sums the live workers' snapshots and the departed totals into the pool view (pure). */
-export function summarize(pid: number, startedAt: string, snapshots: WorkerSnapshot[], departed: Departed, full: boolean): PoolStatus {
+export function summarize(
+  pid: number,
+  startedAt: string,
+  snapshots: WorkerSnapshot[],
+  departed: Departed,
+  pool: PoolFields,
+  full: boolean,
+): PoolStatus {
   const controllers: PoolStatus['controllers'] = nullObject();
   const totalOf = (name: string) =>
     rowOf(controllers, name, () => ({
@@ -186,6 +210,7 @@ export function summarize(pid: number, startedAt: string, snapshots: WorkerSnaps
     acceptedRequests: departed.requests + snapshots.reduce((sum, w) => sum + w.requests, 0),
     restarts: { ...departed.restarts },
     controllers,
+    ...pool,
   };
   if (full) status.processes = snapshots;
   return status;

@@ -1,5 +1,5 @@
-// One host worker: its own controller registry, watcher and fastify server, sharing the pool's
-// listening socket through node:cluster.
+// One host worker: its own controller registry, watcher and fastify server, listening on a private
+// socket that only the pool's dispatcher (host/dispatcher.ts) connects to.
 import { join } from 'node:path';
 import type { IpcChannel } from '../common/ipc.ts';
 import type { HostConfig } from '../common/settings.ts';
@@ -11,14 +11,17 @@ import { ExecutionLimit } from './executionLimit.ts';
 import { workerHostLog } from './hostLog.ts';
 import { WATCHDOG_LOG_FD, type PoolSays, type WorkerSays } from './poolMessages.ts';
 import { ControllerRegistry } from './registry.ts';
+import { RunningCalls } from './runningCalls.ts';
 import { slowlogMessage } from './slowlog.ts';
 import { WorkerStats } from './stats.ts';
 import { watchControllers } from './watcher.ts';
 
 const STATUS_TIMEOUT_MS = 2_000;
 
-export async function runWorker(config: HostConfig, pool: IpcChannel<WorkerSays, PoolSays>): Promise<void> {
+export async function runWorker(config: HostConfig, socket: string, pool: IpcChannel<WorkerSays, PoolSays>): Promise<void> {
   const stats = new WorkerStats();
+  const running = new RunningCalls();
+  pool.answer('idle', () => running.whenNone().then(() => null));
   // The pool may ask for stats as soon as it sees this worker listen.
   pool.answer('stats', () => stats.snapshot());
   const log = workerHostLog(pool);
@@ -87,6 +90,7 @@ export async function runWorker(config: HostConfig, pool: IpcChannel<WorkerSays,
     onRequestEnd: () => {
       if (config.maxRequests > 0 && stats.requests >= config.maxRequests) askToRetire(`max_requests ${config.maxRequests} reached`);
     },
+    running,
   });
 
   if (config.dev) showErrorsToLocalClients(app, controllersDir);
@@ -119,9 +123,10 @@ export async function runWorker(config: HostConfig, pool: IpcChannel<WorkerSays,
   const recycleStopMs = (config.maxExecutionTime || 30) * 1000 + 15_000;
   onShutdownSignal(() => retire(config.shutdownTimeout * 1000));
 
-  if (config.socket) await app.listen({ path: config.socket });
-  else await app.listen({ host: config.hostListen, port: config.hostPort });
+  // Its own socket, not one shared through node:cluster: the dispatcher chooses which worker runs a request.
+  await app.listen({ path: socket, exclusive: true });
   log.info(`Worker ${process.pid} ready`);
+  pool.notify('listening', null);
   stats.starting = false;
   pool.on('retire', () => void retire(recycleStopMs).then(() => process.exit(0)));
 }

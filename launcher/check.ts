@@ -3,7 +3,7 @@
 // as the host would, type-checks the ones that load, and lists every problem. Exit status 1 when there is any.
 import { readdir } from 'node:fs/promises';
 import { extname, join } from 'node:path';
-import type { Config } from '../common/config.ts';
+import { describeProcessManager, type Config } from '../common/config.ts';
 import { LINK_REFUSED, LinkGuard } from '../common/linkGuard.ts';
 import type { FollowSymlinks } from '../common/settings.ts';
 import { formatAllowList, formatUpstream } from '../common/settingParsers.ts';
@@ -78,7 +78,7 @@ export async function check(config: Config, out: (line: string) => void): Promis
     `proxy: http://${config.listen}:${config.port}, forwarding /External to ${upstreams} (${config.forwarder}), /server-status for ${formatAllowList(config.statusAllow)}`,
   );
   out(
-    `host: ${config.workers} workers, max execution time ${config.maxExecutionTime} s, max requests ${config.maxRequests || 'unlimited'}; extqs host listens on ${hostAddress}`,
+    `host: ${config.workers} workers (${describeProcessManager(config)}), max execution time ${config.maxExecutionTime} s, max requests ${config.maxRequests || 'unlimited'}; extqs host listens on ${hostAddress}`,
   );
   out(`www: ${config.www} (symbolic links followed: ${config.followSymlinks})`);
   out(

@@ -76,6 +76,7 @@ export function createHttpProxyForwarder(options: ForwarderOptions): Forward {
       answered.add(req);
       if (answer === 'host-error') fail.hostRefused(proxyRes.statusCode ?? 500, req, res, pathOf(req), idOf(req));
       else if (answer === 'controller-failed') fail.controllerFailed(res);
+      else if (answer === 'pool-full') fail.poolFull(req, res, pathOf(req), idOf(req));
       else fail.endedWithoutHeaders(req, res, pathOf(req), idOf(req));
       proxyRes.resume();
       return;

@@ -90,6 +90,7 @@ class ForwardHandler implements Dispatcher.DispatchHandler {
       this.settled = true;
       if (answer === 'host-error') return this.engine.fail.hostRefused(statusCode, this.req, this.res, this.path, this.requestId);
       if (answer === 'controller-failed') return this.engine.fail.controllerFailed(this.res);
+      if (answer === 'pool-full') return this.engine.fail.poolFull(this.req, this.res, this.path, this.requestId);
       return this.engine.fail.endedWithoutHeaders(this.req, this.res, this.path, this.requestId);
     }
     this.countBytes = headers['content-length'] === undefined;

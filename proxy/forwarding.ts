@@ -13,6 +13,7 @@ import {
   ENDED_WITHOUT_HEADERS_FIELD,
   HOST_STDERR_FIELD,
   LOCAL_CLIENT_FIELD,
+  POOL_FULL_FIELD,
 } from '../common/protocol.ts';
 import { sendErrorPage } from './errorPages.ts';
 import { clientAddress, clientOfRequest, type ErrorLog } from './errorLog.ts';
@@ -97,6 +98,7 @@ const NOT_PASSED_ON = new Set<string>([
   ENDED_WITHOUT_HEADERS_FIELD,
   CONTROLLER_ANSWER_FIELD,
   CONTROLLER_FAILED_FIELD,
+  POOL_FULL_FIELD,
 ]);
 
 const NEVER_FORWARDED = new Set<string>([...HOP_BY_HOP, 'forwarded', 'x-request-id', LOCAL_CLIENT_FIELD]);
@@ -174,9 +176,10 @@ export function responseHeaders(headers: Headers, engineFramed: readonly string[
  * controller that threw; or answer Apache's page for its status, as the host answered an error itself,
  * not a controller (fastify's JSON never reaches a client).
  */
-export type HostAnswer = 'relay' | 'ended-without-headers' | 'controller-failed' | 'host-error';
+export type HostAnswer = 'relay' | 'ended-without-headers' | 'controller-failed' | 'host-error' | 'pool-full';
 
 export function hostAnswerOf(statusCode: number, headers: Headers): HostAnswer {
+  if (headers[POOL_FULL_FIELD] !== undefined) return 'pool-full';
   if (headers[ENDED_WITHOUT_HEADERS_FIELD] !== undefined) return 'ended-without-headers';
   if (headers[CONTROLLER_FAILED_FIELD] !== undefined) return 'controller-failed';
   if (statusCode >= 400 && headers[CONTROLLER_ANSWER_FIELD] === undefined) return 'host-error';
@@ -262,6 +265,8 @@ export interface Failures {
    * error.log and the client's answer, incomplete, is cut. True when it was.
    */
   trailers(trailers: Headers, req: IncomingMessage, res: ServerResponse, requestId: string): boolean;
+  /** Every host worker was busy and its listen queue full: Apache's 503 page and mod_fcgid's line. */
+  poolFull(req: IncomingMessage, res: ServerResponse, path: string, requestId: string): void;
   /** A controller threw (its fatal error already relayed by hostSignals): Apache's 500 page. */
   controllerFailed(res: ServerResponse): void;
   /** The host answered an error itself, not a controller: Apache's page for its status, P6. */
@@ -333,6 +338,16 @@ export function failures({ errorLog, upstreamTimeoutMs, limitRequestBody }: Forw
       // The body stopped short with valid framing: only a cut tells the client (and a cache) it is incomplete.
       res.destroy();
       return true;
+    },
+    poolFull(req, res, path, requestId) {
+      errorLog.write({
+        module: 'fcgid',
+        level: 'warn',
+        client: clientOfRequest(req),
+        message: `mod_fcgid: can't apply process slot for ${path}`,
+        requestId,
+      });
+      sendErrorPage(res, 503);
     },
     controllerFailed(res) {
       // The fatal error's line went to error.log with the host's stderr (hostSignals).

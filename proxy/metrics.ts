@@ -271,6 +271,25 @@ export async function hostMetricsJson(hosts: StatusReport['hosts']): Promise<Met
     'Host workers replaced: after an unexpected exit (reason exited) or at their own request (reason recycled).',
     ['upstream', 'reason'],
   );
+  // php-fpm's pool fields, as php-fpm_exporter names them (phpfpm_listen_queue…).
+  const pool = {
+    listenQueue: gauge('extqs_host_listen_queue', 'Requests waiting for a free host worker now (php-fpm listen queue).', ['upstream']),
+    maxListenQueue: gauge('extqs_host_max_listen_queue', 'The most requests that have waited at once since the pool started.', [
+      'upstream',
+    ]),
+    listenQueueLen: gauge('extqs_host_listen_queue_length', 'Requests that may wait before 503 (--listen-backlog).', ['upstream']),
+    idleProcesses: gauge('extqs_host_idle_processes', 'Host workers waiting for a request.', ['upstream']),
+    activeProcesses: gauge('extqs_host_active_processes', 'Host workers running a request.', ['upstream']),
+    totalProcesses: gauge('extqs_host_total_processes', 'Host worker processes, starting and retiring included.', ['upstream']),
+    maxActiveProcesses: gauge('extqs_host_max_active_processes', 'The most host workers running requests at once since the pool started.', [
+      'upstream',
+    ]),
+    maxChildrenReached: counter(
+      'extqs_host_max_children_reached_total',
+      'Times the pool wanted another worker and was at --workers (dynamic and ondemand).',
+      ['upstream'],
+    ),
+  } as const;
   const perController = (name: string, help: string) => counter(name, help, ['upstream', 'controller']);
   const requests = perController('extqs_host_controller_requests_total', 'Requests for the controller, summed over the host workers.');
   const errors = perController(
@@ -290,6 +309,12 @@ export async function hostMetricsJson(hosts: StatusReport['hosts']): Promise<Met
     if (!summary) continue;
     for (const [state, n] of Object.entries(summary.states)) workers.set({ upstream, state }, n);
     accepted.inc({ upstream }, summary.acceptedRequests);
+    for (const [key, metric] of Object.entries(pool) as [keyof typeof pool, (typeof pool)[keyof typeof pool]][]) {
+      const value = summary[key];
+      if (value === undefined) continue;
+      if ('set' in metric) metric.set({ upstream }, value);
+      else metric.inc({ upstream }, value);
+    }
     if (summary.restarts) {
       restarts.inc({ upstream, reason: 'exited' }, summary.restarts.exited);
       restarts.inc({ upstream, reason: 'recycled' }, summary.restarts.recycled);

@@ -11,6 +11,37 @@ export interface HostSummary {
   /** Absent from a host older than the proxy, as are `reloads`. */
   restarts?: { exited: number; recycled: number };
   controllers: Record<string, { requests: number; errors: number; loadFailures: number; reloads?: number }>;
+  /** php-fpm's pool fields (host/stats.ts PoolFields); absent from a host older than the proxy. */
+  processManager?: string;
+  processManagerSettings?: string;
+  listenQueue?: number;
+  maxListenQueue?: number;
+  listenQueueLen?: number;
+  idleProcesses?: number;
+  activeProcesses?: number;
+  totalProcesses?: number;
+  maxActiveProcesses?: number;
+  maxChildrenReached?: number;
+}
+
+/** php-fpm's words for the pool fields of a host's /status, in its order. */
+export const POOL_FIELDS = [
+  ['processManager', 'process manager'],
+  ['listenQueue', 'listen queue'],
+  ['maxListenQueue', 'max listen queue'],
+  ['listenQueueLen', 'listen queue len'],
+  ['idleProcesses', 'idle processes'],
+  ['activeProcesses', 'active processes'],
+  ['totalProcesses', 'total processes'],
+  ['maxActiveProcesses', 'max active processes'],
+  ['maxChildrenReached', 'max children reached'],
+] as const;
+
+/** `process manager: static, listen queue: 0, …` (`process_manager=static …` for ?auto). */
+function poolFieldsOf(s: HostSummary, auto: boolean): string {
+  return POOL_FIELDS.filter(([key]) => s[key] !== undefined)
+    .map(([key, words]) => (auto ? `${words.replaceAll(' ', '_')}=${String(s[key])}` : `${words}: ${String(s[key])}`))
+    .join(auto ? ' ' : ', ');
 }
 
 export interface StatusReport {
@@ -106,6 +137,14 @@ export function renderAuto(report: StatusReport): string {
         ? `HostWorkers: ${h.upstream} ${h.summary.workers} accepted=${h.summary.acceptedRequests}`
         : `HostWorkers: ${h.upstream} unknown`,
     ),
+    ...report.hosts.flatMap((h) =>
+      h.summary?.processManager !== undefined
+        ? [
+            `HostPool: ${h.upstream} ${poolFieldsOf(h.summary, true)}`,
+            `HostPoolSettings: ${h.upstream} ${h.summary.processManagerSettings ?? ''}`,
+          ]
+        : [],
+    ),
   ];
   return lines.join('\n') + '\n';
 }
@@ -133,7 +172,9 @@ export function renderHtml(report: StatusReport, refreshSeconds: number | undefi
     const controllers = Object.entries(s.controllers).map(([name, c]) => [name, c.requests, c.errors, c.loadFailures]);
     return (
       `<h2>Host ${esc(host.upstream)}</h2>\n<dl><dt>Pool pid ${esc(s.pid)}, ${esc(s.workers)} workers</dt><dt>${esc(states)}</dt>` +
-      `<dt>${esc(s.acceptedRequests)} requests accepted</dt></dl>\n` +
+      `<dt>${esc(s.acceptedRequests)} requests accepted</dt>` +
+      (s.processManager !== undefined ? `<dt>${esc(poolFieldsOf(s, false))} (${esc(s.processManagerSettings ?? '')})</dt>` : '') +
+      `</dl>\n` +
       table('Controllers', ['Controller', 'Requests', 'Errors', 'Load failures'], controllers)
     );
   });

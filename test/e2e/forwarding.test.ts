@@ -274,6 +274,11 @@ for (const forwarder of FORWARDERS) {
     });
 
     it('cuts the client, never leaves it hanging, when the host dies in the middle of a body', async function () {
+      // The endless controllers above hold the one worker until its replacement listens (a worker runs one request).
+      const idleWorkers = async () =>
+        (JSON.parse((await get(stack.url, '/server-status?json')).body) as { hosts: { summary?: { idleProcesses?: number } }[] }).hosts[0]
+          .summary?.idleProcesses;
+      await eventually(async () => ((await idleWorkers()) ? true : undefined), 10_000, 'an idle host worker');
       writeFileSync(
         join(sandbox.controllers, 'DiesMidBody.ts'),
         `export default () => new Response(new ReadableStream({ start(c) { c.enqueue(new TextEncoder().encode('partial')); setTimeout(() => process.kill(process.pid, 'SIGKILL'), 100); } }));\n`,

@@ -163,6 +163,9 @@ describe('a running stack under faults and signals', function () {
   });
 
   it('on SIGTERM finishes the requests of keep-alive clients, closes their connections, and logs every one', async function () {
+    // A host worker runs one request at a time (php-fpm's model): five in flight at the stop need five.
+    await stack.stop();
+    stack = await startStack(sandbox, ['--workers', '5']);
     const called = callMarker(sandbox, 'Half');
     writeFileSync(
       join(sandbox.controllers, 'Half.ts'),

@@ -16,6 +16,7 @@ import {
 import { forwardedHeaders, responseHeaders } from '../../proxy/forwarding.ts';
 import { hostMetricsJson } from '../../proxy/metrics.ts';
 import { renderAuto, renderHtml, renderJson, type HostSummary } from '../../proxy/statusPage.ts';
+import { NO_POOL } from '../helpers/poolFields.ts';
 
 const HOSTILE_KEYS: readonly string[] = [
   '__proto__',
@@ -57,7 +58,7 @@ describe('tables keyed by names a client chose', () => {
     const departed = departedNone();
     addDeparted(departed, a);
     addDeparted(departed, a);
-    const status = summarize(1, 'start', [b], departed, false);
+    const status = summarize(1, 'start', [b], departed, NO_POOL, false);
     // The JSON /status and the proxy read it back from: every name an own row with numbers in it.
     const read = JSON.parse(JSON.stringify(status)) as typeof status;
     for (const name of HOSTILE_KEYS) {
@@ -88,7 +89,7 @@ describe('tables keyed by names a client chose', () => {
     for (const name of names.map((n) => `${n}b`)) other.controller(name).requests += 1;
     const departed = departedNone();
     addDeparted(departed, overTheWire(other));
-    const status = summarize(1, 'start', [snapshot, overTheWire(other)], departed, false);
+    const status = summarize(1, 'start', [snapshot, overTheWire(other)], departed, NO_POOL, false);
     expect(Object.keys(status.controllers).length).to.be.at.most(MAX_CONTROLLER_ROWS);
     expect(Object.keys(departed.controllers).length).to.be.at.most(MAX_CONTROLLER_ROWS);
     expect(Object.values(status.controllers).reduce((sum, c) => sum + c.requests, 0)).to.equal(names.length * 3 + 1);

@@ -26,8 +26,9 @@ describe('the reload resolver', () => {
   const READERS: Reader[] = ['launcher', 'proxy', 'proxy-primary', 'host-pool'];
 
   it('applies the log settings and names the rest as needing a restart, values as the flags are written', () => {
-    const running = read([]);
-    const fresh = read(['--log-level', 'debug', '--log-max-size', '1m', '--workers', '3', '--port', '9000']);
+    // From 4 workers on, the spare bounds derived from --workers (at most 3) stay as they are.
+    const running = read(['--workers', '4']);
+    const fresh = read(['--log-level', 'debug', '--log-max-size', '1m', '--workers', '5', '--port', '9000']);
     for (const reader of READERS) {
       const changes = resolveReload(reader, running, fresh);
       expect(changes.map(({ key, outcome }) => [key, outcome])).to.deep.equal([
@@ -37,7 +38,7 @@ describe('the reload resolver', () => {
         ['logMaxSize', 'applied'],
       ]);
       expect(reloadNote(changes)).to.equal(
-        `applied --log-level "info" -> "debug", --log-max-size 0 -> 1048576; need a restart to apply: --port 8080 -> 9000, --workers ${running.workers} -> 3`,
+        `applied --log-level "info" -> "debug", --log-max-size 0 -> 1048576; need a restart to apply: --port 8080 -> 9000, --workers 4 -> 5`,
       );
       const config = reloadedConfig(reader, running, fresh);
       expect([config.logLevel, config.port, config.workers]).to.deep.equal(['debug', 8080, running.workers]);
@@ -97,7 +98,7 @@ describe('the reload resolver', () => {
   });
 
   it("applies the proxy workers' own settings by starting new workers where a primary has two or more, else needs a restart", () => {
-    const running = read(['--proxy-workers', '2']);
+    const running = read(['--proxy-workers', '2', '--workers', '4']);
     const fresh = read([
       '--proxy-workers',
       '3',
@@ -108,7 +109,7 @@ describe('the reload resolver', () => {
       '--port',
       '9000',
       '--workers',
-      '3',
+      '5',
     ]);
     const replacing: Reader[] = ['launcher', 'proxy-primary'];
     for (const reader of replacing) {
@@ -122,7 +123,7 @@ describe('the reload resolver', () => {
       ]);
       expect(reloadNote(changes)).to.equal(
         'applied by starting new workers: --proxy-workers 2 -> 3, --upstream-timeout 30 -> 45, --max-header-fields 100 -> 5; ' +
-          `need a restart to apply: --port 8080 -> 9000, --workers ${running.workers} -> 3`,
+          `need a restart to apply: --port 8080 -> 9000, --workers 4 -> 5`,
       );
       const config = reloadedConfig(reader, running, fresh);
       expect([config.proxyWorkers, config.upstreamTimeout, config.port]).to.deep.equal([3, 45, 8080]);
@@ -135,7 +136,9 @@ describe('the reload resolver', () => {
         'live settings unchanged; need a restart to apply: --upstream-timeout 30 -> 45',
       );
     // Going to one worker, or from one, changes who holds the port.
-    expect(resolveReload('proxy-primary', running, read(['--proxy-workers', '1'])).map((c) => c.outcome)).to.deep.equal(['restart']);
+    expect(resolveReload('proxy-primary', running, read(['--proxy-workers', '1', '--workers', '4'])).map((c) => c.outcome)).to.deep.equal([
+      'restart',
+    ]);
     expect(resolveReload('launcher', alone, read(['--proxy-workers', '2'])).map((c) => c.outcome)).to.deep.equal(['restart']);
   });
 

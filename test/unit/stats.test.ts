@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { addDeparted, departedNone, summarize, type WorkerSnapshot } from '../../host/stats.ts';
+import { NO_POOL } from '../helpers/poolFields.ts';
 
 const worker = (
   pid: number,
@@ -26,7 +27,7 @@ describe('the pool status', () => {
     const b = worker(2, 'busy', 3, {
       Latest: { requests: 2, errors: 0, loadFailures: 1, reloads: 1, lastReload: '2026-11-22T02:00:00.000Z', version: 'bbb' },
     });
-    const status = summarize(9, 'start', [a, b], departedNone(), false);
+    const status = summarize(9, 'start', [a, b], departedNone(), NO_POOL, false);
     expect(status.acceptedRequests).to.equal(8);
     expect(status.controllers.Latest).to.deep.equal({
       requests: 6,
@@ -47,6 +48,7 @@ describe('the pool status', () => {
       'start',
       [worker(1, 'idle', 7, { A: { requests: 7, errors: 2, loadFailures: 0, reloads: 1, lastReload: undefined, version: 'v' } })],
       departed,
+      NO_POOL,
       false,
     );
     addDeparted(
@@ -58,6 +60,7 @@ describe('the pool status', () => {
       'start',
       [worker(2, 'idle', 1, { A: { requests: 1, errors: 0, loadFailures: 0, reloads: 1, lastReload: undefined, version: 'v' } })],
       departed,
+      NO_POOL,
       true,
     );
     expect(after.acceptedRequests).to.equal(8);

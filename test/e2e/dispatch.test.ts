@@ -1,0 +1,303 @@
+// Request-level dispatch in the host (php-fpm's model): a request never waits behind a busy worker while
+// another is idle; when every worker is busy it waits in one FIFO queue bounded by --listen-backlog
+// (past it: 503 and mod_fcgid's line); a stuck worker's kill fails only its own request. And the
+// process manager modes (--pm static|dynamic|ondemand). Real processes through the launcher.
+import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { expect } from 'chai';
+import type { PoolFields } from '../../host/stats.ts';
+import { get, type Reply } from '../helpers/http.ts';
+import { total } from '../helpers/metrics.ts';
+import { callMarker, eventually, makeSandbox, readLog, ROOT, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
+
+type Pool = PoolFields;
+
+/** The host's pool fields, as /server-status?json shows them (none while a stuck worker holds up the host's /status). */
+async function poolOf(stack: Running): Promise<Pool | undefined> {
+  const json = JSON.parse((await get(stack.url, '/server-status?json')).body) as { hosts: { summary?: Pool }[] };
+  return json.hosts[0].summary;
+}
+
+/** Waits until the host's pool fields satisfy `ok`. */
+function poolWhen(stack: Running, ok: (pool: Pool) => boolean, what: string, timeoutMs = 10_000): Promise<Pool> {
+  return eventually(
+    async () => {
+      const pool = await poolOf(stack);
+      return pool && ok(pool) ? pool : undefined;
+    },
+    timeoutMs,
+    what,
+  );
+}
+
+/** A controller that answers once `release()` has been called (a file appears): a worker held busy. */
+function holdController(sandbox: Sandbox, name: string) {
+  const marker = callMarker(sandbox, name);
+  const file = join(sandbox.dir, `${name}.release`);
+  writeFileSync(
+    join(sandbox.controllers, `${name}.ts`),
+    `import { existsSync } from 'node:fs';\n` +
+      `export default async () => { ${marker.statement} while (!existsSync(${JSON.stringify(file)})) await new Promise((r) => setTimeout(r, 20)); return 'released'; };\n`,
+  );
+  return { ...marker, release: () => writeFileSync(file, '') };
+}
+
+/** The host pool's pid, from its start line. */
+function hostPid(sandbox: Sandbox): number {
+  const line = readLog(sandbox, 'host.log').find((l) => /Host pool \d+ serving/.test(l));
+  return Number(/Host pool (\d+)/.exec(line ?? '')?.[1]);
+}
+
+/** The host pool's child processes (its workers), from /proc. */
+function workerProcesses(pid: number): number {
+  if (!existsSync(`/proc/${pid}`)) return -1;
+  return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).length;
+}
+
+describe('request-level dispatch (--workers 2 --max-execution-time 2)', function () {
+  let sandbox: Sandbox;
+  let stack: Running;
+
+  before(async function () {
+    sandbox = makeSandbox();
+    writeFileSync(join(sandbox.controllers, 'Quick.ts'), `export default () => 'quick';\n`);
+    stack = await startStack(sandbox, ['--workers', '2', '--max-execution-time', '2']);
+  });
+
+  after(async function () {
+    await stack?.stop();
+    sandbox?.remove();
+  });
+
+  /** Five rounds: `name` in flight, then ten requests to Quick; all ten end before the stuck one's 504. */
+  async function roundsBehind(name: string, body: string): Promise<void> {
+    const marker = callMarker(sandbox, name);
+    writeFileSync(join(sandbox.controllers, `${name}.ts`), `export default async () => { ${marker.statement} ${body} };\n`);
+    for (let round = 1; round <= 5; round++) {
+      // Both workers up and idle (the last round's stuck one has been replaced).
+      await poolWhen(stack, (p) => p.idleProcesses === 2, `round ${round}: two idle workers`);
+      const order: string[] = [];
+      const stuck = get(stack.url, `/External/${name}?round=${round}`).then((reply) => {
+        order.push('stuck');
+        return reply;
+      });
+      await marker.reached(5000, round);
+      const quick: Reply[] = [];
+      for (let i = 0; i < 10; i++) {
+        quick.push(await get(stack.url, '/External/Quick'));
+        order.push('quick');
+      }
+      const stuckReply = await stuck;
+      expect(quick.map((r) => r.status)).to.deep.equal(Array(10).fill(200));
+      expect(stuckReply.status).to.equal(504);
+      expect(order.indexOf('stuck'), `round ${round}: ${order.join(' ')}`).to.equal(10);
+      // The timeout line names the controller that was running.
+      const id = stuckReply.headers['x-request-id'] as string;
+      const line = await eventually(() => readLog(sandbox, 'error.log').find((l) => l.includes(id)), 3000, 'the 504 line');
+      expect(line).to.contain(`Timeout waiting for output from controller ${name}`);
+    }
+    const timeouts = readLog(sandbox, 'error.log').filter((l) => l.includes('Timeout waiting for output'));
+    expect(timeouts.filter((l) => l.includes('controller Quick'))).to.deep.equal([]);
+  }
+
+  it('serves every request to a healthy controller while a controller is stuck in a synchronous loop', async function () {
+    await roundsBehind('Spin', 'for (;;) {}');
+  });
+
+  it('serves every request to a healthy controller while a controller awaits forever (php-fpm counts it busy)', async function () {
+    await roundsBehind('Forever', 'await new Promise(() => {});');
+  });
+});
+
+describe('the listen queue (--workers 1)', function () {
+  let sandbox: Sandbox;
+  let stack: Running;
+  /** A held request is let go before the stop, which would otherwise wait for it (--shutdown-timeout). */
+  let release: (() => void) | undefined;
+
+  afterEach(async function () {
+    release?.();
+    release = undefined;
+    await stack?.stop();
+    sandbox?.remove();
+  });
+
+  it('answers 503 past --listen-backlog with mod_fcgid words, serves what waited, and shows the pool fields', async function () {
+    sandbox = makeSandbox();
+    writeFileSync(join(sandbox.controllers, 'Quick.ts'), `export default () => 'quick';\n`);
+    const hold = holdController(sandbox, 'Hold');
+    release = hold.release;
+    stack = await startStack(sandbox, ['--workers', '1', '--listen-backlog', '1', '--proxy-workers', '1']);
+    const held = get(stack.url, '/External/Hold');
+    await hold.reached();
+    const queued = get(stack.url, '/External/Quick?queued');
+    await poolWhen(stack, (p) => p.listenQueue === 1, 'one request in the listen queue');
+    const refused = await get(stack.url, '/External/Quick?refused');
+    expect(refused.status).to.equal(503);
+    expect(refused.body).to.contain('<title>503 Service Unavailable</title>');
+    const id = refused.headers['x-request-id'] as string;
+    const line = await eventually(() => readLog(sandbox, 'error.log').find((l) => l.includes(id)), 3000, 'the error.log line');
+    expect(line).to.match(/\[fcgid:warn\] .*mod_fcgid: can't apply process slot for \/External\/Quick/);
+    const hostLine = await eventually(() => readLog(sandbox, 'host.log').find((l) => l.includes(`[req ${id}]`)), 3000, 'the host.log line');
+    expect(hostLine).to.contain('--listen-backlog');
+
+    const pool = (await poolOf(stack))!;
+    expect(pool).to.include({
+      processManager: 'static',
+      listenQueue: 1,
+      maxListenQueue: 1,
+      listenQueueLen: 1,
+      idleProcesses: 0,
+      activeProcesses: 1,
+      totalProcesses: 1,
+    });
+    const metrics = (await get(stack.url, '/metrics')).body;
+    const upstream = {
+      upstream: (JSON.parse((await get(stack.url, '/server-status?json')).body) as { hosts: { upstream: string }[] }).hosts[0].upstream,
+    };
+    expect(total(metrics, 'extqs_host_listen_queue', upstream)).to.equal(pool.listenQueue);
+    expect(total(metrics, 'extqs_host_max_listen_queue', upstream)).to.equal(pool.maxListenQueue);
+    expect(total(metrics, 'extqs_host_listen_queue_length', upstream)).to.equal(pool.listenQueueLen);
+    expect(total(metrics, 'extqs_host_active_processes', upstream)).to.equal(pool.activeProcesses);
+    expect(total(metrics, 'extqs_host_idle_processes', upstream)).to.equal(pool.idleProcesses);
+    expect(total(metrics, 'extqs_host_total_processes', upstream)).to.equal(pool.totalProcesses);
+    const auto = (await get(stack.url, '/server-status?auto')).body;
+    expect(auto).to.match(/^HostPool: unix:\S+ process_manager=static listen_queue=1 max_listen_queue=1 listen_queue_len=1 /m);
+    expect(auto).to.match(/^HostPoolSettings: unix:\S+ --workers 1 --pm "static" --listen-backlog 1$/m);
+
+    hold.release();
+    expect((await held).body).to.equal('released');
+    expect((await queued).body).to.equal('quick');
+  });
+
+  it('fails no queued request when the stuck worker is killed', async function () {
+    sandbox = makeSandbox();
+    writeFileSync(join(sandbox.controllers, 'Quick.ts'), `export default () => 'quick';\n`);
+    const spin = callMarker(sandbox, 'Spin');
+    writeFileSync(join(sandbox.controllers, 'Spin.ts'), `export default () => { ${spin.statement} for (;;) {} };\n`);
+    // The proxy waits longer than the watchdog: the queued requests outlive the kill.
+    stack = await startStack(sandbox, ['--workers', '1', '--max-execution-time', '1', '--upstream-timeout', '20', '--proxy-workers', '1']);
+    const stuck = get(stack.url, '/External/Spin');
+    await spin.reached();
+    const queued = [1, 2, 3].map((i) => get(stack.url, `/External/Quick?${i}`));
+    await poolWhen(stack, (p) => p.listenQueue === 3, 'three requests in the listen queue');
+    const replies = await Promise.all(queued);
+    expect(replies.map((r) => [r.status, r.body])).to.deep.equal(Array(3).fill([200, 'quick']));
+    expect((await stuck).status).to.equal(500);
+    expect(readLog(sandbox, 'host.log').some((l) => /Worker \d+ exited with signal SIGKILL/.test(l))).to.equal(true);
+  });
+});
+
+describe('process manager modes', function () {
+  let sandbox: Sandbox;
+  let stack: Running;
+
+  afterEach(async function () {
+    await stack?.stop();
+    sandbox?.remove();
+  });
+
+  it('ondemand: no worker at rest, one started by a request, stopped after --worker-idle-timeout', async function () {
+    sandbox = makeSandbox();
+    writeFileSync(join(sandbox.controllers, 'Quick.ts'), `export default () => 'quick';\n`);
+    stack = await startStack(sandbox, ['--pm', 'ondemand', '--workers', '2', '--worker-idle-timeout', '1', '--proxy-workers', '1']);
+    const pid = hostPid(sandbox);
+    expect(workerProcesses(pid)).to.equal(0);
+    expect(await poolOf(stack)).to.include({
+      processManager: 'ondemand',
+      processManagerSettings: '--workers 2 --pm "ondemand" --worker-idle-timeout 1 --listen-backlog 511',
+      totalProcesses: 0,
+      idleProcesses: 0,
+    });
+    expect((await get(stack.url, '/External/Quick')).body).to.equal('quick');
+    expect(workerProcesses(pid)).to.equal(1);
+    await eventually(() => (workerProcesses(pid) === 0 ? true : undefined), 10_000, 'the idle worker to stop');
+    expect(readLog(sandbox, 'host.log').some((l) => l.includes('Stopping idle worker') && l.includes('idle more than 1 s'))).to.equal(true);
+    expect((await get(stack.url, '/External/Quick')).body).to.equal('quick');
+  });
+
+  it('ondemand: a request past --workers busy waits, and max children reached counts it', async function () {
+    sandbox = makeSandbox();
+    const hold = holdController(sandbox, 'Hold');
+    writeFileSync(join(sandbox.controllers, 'Quick.ts'), `export default () => 'quick';\n`);
+    stack = await startStack(sandbox, ['--pm', 'ondemand', '--workers', '1', '--proxy-workers', '1']);
+    const held = get(stack.url, '/External/Hold');
+    await hold.reached(10_000);
+    const queued = get(stack.url, '/External/Quick');
+    const pool = await poolWhen(stack, (p) => p.listenQueue === 1, 'a request in the queue');
+    expect(pool).to.include({ totalProcesses: 1, maxChildrenReached: 1 });
+    hold.release();
+    expect((await held).body).to.equal('released');
+    expect((await queued).body).to.equal('quick');
+    expect(readLog(sandbox, 'host.log').some((l) => l.includes('server reached max_children setting (1)'))).to.equal(true);
+  });
+
+  it('dynamic: keeps --min-spare-workers idle under load and stops those past --max-spare-workers', async function () {
+    sandbox = makeSandbox();
+    const hold = holdController(sandbox, 'Hold');
+    stack = await startStack(sandbox, [
+      ...['--pm', 'dynamic', '--workers', '4', '--start-workers', '2', '--min-spare-workers', '1', '--max-spare-workers', '2'],
+      ...['--proxy-workers', '1'],
+    ]);
+    expect(workerProcesses(hostPid(sandbox))).to.equal(2);
+    const held = [get(stack.url, '/External/Hold'), get(stack.url, '/External/Hold')];
+    await hold.reached(5000, 2);
+    // Both busy: the maintenance starts one to have a spare again.
+    await poolWhen(stack, (p) => p.activeProcesses === 2 && p.idleProcesses === 1 && p.totalProcesses === 3, 'a spare worker started');
+    hold.release();
+    await Promise.all(held);
+    // Three idle, more than 2: one is stopped.
+    await poolWhen(stack, (p) => p.idleProcesses === 2 && p.totalProcesses === 2, 'the extra spare stopped');
+    expect(readLog(sandbox, 'host.log').some((l) => l.includes('Stopping idle worker') && l.includes('more than 2 idle'))).to.equal(true);
+  });
+});
+
+describe('process manager settings', function () {
+  let sandbox: Sandbox;
+  beforeEach(() => (sandbox = makeSandbox()));
+  afterEach(() => sandbox.remove());
+
+  const host = (args: string[]) =>
+    spawnSync(process.execPath, ['bin/extqs.js', 'host', '--www', sandbox.www, '--logs', sandbox.logs, ...args], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+
+  // php-fpm's rules: min_spare <= start <= max_spare <= max_children.
+  const refused: [string[], string][] = [
+    [
+      ['--max-spare-workers', '3', '--workers', '2'],
+      '--max-spare-workers (EXTQS_MAX_SPARE_WORKERS) must be at most --workers (2), got "3"',
+    ],
+    [
+      ['--min-spare-workers', '3', '--max-spare-workers', '2', '--workers', '4'],
+      '--max-spare-workers (EXTQS_MAX_SPARE_WORKERS) must be at least --min-spare-workers (3), got "2"',
+    ],
+    [
+      ['--start-workers', '5', '--workers', '8'],
+      '--start-workers (EXTQS_START_WORKERS) must be from --min-spare-workers (1) to --max-spare-workers (3), got "5"',
+    ],
+    [
+      ['--min-spare-workers', '5', '--workers', '4'],
+      '--min-spare-workers (EXTQS_MIN_SPARE_WORKERS) must be at most --workers (4), got "5"',
+    ],
+  ];
+  for (const [args, message] of refused) {
+    it(`--pm dynamic ${args.join(' ')} stops the start, naming the setting and the value`, function () {
+      const result = host(['--pm', 'dynamic', ...args]);
+      expect(result.status).to.equal(2);
+      expect(result.stderr).to.contain(message);
+    });
+  }
+
+  it('extqs check shows the process manager settings of the mode', function () {
+    const result = spawnSync(
+      process.execPath,
+      ['bin/extqs.js', 'check', '--www', sandbox.www, '--logs', sandbox.logs, '--pm', 'ondemand', '--workers', '3'],
+      { cwd: ROOT, encoding: 'utf8', timeout: 60_000 },
+    );
+    expect(result.stdout).to.contain('host: 3 workers (--workers 3 --pm "ondemand" --worker-idle-timeout 10 --listen-backlog 511)');
+  });
+});

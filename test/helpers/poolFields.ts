@@ -1,0 +1,15 @@
+import type { PoolFields } from '../../host/stats.ts';
+
+/** The pool fields of a static pool at rest, for unit tests of the status summary. */
+export const NO_POOL: PoolFields = {
+  processManager: 'static',
+  processManagerSettings: '--workers 1 --pm "static" --listen-backlog 511',
+  listenQueue: 0,
+  maxListenQueue: 0,
+  listenQueueLen: 511,
+  idleProcesses: 0,
+  activeProcesses: 0,
+  totalProcesses: 0,
+  maxActiveProcesses: 0,
+  maxChildrenReached: 0,
+};
