@@ -73,8 +73,18 @@ const proxyWorkerCount: Rule = {
 };
 
 /**
- * The settings whose outcome is not the table's `live` alone. Those the host reads too (--www, --logs,
- * --shutdown-timeout, --follow-symlinks) and the listeners (--port, --listen, --tls-port) need a restart.
+ * Read by a host worker when it starts: the pool (always a primary with its workers) starts new ones with it,
+ * each taking an old one's place once it listens, as after --max-requests.
+ */
+const byNewHostWorkers: Rule = {
+  decide: (_running, _fresh, reader) => (reader === 'launcher' || reader === 'host-pool' ? 'replaced' : 'restart'),
+  summary: 'applied by new host workers',
+};
+
+/**
+ * The settings whose outcome is not the table's `live` alone. Those both read (--www, --logs,
+ * --shutdown-timeout, --follow-symlinks), the listeners (--port, --listen, --tls-port) and the pool's own
+ * (--workers, --pm and its bounds, --listen-backlog) need a restart.
  */
 const RULES: Partial<Record<SettingKey, Rule>> = {
   tlsCert: sameHttpsListener,
@@ -102,6 +112,12 @@ const RULES: Partial<Record<SettingKey, Rule>> = {
         'maxConnections',
       ] as const
     ).map((key) => [key, byNewProxyWorkers]),
+  ),
+  ...Object.fromEntries(
+    (['maxRequests', 'maxExecutionTime', 'slowlogTimeout', 'postMaxSize', 'uploadMaxFilesize', 'maxFileUploads'] as const).map((key) => [
+      key,
+      byNewHostWorkers,
+    ]),
   ),
 };
 
@@ -139,9 +155,9 @@ export function reloadedConfig<C extends Values>(reader: Reader, running: C, fre
   return Object.freeze({ ...running, ...Object.fromEntries(applied.map((key) => [key, fresh[key]])) });
 }
 
-/** Whether a proxy primary's workers must be replaced to run with `fresh`: a setting only new workers take changed. */
-export function workersReplacedFor(running: Values, fresh: Values): boolean {
-  return resolveReload('proxy-primary', running, fresh).some(({ key, outcome }) => outcome === 'replaced' && key !== 'proxyWorkers');
+/** Whether a primary's workers (the proxy's, the host pool's) must be replaced for `fresh`: a setting only new ones take changed. */
+export function workersReplacedFor(reader: 'proxy-primary' | 'host-pool', running: Values, fresh: Values): boolean {
+  return resolveReload(reader, running, fresh).some(({ key, outcome }) => outcome === 'replaced' && key !== 'proxyWorkers');
 }
 
 /** What the SIGHUP line says of the settings: `applied --log-level "warn" -> "info"; need a restart to apply: …`. */

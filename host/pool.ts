@@ -20,7 +20,7 @@ import { notifyReady } from '../common/serviceManager.ts';
 import { terminalWriter } from '../common/terminal.ts';
 import { poolPace } from '../common/restartPace.ts';
 import type { Reloads } from '../common/reload.ts';
-import { sighupLine } from '../common/reloadResolver.ts';
+import { sighupLine, workersReplacedFor } from '../common/reloadResolver.ts';
 import { formatUpstream } from '../common/settingParsers.ts';
 import type { HostConfig } from '../common/settings.ts';
 import { onShutdownSignal } from '../common/shutdown.ts';
@@ -49,11 +49,16 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
   // Workers send their lines here, so this process alone reopens host.log; its workers ignore SIGHUP.
   // What a worker started from now on is given: the live settings change with a reload.
   let current = config;
+  // Set once the workers are there; a worker started before then asks for `current` anyway.
+  let renewWorkers = (): void => {};
   reloads((settings, note, kept) => {
+    const previous = current;
     current = settings;
     const reopened = log.reopen(settings);
     log[kept ? 'error' : 'notice'](sighupLine([reopened && 'host.log'], note));
     log.info(`Settings: ${describeSettings(sliceFor('host', settings))}`);
+    // A limit a worker reads at its start: each is replaced by one started with it, which listens first.
+    if (workersReplacedFor('host-pool', previous, settings)) renewWorkers();
   });
   const startedAt = new Date().toISOString();
   /** Workers whose server listens; the others show as `starting` on /status without being asked. */
@@ -77,7 +82,7 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
   /** php-fpm warns once until the pool has room again. */
   let warnedMaxChildren = false;
   // A request whose controller outlives its answer keeps its worker busy at most this long.
-  const idleWaitMs = (config.maxExecutionTime || 30) * 1000 + 15_000;
+  const idleWaitMs = () => (current.maxExecutionTime || 30) * 1000 + 15_000;
 
   // The handles are cluster workers; the events are host.log's lines and /status's counters.
   const workers: Supervisor<Worker, void> = new Supervisor({
@@ -154,12 +159,12 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
       const worker = workerOf.get(slot);
       const channel = worker && channels.get(worker);
       if (!worker || !channel) return Promise.reject(new Error('gone'));
-      return channel.request('idle', null, idleWaitMs).then(
+      return channel.request('idle', null, idleWaitMs()).then(
         () => undefined,
         (err: Error) => {
           // A worker that died meanwhile closed the channel: its exit is handled where it exits.
           if (workers.handles.includes(worker) && worker.isConnected())
-            retire(worker, `still busy ${idleWaitMs} ms after its request ended: ${err.message}`);
+            retire(worker, `still busy ${idleWaitMs()} ms after its request ended: ${err.message}`);
           throw err;
         },
       );
@@ -251,6 +256,10 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
     log.info(`Recycling worker ${worker.process.pid} (${reason}): starting its replacement first`);
     workers.recycle(worker);
   }
+
+  renewWorkers = () => {
+    for (const worker of serving()) retire(worker, 'new settings from SIGHUP');
+  };
 
   /** A dynamic or ondemand pool stops an idle worker it does not need. */
   function reap(worker: Worker, why: string): void {

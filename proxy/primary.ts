@@ -92,7 +92,7 @@ export async function runProxyPrimary(config: ProxyConfig, reloads: Reloads<Prox
     const reopened = [accessLines.reopen(settings) && 'access.log', errorLog.reopen(settings) && 'error.log'];
     for (const entry of reloadedEntries(reopened, note, kept, settings)) errorLog.write(entry);
     for (const worker of workers.handles) channels.get(worker)?.notify('reload', { config: workerConfig(), note, kept });
-    replaceWorkers(workersReplacedFor(previous, settings), settings.proxyWorkers);
+    replaceWorkers(workersReplacedFor('proxy-primary', previous, settings), settings.proxyWorkers);
   });
 
   /**

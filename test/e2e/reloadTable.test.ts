@@ -79,6 +79,22 @@ const byWorkers = (proxyWorkers: number): Said => (proxyWorkers > 1 ? 'replaced'
 const newWorkersOnly = (values: Partial<Record<SettingKey, string>>): Step[] =>
   Object.entries(values).map(([key, value]) => ({ set: () => ({ [key]: value }), said: byWorkers }));
 
+/**
+ * Steps of the host's worker limits: the pool replaces its one worker (--workers 2 needs a restart) with one
+ * started with them, at any proxy worker count; seen by the k-th replacement's line and the settings line.
+ */
+const newHostWorkers = (values: Partial<Record<SettingKey, string>>): Step[] =>
+  Object.entries(values).map(([key, value], k) => ({
+    set: () => ({ [key]: value }),
+    said: 'replaced',
+    observe: ({ sandbox }) =>
+      eventually(
+        () => (messages(sandbox, 'host.log').filter((m) => m.includes('(new settings from SIGHUP)')).length === k + 1 ? true : undefined),
+        5000,
+        `replacement ${k + 1} of the host worker`,
+      ),
+  }));
+
 /** What a step's line says at this many proxy workers. */
 const saidAt = (step: Step, proxyWorkers: number): Said => (typeof step.said === 'function' ? step.said(proxyWorkers) : step.said);
 
@@ -217,19 +233,21 @@ const GROUPS: Group[] = [
           expect(status.hosts[0].summary.workers).to.equal(1);
         },
       },
-      ...restartOnly({
+      ...newHostWorkers({
         maxRequests: '100',
         maxExecutionTime: '40',
         slowlogTimeout: '5',
+        postMaxSize: '1m',
+        uploadMaxFilesize: '1m',
+        maxFileUploads: '3',
+      }),
+      ...restartOnly({
         pm: 'ondemand',
         startWorkers: '7',
         minSpareWorkers: '2',
         maxSpareWorkers: '9',
         workerIdleTimeout: '20',
         listenBacklog: '100',
-        postMaxSize: '1m',
-        uploadMaxFilesize: '1m',
-        maxFileUploads: '3',
         shutdownTimeout: '50',
       }),
       ...newWorkersOnly({ upstreamTimeout: '45', forwarder: 'http-proxy' }),

@@ -1,6 +1,7 @@
 // SIGHUPs that replace the proxy's workers under load (nginx -s reload): a steady load of keep-alive
 // connections, half to a static file and half through the host to a controller, runs across a SIGHUP
-// that changes --proxy-workers 2 -> 3 and a limit (--max-header-fields), then one that changes
+// that changes --proxy-workers 2 -> 3, a proxy limit (--max-header-fields) and a host one
+// (--max-requests: both host workers replaced), then one that changes
 // --proxy-workers 3 -> 2 and another limit (--limit-request-body). New workers start first and the old
 // ones finish what they hold: no request fails, each has its access line, and the new limits answer.
 import { writeFileSync } from 'node:fs';
@@ -29,7 +30,7 @@ describe('replacing the proxy workers under load', function () {
       join(sandbox.controllers, 'Live.ts'),
       `export default async () => { await new Promise((r) => setTimeout(r, 5)); return 'live'; };\n`,
     );
-    writeFileSync(conf(), 'EXTQS_PROXY_WORKERS=2\nEXTQS_WORKERS=1\n');
+    writeFileSync(conf(), 'EXTQS_PROXY_WORKERS=2\nEXTQS_WORKERS=2\n');
     stack = await startStack(sandbox, ['--config', conf()]);
   });
 
@@ -56,16 +57,24 @@ describe('replacing the proxy workers under load', function () {
     try {
       await answers(BETWEEN);
       expect((await get(stack.url, '/hello.txt', { headers: fields })).status, 'before: 60 fields pass').to.equal(200);
-      writeFileSync(conf(), 'EXTQS_PROXY_WORKERS=3\nEXTQS_WORKERS=1\nEXTQS_MAX_HEADER_FIELDS=50\n');
+      writeFileSync(conf(), 'EXTQS_PROXY_WORKERS=3\nEXTQS_WORKERS=2\nEXTQS_MAX_HEADER_FIELDS=50\nEXTQS_MAX_REQUESTS=5000\n');
       stack.child.kill('SIGHUP');
-      // Both first workers replaced, one more started.
+      // Both first workers replaced, one more started; both host workers replaced too.
       await retired(2);
+      await eventually(
+        () => (readLog(sandbox, 'host.log').filter((l) => l.includes('(new settings from SIGHUP)')).length === 2 ? true : undefined),
+        10_000,
+        'both host workers replaced',
+      );
       await eventually(async () => ((await workers()) === 3 ? true : undefined), 10_000, 'three proxy workers');
       for (let turn = 0; turn < 3; turn++)
         expect((await get(stack.url, '/hello.txt', { headers: fields })).status, 'after: 60 fields refused').to.equal(400);
       await answers(samples.length + BETWEEN);
 
-      writeFileSync(conf(), 'EXTQS_PROXY_WORKERS=2\nEXTQS_WORKERS=1\nEXTQS_MAX_HEADER_FIELDS=50\nEXTQS_LIMIT_REQUEST_BODY=1k\n');
+      writeFileSync(
+        conf(),
+        'EXTQS_PROXY_WORKERS=2\nEXTQS_WORKERS=2\nEXTQS_MAX_HEADER_FIELDS=50\nEXTQS_MAX_REQUESTS=5000\nEXTQS_LIMIT_REQUEST_BODY=1k\n',
+      );
       stack.child.kill('SIGHUP');
       // One retired without a successor, two replaced.
       await retired(5);
@@ -82,7 +91,9 @@ describe('replacing the proxy workers under load', function () {
     const failed = samples.filter((s) => s.status !== 200);
     expect(failed, `failed requests: ${JSON.stringify(failed.slice(0, 5))}`).to.deep.equal([]);
     const note = readLog(sandbox, 'error.log').filter((l) => l.includes('SIGHUP received'));
-    expect(note[0], note[0]).to.contain('applied by starting new workers: --proxy-workers 2 -> 3, --max-header-fields 100 -> 50');
+    expect(note[0], note[0]).to.contain(
+      'applied by starting new workers: --proxy-workers 2 -> 3, --max-requests 0 -> 5000, --max-header-fields 100 -> 50',
+    );
     expect(note[1], note[1]).to.contain('applied by starting new workers: --proxy-workers 3 -> 2, --limit-request-body 1073741824 -> 1024');
     // Every request's access line: the retiring workers handed theirs to the primary before they exited.
     const logged = await eventually(

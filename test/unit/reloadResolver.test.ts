@@ -142,11 +142,26 @@ describe('the reload resolver', () => {
     expect(resolveReload('launcher', alone, read(['--proxy-workers', '2'])).map((c) => c.outcome)).to.deep.equal(['restart']);
   });
 
+  it("applies the host workers' own limits by starting new host workers, from the launcher or the pool; the pool's size needs a restart", () => {
+    const running = read(['--workers', '4']);
+    const fresh = read(['--workers', '4', '--max-requests', '100', '--post-max-size', '1m', '--listen-backlog', '100']);
+    for (const reader of ['launcher', 'host-pool'] as const)
+      expect(resolveReload(reader, running, fresh).map(({ key, outcome }) => [key, outcome])).to.deep.equal([
+        ['maxRequests', 'replaced'],
+        ['postMaxSize', 'replaced'],
+        ['listenBacklog', 'restart'],
+      ]);
+    expect(workersReplacedFor('host-pool', running, fresh)).to.equal(true);
+    expect(workersReplacedFor('host-pool', running, read(['--workers', '5', '--log-level', 'debug']))).to.equal(false);
+  });
+
   it('tells a primary whether its workers must be replaced: not for a new count or a live setting alone', () => {
     const running = read(['--proxy-workers', '2']);
-    expect(workersReplacedFor(running, read(['--proxy-workers', '2', '--server-tokens', 'prod']))).to.equal(true);
-    expect(workersReplacedFor(running, read(['--proxy-workers', '3']))).to.equal(false);
-    expect(workersReplacedFor(running, read(['--proxy-workers', '2', '--log-level', 'debug', '--port', '9000']))).to.equal(false);
+    expect(workersReplacedFor('proxy-primary', running, read(['--proxy-workers', '2', '--server-tokens', 'prod']))).to.equal(true);
+    expect(workersReplacedFor('proxy-primary', running, read(['--proxy-workers', '3']))).to.equal(false);
+    expect(workersReplacedFor('proxy-primary', running, read(['--proxy-workers', '2', '--log-level', 'debug', '--port', '9000']))).to.equal(
+      false,
+    );
   });
 
   it('says when nothing changed', () => {
