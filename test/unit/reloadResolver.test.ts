@@ -147,9 +147,9 @@ describe('the reload resolver', () => {
     const fresh = read(['--workers', '4', '--max-requests', '100', '--post-max-size', '1m', '--listen-backlog', '100']);
     for (const reader of ['launcher', 'host-pool'] as const)
       expect(resolveReload(reader, running, fresh).map(({ key, outcome }) => [key, outcome])).to.deep.equal([
+        ['listenBacklog', 'restart'],
         ['maxRequests', 'replaced'],
         ['postMaxSize', 'replaced'],
-        ['listenBacklog', 'restart'],
       ]);
     expect(workersReplacedFor('host-pool', running, fresh)).to.equal(true);
     expect(workersReplacedFor('host-pool', running, read(['--workers', '5', '--log-level', 'debug']))).to.equal(false);
