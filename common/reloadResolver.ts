@@ -82,9 +82,19 @@ const byNewHostWorkers: Rule = {
 };
 
 /**
+ * Read by the host pool as it runs: it starts or stops workers to the new --workers (idle ones stopped first,
+ * busy ones once their request ends), and its maintenance and listen queue use the new bounds. --start-workers
+ * counts only when a pool starts; it is here because its default follows the spare bounds, which follow --workers.
+ */
+const byThePool: Rule = {
+  decide: (_running, _fresh, reader) => (reader === 'launcher' || reader === 'host-pool' ? 'applied' : 'restart'),
+  summary: 'applied by the host pool (workers started or stopped to the new bounds)',
+};
+
+/**
  * The settings whose outcome is not the table's `live` alone. Those both read (--www, --logs,
- * --shutdown-timeout, --follow-symlinks), the listeners (--port, --listen, --tls-port) and the pool's own
- * (--workers, --pm and its bounds, --listen-backlog) need a restart.
+ * --shutdown-timeout, --follow-symlinks), the listeners (--port, --listen, --tls-port) and --pm need a
+ * restart.
  */
 const RULES: Partial<Record<SettingKey, Rule>> = {
   tlsCert: sameHttpsListener,
@@ -92,6 +102,12 @@ const RULES: Partial<Record<SettingKey, Rule>> = {
   // Without HTTPS it can only be off (settings.ts), so it changes with the listener.
   tlsRedirect: sameHttpsListener,
   proxyWorkers: proxyWorkerCount,
+  ...Object.fromEntries(
+    (['workers', 'startWorkers', 'listenBacklog', 'minSpareWorkers', 'maxSpareWorkers', 'workerIdleTimeout'] as const).map((key) => [
+      key,
+      byThePool,
+    ]),
+  ),
   ...Object.fromEntries(
     (
       [

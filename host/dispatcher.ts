@@ -81,7 +81,8 @@ export class Dispatcher {
 
   constructor(
     /** --listen-backlog: requests that may wait. */
-    readonly bound: number,
+    /** --listen-backlog; a SIGHUP may change it. */
+    public bound: number,
     private readonly events: DispatcherEvents,
   ) {}
 

@@ -51,6 +51,7 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
   let current = config;
   // Set once the workers are there; a worker started before then asks for `current` anyway.
   let renewWorkers = (): void => {};
+  let fitPool = (): void => {};
   reloads((settings, note, kept) => {
     const previous = current;
     current = settings;
@@ -59,6 +60,8 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
     log.info(`Settings: ${describeSettings(sliceFor('host', settings))}`);
     // A limit a worker reads at its start: each is replaced by one started with it, which listens first.
     if (workersReplacedFor('host-pool', previous, settings)) renewWorkers();
+    // The pool's bounds (--workers, the spare bounds, the idle timeout, --listen-backlog) are read live.
+    fitPool();
   });
   const startedAt = new Date().toISOString();
   /** Workers whose server listens; the others show as `starting` on /status without being asked. */
@@ -132,7 +135,7 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
     if (warnedMaxChildren) return;
     warnedMaxChildren = true;
     maxChildrenReached += 1;
-    log.warn(`[pool extqs-host] server reached max_children setting (${config.workers}), consider raising it`);
+    log.warn(`[pool extqs-host] server reached max_children setting (${current.workers}), consider raising it`);
   }
 
   const dispatcher = new Dispatcher(config.listenBacklog, {
@@ -140,7 +143,7 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
       if (config.pm !== 'ondemand' || workers.stopped) return;
       // One start per waiting request that no starting worker will take.
       if (starting() > dispatcher.queued) return;
-      if (serving().length >= config.workers) return reachedMaxChildren();
+      if (serving().length >= current.workers) return reachedMaxChildren();
       workers.grow(1);
     },
     queueFull(req, bound) {
@@ -171,7 +174,7 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
     },
   });
 
-  const processManagerSettings = describeProcessManager(config);
+  let processManagerSettings = describeProcessManager(config);
 
   function poolFields(): PoolFields {
     return {
@@ -236,7 +239,8 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
     channel.answer('status', ({ full }) => poolStatus(full));
     channel.on('listening', () => {
       up.add(worker);
-      dispatcher.add(slots.get(worker)!);
+      // One retired while it started (the pool was made smaller) takes no request.
+      if (!workers.isRetiring(worker)) dispatcher.add(slots.get(worker)!);
       listened.get(worker)?.();
     });
     channel.on('retire-me', ({ reason }) => retire(worker, reason));
@@ -259,6 +263,22 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
 
   renewWorkers = () => {
     for (const worker of serving()) retire(worker, 'new settings from SIGHUP');
+  };
+
+  /** After a SIGHUP: the pool's bounds as read again; workers past --workers retired (idle ones first), a static pool filled. */
+  fitPool = () => {
+    dispatcher.bound = current.listenBacklog;
+    processManagerSettings = describeProcessManager(current);
+    const idle = new Set(dispatcher.idleWorkers().map((slot) => workerOf.get(slot)));
+    const byIdleFirst = serving().sort((a, b) => Number(idle.has(b)) - Number(idle.has(a)));
+    for (const worker of byIdleFirst.slice(current.workers)) {
+      log.info(`Stopping worker ${worker.process.pid} (--workers is now ${current.workers})`);
+      workers.retire(worker);
+    }
+    if (current.pm === 'static' && serving().length < current.workers) {
+      log.info(`Starting ${current.workers - serving().length} more workers (--workers is now ${current.workers})`);
+      workers.grow(current.workers - serving().length);
+    }
   };
 
   /** A dynamic or ondemand pool stops an idle worker it does not need. */
@@ -290,29 +310,29 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
     if (config.pm === 'ondemand') {
       // The one idle longest, past the timeout (php-fpm stops one a second).
       const oldest = idle[0];
-      if (oldest && performance.now() - oldest.idleSince > config.workerIdleTimeout * 1000) {
+      if (oldest && performance.now() - oldest.idleSince > current.workerIdleTimeout * 1000) {
         const worker = workerOf.get(oldest);
-        if (worker) reap(worker, `idle more than ${config.workerIdleTimeout} s`);
+        if (worker) reap(worker, `idle more than ${current.workerIdleTimeout} s`);
       }
       if (dispatcher.idleCount > 0) warnedMaxChildren = false;
       return;
     }
     // dynamic
-    if (idle.length > config.maxSpareWorkers) {
+    if (idle.length > current.maxSpareWorkers) {
       const worker = workerOf.get(idle[0]);
-      if (worker) reap(worker, `more than ${config.maxSpareWorkers} idle`);
+      if (worker) reap(worker, `more than ${current.maxSpareWorkers} idle`);
       spawnRate = 1;
       return;
     }
     const spare = idle.length + starting();
-    if (spare >= config.minSpareWorkers) {
+    if (spare >= current.minSpareWorkers) {
       spawnRate = 1;
       warnedMaxChildren = false;
       return;
     }
-    const room = config.workers - serving().length;
+    const room = current.workers - serving().length;
     if (room <= 0) return reachedMaxChildren();
-    const count = Math.min(spawnRate, config.minSpareWorkers - spare, room);
+    const count = Math.min(spawnRate, current.minSpareWorkers - spare, room);
     workers.grow(count);
     spawnRate = Math.min(spawnRate * 2, MAX_SPAWN_RATE);
   }

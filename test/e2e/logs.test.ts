@@ -62,7 +62,7 @@ describe('logs', function () {
       expect(readLog(sandbox, 'host.log').filter((l) => l.includes('[notice]') && /Host pool \d+ serving/.test(l))).to.have.length(1);
 
       // The file changes; SIGHUP to the launcher applies the level and names what needs a restart.
-      writeFileSync(conf, 'LOG_LEVEL=info\nWORKERS=2\n');
+      writeFileSync(conf, 'LOG_LEVEL=info\nWORKERS=1\nEXTQS_PM=ondemand\n');
       stack.child.kill('SIGHUP');
       const reloaded = await eventually(
         () => readLog(sandbox, 'error.log').find((l) => l.includes('SIGHUP received')),
@@ -70,7 +70,7 @@ describe('logs', function () {
         'the reload line',
       );
       expect(reloaded).to.contain('[mpm_event:notice]');
-      expect(reloaded).to.contain('applied --log-level "warn" -> "info"; need a restart to apply: --workers 1 -> 2');
+      expect(reloaded).to.contain('applied --log-level "warn" -> "info"; need a restart to apply: --pm "static" -> "ondemand"');
       await eventually(
         () =>
           readLog(sandbox, 'host.log').find(

@@ -80,16 +80,19 @@ const newWorkersOnly = (values: Partial<Record<SettingKey, string>>): Step[] =>
   Object.entries(values).map(([key, value]) => ({ set: () => ({ [key]: value }), said: byWorkers }));
 
 /**
- * Steps of the host's worker limits: the pool replaces its one worker (--workers 2 needs a restart) with one
- * started with them, at any proxy worker count; seen by the k-th replacement's line and the settings line.
+ * Steps of the host's worker limits: the pool replaces each of its workers (two, since the --workers step) with
+ * one started with them, at any proxy worker count; seen by the replacements' lines and the settings line.
  */
-const newHostWorkers = (values: Partial<Record<SettingKey, string>>): Step[] =>
+const newHostWorkers = (values: Partial<Record<SettingKey, string>>, workers = 2): Step[] =>
   Object.entries(values).map(([key, value], k) => ({
     set: () => ({ [key]: value }),
     said: 'replaced',
     observe: ({ sandbox }) =>
       eventually(
-        () => (messages(sandbox, 'host.log').filter((m) => m.includes('(new settings from SIGHUP)')).length === k + 1 ? true : undefined),
+        () =>
+          messages(sandbox, 'host.log').filter((m) => m.includes('(new settings from SIGHUP)')).length === (k + 1) * workers
+            ? true
+            : undefined,
         5000,
         `replacement ${k + 1} of the host worker`,
       ),
@@ -227,12 +230,25 @@ const GROUPS: Group[] = [
       },
       {
         set: () => ({ workers: '2' }),
-        said: 'restart',
-        observe: async ({ stack }) => {
-          const status = JSON.parse((await get(stack.url, '/server-status?json')).body) as { hosts: { summary: { workers: number } }[] };
-          expect(status.hosts[0].summary.workers).to.equal(1);
-        },
+        said: 'applied',
+        // The pool starts a second worker; /metrics counts the processes it holds.
+        observe: ({ stack }) =>
+          eventually(
+            async () => /^extqs_host_total_processes\{[^}]*\} 2$/m.test((await get(stack.url, '/metrics')).body) || undefined,
+            10_000,
+            'a second host worker',
+          ),
       },
+      {
+        set: () => ({ listenBacklog: '100' }),
+        said: 'applied',
+        observe: async ({ stack }) =>
+          expect((await get(stack.url, '/metrics')).body).to.match(/^extqs_host_listen_queue_length\{[^}]*\} 100$/m),
+      },
+      ...Object.entries({ startWorkers: '7', minSpareWorkers: '2', maxSpareWorkers: '9', workerIdleTimeout: '20' }).map(([key, value]) => ({
+        set: () => ({ [key]: value }),
+        said: 'applied' as const,
+      })),
       ...newHostWorkers({
         maxRequests: '100',
         maxExecutionTime: '40',
@@ -243,11 +259,6 @@ const GROUPS: Group[] = [
       }),
       ...restartOnly({
         pm: 'ondemand',
-        startWorkers: '7',
-        minSpareWorkers: '2',
-        maxSpareWorkers: '9',
-        workerIdleTimeout: '20',
-        listenBacklog: '100',
         shutdownTimeout: '50',
       }),
       ...newWorkersOnly({ upstreamTimeout: '45', forwarder: 'http-proxy' }),

@@ -1,8 +1,8 @@
 // SIGHUPs that replace the proxy's workers under load (nginx -s reload): a steady load of keep-alive
 // connections, half to a static file and half through the host to a controller, runs across a SIGHUP
-// that changes --proxy-workers 2 -> 3, a proxy limit (--max-header-fields) and a host one
-// (--max-requests: both host workers replaced), then one that changes
-// --proxy-workers 3 -> 2 and another limit (--limit-request-body). New workers start first and the old
+// that changes --proxy-workers 2 -> 3, a proxy limit (--max-header-fields), --workers 2 -> 3 and a host
+// limit (--max-requests: both host workers replaced, a third started), then one that changes
+// --proxy-workers 3 -> 2, --workers 3 -> 2 and another limit (--limit-request-body). New workers start first and the old
 // ones finish what they hold: no request fails, each has its access line, and the new limits answer.
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -39,7 +39,7 @@ describe('replacing the proxy workers under load', function () {
     sandbox?.remove();
   });
 
-  it('fails no request and logs every one across SIGHUPs that change --proxy-workers and a proxy limit', async function () {
+  it('fails no request and logs every one across SIGHUPs that change --proxy-workers, --workers and limits', async function () {
     // Half static, half through the host; each connection sends again 5 ms after its answer, so some sit idle
     // when a worker retires.
     const load = steadyLoad(stack.url, CONNECTIONS, (n) => (n % 2 === 0 ? `/hello.txt?n=${n}` : `/External/Live?n=${n}`), 5);
@@ -52,14 +52,15 @@ describe('replacing the proxy workers under load', function () {
         `${count} retired workers`,
       );
     const workers = async () => total((await get(stack.url, '/metrics')).body, 'extqs_proxy_workers');
+    const hostWorkers = async () => total((await get(stack.url, '/metrics')).body, 'extqs_host_total_processes');
     const fields = Object.fromEntries(Array.from({ length: 60 }, (_, i) => [`x-field-${i}`, 'x']));
 
     try {
       await answers(BETWEEN);
       expect((await get(stack.url, '/hello.txt', { headers: fields })).status, 'before: 60 fields pass').to.equal(200);
-      writeFileSync(conf(), 'EXTQS_PROXY_WORKERS=3\nEXTQS_WORKERS=2\nEXTQS_MAX_HEADER_FIELDS=50\nEXTQS_MAX_REQUESTS=5000\n');
+      writeFileSync(conf(), 'EXTQS_PROXY_WORKERS=3\nEXTQS_WORKERS=3\nEXTQS_MAX_HEADER_FIELDS=50\nEXTQS_MAX_REQUESTS=5000\n');
       stack.child.kill('SIGHUP');
-      // Both first workers replaced, one more started; both host workers replaced too.
+      // Both first workers replaced, one more started; both host workers replaced too, and a third started.
       await retired(2);
       await eventually(
         () => (readLog(sandbox, 'host.log').filter((l) => l.includes('(new settings from SIGHUP)')).length === 2 ? true : undefined),
@@ -67,6 +68,7 @@ describe('replacing the proxy workers under load', function () {
         'both host workers replaced',
       );
       await eventually(async () => ((await workers()) === 3 ? true : undefined), 10_000, 'three proxy workers');
+      await eventually(async () => ((await hostWorkers()) === 3 ? true : undefined), 10_000, 'three host workers');
       for (let turn = 0; turn < 3; turn++)
         expect((await get(stack.url, '/hello.txt', { headers: fields })).status, 'after: 60 fields refused').to.equal(400);
       await answers(samples.length + BETWEEN);
@@ -79,6 +81,7 @@ describe('replacing the proxy workers under load', function () {
       // One retired without a successor, two replaced.
       await retired(5);
       await eventually(async () => ((await workers()) === 2 ? true : undefined), 10_000, 'two proxy workers');
+      await eventually(async () => ((await hostWorkers()) === 2 ? true : undefined), 10_000, 'two host workers');
       for (let turn = 0; turn < 2; turn++)
         expect((await get(stack.url, '/hello.txt', { method: 'POST', body: 'x'.repeat(2048) })).status, 'past the new body limit').to.equal(
           413,
@@ -91,6 +94,8 @@ describe('replacing the proxy workers under load', function () {
     const failed = samples.filter((s) => s.status !== 200);
     expect(failed, `failed requests: ${JSON.stringify(failed.slice(0, 5))}`).to.deep.equal([]);
     const note = readLog(sandbox, 'error.log').filter((l) => l.includes('SIGHUP received'));
+    expect(note[0], note[0]).to.contain('applied --workers 2 -> 3');
+    expect(note[1], note[1]).to.contain('applied --workers 3 -> 2');
     expect(note[0], note[0]).to.contain(
       'applied by starting new workers: --proxy-workers 2 -> 3, --max-requests 0 -> 5000, --max-header-fields 100 -> 50',
     );

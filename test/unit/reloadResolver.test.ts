@@ -28,17 +28,17 @@ describe('the reload resolver', () => {
   it('applies the log settings and names the rest as needing a restart, values as the flags are written', () => {
     // From 4 workers on, the spare bounds derived from --workers (at most 3) stay as they are.
     const running = read(['--workers', '4']);
-    const fresh = read(['--log-level', 'debug', '--log-max-size', '1m', '--workers', '5', '--port', '9000']);
+    const fresh = read(['--log-level', 'debug', '--log-max-size', '1m', '--pm', 'ondemand', '--workers', '4', '--port', '9000']);
     for (const reader of READERS) {
       const changes = resolveReload(reader, running, fresh);
       expect(changes.map(({ key, outcome }) => [key, outcome])).to.deep.equal([
         ['port', 'restart'],
-        ['workers', 'restart'],
+        ['pm', 'restart'],
         ['logLevel', 'applied'],
         ['logMaxSize', 'applied'],
       ]);
       expect(reloadNote(changes)).to.equal(
-        `applied --log-level "info" -> "debug", --log-max-size 0 -> 1048576; need a restart to apply: --port 8080 -> 9000, --workers 4 -> 5`,
+        `applied --log-level "info" -> "debug", --log-max-size 0 -> 1048576; need a restart to apply: --port 8080 -> 9000, --pm "static" -> "ondemand"`,
       );
       const config = reloadedConfig(reader, running, fresh);
       expect([config.logLevel, config.port, config.workers]).to.deep.equal(['debug', 8080, running.workers]);
@@ -97,6 +97,20 @@ describe('the reload resolver', () => {
     expect(readerOf('host', {})).to.equal('host-pool');
   });
 
+  it('lets the host pool apply its own bounds, which a proxy cannot', () => {
+    const running = read(['--workers', '4']);
+    const fresh = read(['--workers', '6', '--listen-backlog', '100', '--worker-idle-timeout', '20']);
+    for (const reader of READERS) {
+      const outcome = reader === 'launcher' || reader === 'host-pool' ? 'applied' : 'restart';
+      expect(resolveReload(reader, running, fresh).map(({ key, outcome }) => [key, outcome])).to.deep.equal([
+        ['workers', outcome],
+        ['workerIdleTimeout', outcome],
+        ['listenBacklog', outcome],
+      ]);
+      expect(reloadedConfig(reader, running, fresh).workers).to.equal(outcome === 'applied' ? 6 : 4);
+    }
+  });
+
   it("applies the proxy workers' own settings by starting new workers where a primary has two or more, else needs a restart", () => {
     const running = read(['--proxy-workers', '2', '--workers', '4']);
     const fresh = read([
@@ -109,7 +123,9 @@ describe('the reload resolver', () => {
       '--port',
       '9000',
       '--workers',
-      '5',
+      '4',
+      '--pm',
+      'ondemand',
     ]);
     const replacing: Reader[] = ['launcher', 'proxy-primary'];
     for (const reader of replacing) {
@@ -117,13 +133,13 @@ describe('the reload resolver', () => {
       expect(changes.map(({ key, outcome }) => [key, outcome])).to.deep.equal([
         ['port', 'restart'],
         ['proxyWorkers', 'replaced'],
-        ['workers', 'restart'],
+        ['pm', 'restart'],
         ['upstreamTimeout', 'replaced'],
         ['maxHeaderFields', 'replaced'],
       ]);
       expect(reloadNote(changes)).to.equal(
         'applied by starting new workers: --proxy-workers 2 -> 3, --upstream-timeout 30 -> 45, --max-header-fields 100 -> 5; ' +
-          `need a restart to apply: --port 8080 -> 9000, --workers 4 -> 5`,
+          `need a restart to apply: --port 8080 -> 9000, --pm "static" -> "ondemand"`,
       );
       const config = reloadedConfig(reader, running, fresh);
       expect([config.proxyWorkers, config.upstreamTimeout, config.port]).to.deep.equal([3, 45, 8080]);
@@ -142,12 +158,12 @@ describe('the reload resolver', () => {
     expect(resolveReload('launcher', alone, read(['--proxy-workers', '2'])).map((c) => c.outcome)).to.deep.equal(['restart']);
   });
 
-  it("applies the host workers' own limits by starting new host workers, from the launcher or the pool; the pool's size needs a restart", () => {
+  it("applies the host workers' own limits by starting new host workers, from the launcher or the pool, and the pool's bounds live", () => {
     const running = read(['--workers', '4']);
     const fresh = read(['--workers', '4', '--max-requests', '100', '--post-max-size', '1m', '--listen-backlog', '100']);
     for (const reader of ['launcher', 'host-pool'] as const)
       expect(resolveReload(reader, running, fresh).map(({ key, outcome }) => [key, outcome])).to.deep.equal([
-        ['listenBacklog', 'restart'],
+        ['listenBacklog', 'applied'],
         ['maxRequests', 'replaced'],
         ['postMaxSize', 'replaced'],
       ]);
