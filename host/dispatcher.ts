@@ -80,8 +80,7 @@ export class Dispatcher {
   maxActive = 0;
 
   constructor(
-    /** --listen-backlog: requests that may wait. */
-    /** --listen-backlog; a SIGHUP may change it. */
+    /** --listen-backlog: requests that may wait; a SIGHUP may change it. */
     public bound: number,
     private readonly events: DispatcherEvents,
   ) {}
