@@ -51,7 +51,7 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
   let current = config;
   // Set once the workers are there; a worker started before then asks for `current` anyway.
   let renewWorkers = (): void => {};
-  let fitPool = (): void => {};
+  let fitPool = (_previousWorkers: number): void => {};
   reloads((settings, note, kept) => {
     const previous = current;
     current = settings;
@@ -61,7 +61,7 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
     // A limit a worker reads at its start: each is replaced by one started with it, which listens first.
     if (workersReplacedFor('host-pool', previous, settings)) renewWorkers();
     // The pool's bounds (--workers, the spare bounds, the idle timeout, --listen-backlog) are read live.
-    fitPool();
+    fitPool(previous.workers);
   });
   const startedAt = new Date().toISOString();
   /** Workers whose server listens; the others show as `starting` on /status without being asked. */
@@ -266,9 +266,11 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
   };
 
   /** After a SIGHUP: the pool's bounds as read again; workers past --workers retired (idle ones first), a static pool filled. */
-  fitPool = () => {
+  fitPool = (previousWorkers) => {
     dispatcher.bound = current.listenBacklog;
     processManagerSettings = describeProcessManager(current);
+    // Only a new count resizes: a worker being restarted after an exit is not yet counted as serving.
+    if (current.workers === previousWorkers) return;
     const idle = new Set(dispatcher.idleWorkers().map((slot) => workerOf.get(slot)));
     const byIdleFirst = serving().sort((a, b) => Number(idle.has(b)) - Number(idle.has(a)));
     for (const worker of byIdleFirst.slice(current.workers)) {
