@@ -29,6 +29,7 @@ export class WorkerSlot {
 interface Waiting {
   req: IncomingMessage;
   res: ServerResponse;
+  body: ReadBody | undefined;
   queuedAt: number;
 }
 
@@ -45,6 +46,16 @@ export interface DispatcherEvents {
    */
   whenIdle(slot: WorkerSlot): Promise<void>;
 }
+
+/**
+ * A body whose Content-Length is at most this is read whole before a worker is taken (mod_fcgid's
+ * FcgidMaxRequestInMem; nginx buffers a body before php-fpm sees it): a client sending it slowly holds a
+ * connection, not a worker. A longer or chunked body is streamed to its worker as it arrives, holding it.
+ */
+const BODY_READ_FIRST = 64 * 1024;
+
+/** A body read whole before its worker was chosen. */
+type ReadBody = Buffer[];
 
 /** Fields about this hop's connection: each hop has its own. */
 const HOP_FIELDS = new Set(['connection', 'keep-alive']);
@@ -124,8 +135,23 @@ export class Dispatcher {
   }
 
   handle(req: IncomingMessage, res: ServerResponse): void {
+    // Read first: only a body of a known length that fits. A longer or chunked one is streamed at once, so a
+    // controller can still answer before it arrives (post_max_size, a 413).
+    const length = req.headers['transfer-encoding'] === undefined ? Number(req.headers['content-length'] ?? 0) : Infinity;
+    if (length === 0 || !(length <= BODY_READ_FIRST)) return this.dispatch(req, res, undefined);
+    const body: ReadBody = [];
+    const read = (chunk: Buffer) => body.push(chunk);
+    // A client that leaves meanwhile ends nothing: no 'end', and no worker was taken.
+    req.on('data', read);
+    req.once('end', () => {
+      req.off('data', read);
+      this.dispatch(req, res, body);
+    });
+  }
+
+  private dispatch(req: IncomingMessage, res: ServerResponse, body: ReadBody | undefined): void {
     const slot = this.idle.pop();
-    if (slot) return this.relay(slot, req, res);
+    if (slot) return this.relay(slot, req, res, body);
     this.events.noIdleWorker();
     if (this.queue.length >= this.bound) {
       this.events.queueFull(req, this.bound);
@@ -133,7 +159,7 @@ export class Dispatcher {
       res.end();
       return;
     }
-    const waiting: Waiting = { req, res, queuedAt: performance.now() };
+    const waiting: Waiting = { req, res, body, queuedAt: performance.now() };
     this.queue.push(waiting);
     if (this.queue.length > this.maxQueued) this.maxQueued = this.queue.length;
     res.once('close', () => {
@@ -151,7 +177,7 @@ export class Dispatcher {
   private makeIdle(slot: WorkerSlot): void {
     if (!slot.accepting) return void slot.agent.destroy();
     const next = this.queue.shift();
-    if (next) return this.relay(slot, next.req, next.res);
+    if (next) return this.relay(slot, next.req, next.res, next.body);
     slot.running = undefined;
     slot.idleSince = performance.now();
     this.idle.push(slot);
@@ -162,7 +188,7 @@ export class Dispatcher {
     this.makeIdle(slot);
   }
 
-  private relay(slot: WorkerSlot, req: IncomingMessage, res: ServerResponse): void {
+  private relay(slot: WorkerSlot, req: IncomingMessage, res: ServerResponse, body: ReadBody | undefined): void {
     this.busy.add(slot);
     if (this.busy.size > this.maxActive) this.maxActive = this.busy.size;
     slot.running = `${req.method} ${req.url}`;
@@ -215,6 +241,9 @@ export class Dispatcher {
     res.once('close', () => {
       if (!res.writableFinished) upstream.destroy();
     });
-    req.pipe(upstream);
+    if (body) {
+      for (const chunk of body) upstream.write(chunk);
+      upstream.end();
+    } else req.pipe(upstream);
   }
 }
