@@ -164,9 +164,10 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
       if (!worker || !channel) return Promise.reject(new Error('gone'));
       return channel.request('idle', null, idleWaitMs()).then(
         () => undefined,
-        (err: Error) => {
-          // A worker that died meanwhile closed the channel: its exit is handled where it exits.
-          if (workers.handles.includes(worker) && worker.isConnected())
+        (err: NodeJS.ErrnoException) => {
+          // Only one that did not answer in time is recycled. A send that failed (EPIPE: killed by its watchdog,
+          // not yet reaped) or a closed channel means it is dying; its exit is handled where it exits.
+          if (err.code === undefined && workers.handles.includes(worker) && worker.isConnected())
             retire(worker, `still busy ${idleWaitMs()} ms after its request ended: ${err.message}`);
           throw err;
         },
