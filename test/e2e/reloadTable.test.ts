@@ -178,7 +178,7 @@ const GROUPS: Group[] = [
       },
       ...restartOnly({ tlsPort: '2' }),
       {
-        // The case of issue 19: it said applied with two proxy workers, and no HTTPS listener existed.
+        // Once said "applied" with two proxy workers while no HTTPS listener was opened.
         set: ({ pair }) => ({ tlsCert: pair.cert, tlsKey: pair.key }),
         said: 'restart',
         observe: async ({ idlePort }) => expect(await accepts(idlePort), 'an HTTPS listener').to.equal(false),
