@@ -1,45 +1,20 @@
 // logs/access.log: one line per request, written when the response is done (finished or cut short), as
 // mod_log_config does. Apache's combined layout, or JSON (--log-format json). Not levelled: every request
 // has its line. The server calls record() from its one 'close' listener per response.
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { LogSettings } from '../common/settings.ts';
 import { openLineLog, rotationOf } from '../common/lineLog.ts';
 import { accessFormatter, type AccessEntry, type LogFormat } from '../common/logFormat.ts';
 import type { LogRelay } from '../common/logRelay.ts';
 import { clientAddress } from './errorLog.ts';
+import type { RequestContext } from './requestContext.ts';
 import type { ProxyLogEntries, WireAccessEntry } from './workerMessages.ts';
-
-/** Body bytes of responses that have no Content-Length (streamed from the host), counted as they pass. */
-const streamedBytes = new WeakMap<ServerResponse, number>();
-
-export function countBodyBytes(res: ServerResponse, bytes: number): void {
-  streamedBytes.set(res, (streamedBytes.get(res) ?? 0) + bytes);
-}
-
-/** Bytes of encoded bodies (compression.ts), counted as they leave: what mod_deflate makes %b say. */
-const encodedBytes = new WeakMap<ServerResponse, number>();
-
-export function countEncodedBytes(res: ServerResponse, bytes: number): void {
-  encodedBytes.set(res, (encodedBytes.get(res) ?? 0) + bytes);
-}
-
-/** Apache's %b: body bytes sent, 0 for HEAD, 204 and 304. */
-export function bodyBytes(req: IncomingMessage, res: ServerResponse): number {
-  if (req.method === 'HEAD' || res.statusCode === 204 || res.statusCode === 304 || !res.headersSent) return 0;
-  const encoded = encodedBytes.get(res);
-  if (encoded !== undefined) return encoded;
-  const declared = res.getHeader('content-length');
-  return declared === undefined ? (streamedBytes.get(res) ?? 0) : Number(declared);
-}
 
 export interface AccessLog {
   /**
-   * The line for a response that has ended (finished or cut); `url`, `arrivedAt` and `remoteAddress` as
-   * the request came (by then undici may have set `req.socket` to null: it does so to drop a request
-   * body it no longer sends without closing the client's connection); `bytes` is its %b (bodyBytes()),
-   * which the server's other counters take too.
+   * The line for a response that has ended (finished or cut), from its context: target, time and client
+   * as the request came; `bytes` is its %b (ctx.bodyBytes()), which the server's other counters take too.
    */
-  record(req: IncomingMessage, res: ServerResponse, url: string, arrivedAt: number, remoteAddress: string | undefined, bytes: number): void;
+  record(ctx: RequestContext, bytes: number): void;
   /**
    * The line for a request Node's parser refused (it never became a request): its first line as it
    * came, the status and the bytes of the page that answered it.
@@ -96,20 +71,20 @@ export function relayedAccess(relay: LogRelay<ProxyLogEntries>, settings: LogSet
 
 export function openAccessLog(sink: AccessSink): AccessLog {
   return {
-    record(req, res, url, arrivedAt, remoteAddress, bytes) {
-      const requestId = res.getHeader('x-request-id');
+    record(ctx, bytes) {
+      const { req, res, arrivedAt } = ctx;
       sink.write({
-        remoteAddress: clientAddress(remoteAddress),
+        remoteAddress: ctx.clientAddress,
         time: new Date(arrivedAt), // %t is when the request arrived
         method: req.method ?? '-',
-        url, // %r is the request as received, before any rewriting
+        url: ctx.url, // %r is the request as received, before any rewriting
         httpVersion: req.httpVersion,
         // A response cut before its header was sent is logged as Apache does: with the status it was to have.
         status: res.statusCode,
         bytes,
         referer: req.headers.referer,
         userAgent: req.headers['user-agent'],
-        requestId: typeof requestId === 'string' ? requestId : undefined,
+        requestId: ctx.id,
         // Milliseconds, the clock arrivedAt was read with: %D ends in 000.
         durationMicros: (Date.now() - arrivedAt) * 1000,
         headers: req.headers,

@@ -7,7 +7,7 @@ import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:
 import type { Transform } from 'node:stream';
 import { brotliCompress, brotliCompressSync, constants, createBrotliCompress, createGzip, gzip, gzipSync } from 'node:zlib';
 import type { ContentCoding } from '../common/settings.ts';
-import { countEncodedBytes } from './accessLog.ts';
+import type { RequestContext } from './requestContext.ts';
 
 /** The codings this proxy makes, in its order of preference when the client weighs them the same. */
 export const PREFERENCE: readonly ContentCoding[] = ['br', 'gzip'];
@@ -244,7 +244,8 @@ export function negotiateRequest(req: IncomingMessage, settings: CompressionSett
  * gets Content-Encoding, the variant's ETag, no Content-Length or Accept-Ranges; a HEAD gets the same head
  * and no body. Every compressible answer gets `Vary: Accept-Encoding`, encoded or not.
  */
-export function encodeResponse(req: IncomingMessage, res: ServerResponse, negotiated: Negotiated, options: EncodeOptions): void {
+export function encodeResponse(ctx: RequestContext, negotiated: Negotiated, options: EncodeOptions): void {
+  const { req, res } = ctx;
   // The response class's own methods (as properties: they are called on `res`, never detached).
   const proto = Object.getPrototypeOf(res) as {
     writeHead: (this: ServerResponse, statusCode: number, reason?: string) => ServerResponse;
@@ -287,7 +288,7 @@ export function encodeResponse(req: IncomingMessage, res: ServerResponse, negoti
     res.removeHeader('Accept-Ranges');
     const etag = res.getHeader('etag');
     if (typeof etag === 'string') res.setHeader('ETag', variantEtag(etag, coding));
-    countEncodedBytes(res, 0);
+    ctx.encodedBytes = 0;
     return { coding, length };
   }
 
@@ -333,7 +334,7 @@ export function encodeResponse(req: IncomingMessage, res: ServerResponse, negoti
       if (typeof chunk !== 'function') add(chunk, typeof encoding === 'string' ? encoding : 'utf8');
       if (res.destroyed) return res;
       const out = encodeInOneCall(coding, Buffer.concat(chunks));
-      countEncodedBytes(res, out.length);
+      ctx.encodedBytes = out.length;
       proto.write.call(res, out);
       return proto.end.call(res);
     };
@@ -350,7 +351,7 @@ export function encodeResponse(req: IncomingMessage, res: ServerResponse, negoti
       if (!ended && !encoder.destroyed) (encoder as Transform & { flush(kind: number): void }).flush(kind);
     };
     encoder.on('data', (chunk: Buffer) => {
-      countEncodedBytes(res, chunk.length);
+      ctx.encodedBytes = (ctx.encodedBytes ?? 0) + chunk.length;
       if (proto.write.call(res, chunk) || waiting) return;
       waiting = true;
       encoder.pause();

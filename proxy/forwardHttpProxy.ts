@@ -6,7 +6,6 @@
 import { Agent, type ClientRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
 import httpProxy from 'http-proxy';
-import { countBodyBytes } from './accessLog.ts';
 import type { Upstream } from '../common/settingParsers.ts';
 import {
   afterBody,
@@ -22,6 +21,7 @@ import {
   type ForwarderOptions,
 } from './forwarding.ts';
 import { bodyFollows, isHttp2 } from './protocols.ts';
+import type { RequestContext } from './requestContext.ts';
 import type { UpstreamState } from './upstreams.ts';
 
 /**
@@ -49,8 +49,9 @@ export function createHttpProxyForwarder(options: ForwarderOptions): Forward {
   /** The body as counted against LimitRequestBody, which http-proxy sends instead of `req` (its `buffer` option). */
   const bodies = new WeakMap<IncomingMessage, Readable>();
   const pathOf = (req: IncomingMessage) => (req.url ?? '').split('?', 1)[0];
-  // req.headers is what forwardedHeaders() made, so the id there is this proxy's.
-  const idOf = (req: IncomingMessage) => String(req.headers['x-request-id']);
+  /** http-proxy's events name the request, not its context. */
+  const contexts = new WeakMap<IncomingMessage, RequestContext>();
+  const ctxOf = (req: IncomingMessage) => contexts.get(req)!;
 
   proxy.on('proxyReq', (proxyReq, req, res) => {
     // Dropped before it had a socket (drop() found nothing to abort): the host must not wait for its body.
@@ -69,15 +70,15 @@ export function createHttpProxyForwarder(options: ForwarderOptions): Forward {
       proxyRes.destroy();
       return;
     }
-    const answer = fail.hostSignals(proxyRes.statusCode ?? 0, proxyRes.headers, req, idOf(req));
+    const answer = fail.hostSignals(proxyRes.statusCode ?? 0, proxyRes.headers, ctxOf(req));
     if (answer !== 'relay') {
       // Answered here, so http-proxy neither writes the head nor pipes; the body is drained so the
       // connection serves the next request.
       answered.add(req);
-      if (answer === 'host-error') fail.hostRefused(proxyRes.statusCode ?? 500, req, res, pathOf(req), idOf(req));
-      else if (answer === 'controller-failed') fail.controllerFailed(res);
-      else if (answer === 'pool-full') fail.poolFull(req, res, pathOf(req), idOf(req));
-      else fail.endedWithoutHeaders(req, res, pathOf(req), idOf(req));
+      if (answer === 'host-error') fail.hostRefused(proxyRes.statusCode ?? 500, ctxOf(req), pathOf(req));
+      else if (answer === 'controller-failed') fail.controllerFailed(ctxOf(req));
+      else if (answer === 'pool-full') fail.poolFull(ctxOf(req), pathOf(req));
+      else fail.endedWithoutHeaders(ctxOf(req), pathOf(req));
       proxyRes.resume();
       return;
     }
@@ -91,14 +92,15 @@ export function createHttpProxyForwarder(options: ForwarderOptions): Forward {
       // http-proxy copies the client's Connection header otherwise, which we removed: say what Node will do.
       proxyRes.headers.connection = res.shouldKeepAlive ? 'keep-alive' : 'close';
     }
-    if (proxyRes.headers['content-length'] === undefined) proxyRes.on('data', (chunk: Buffer) => countBodyBytes(res, chunk.length));
+    if (proxyRes.headers['content-length'] === undefined)
+      proxyRes.on('data', (chunk: Buffer) => (ctxOf(req).streamedBytes += chunk.length));
     // Before http-proxy's pipe() ends the client's answer: a failure in the trailers cuts it instead.
-    proxyRes.once('end', () => fail.trailers(proxyRes.trailers, req, res, idOf(req)));
+    proxyRes.once('end', () => fail.trailers(proxyRes.trailers, ctxOf(req)));
     // pipe() does not pass errors on: a host dying mid-body would leave the client waiting forever.
     proxyRes.once('close', () => {
       if (proxyRes.complete) return;
       const err = Object.assign(new Error('other side closed'), { code: 'ECONNRESET' });
-      fail.cutShort(err, req, res, pathOf(req), idOf(req), upstream!);
+      fail.cutShort(err, ctxOf(req), pathOf(req), upstream!);
     });
   });
 
@@ -129,14 +131,14 @@ export function createHttpProxyForwarder(options: ForwarderOptions): Forward {
       // An ended request stream pipes into the next upstream request as an immediate end, so a GET can go again.
       const next = retryable && !res.headersSent && !req.socket.destroyed ? upstreams.pick(tried) : undefined;
       if (next) {
-        fail.connectFailed(err, req, pathOf(req), idOf(req), upstream);
+        fail.connectFailed(err, ctxOf(req), pathOf(req), upstream);
         return send(req, res, next, retryable);
       }
     } else {
       upstreams.reached(upstream);
     }
     clearTimeout(deadlines.get(req));
-    fail.failed(err, req, res, pathOf(req), idOf(req), upstream);
+    fail.failed(err, ctxOf(req), pathOf(req), upstream);
   }
 
   /** The proxy answers `req` itself: the host's request is aborted and its answer ignored. */
@@ -146,19 +148,21 @@ export function createHttpProxyForwarder(options: ForwarderOptions): Forward {
     upstreamRequests.get(req)?.destroy();
   }
 
-  return function forward(req, res, url, requestId) {
+  return function forward(ctx, url) {
+    const { req, res } = ctx;
+    contexts.set(req, ctx);
     const withBody = bodyFollows(req);
     if (withBody) {
       bodies.set(
         req,
         limitedBody(req, res, limitRequestBody, (received) => {
           drop(req);
-          fail.tooLarge(req, res, received, requestId);
+          fail.tooLarge(ctx, received);
         }),
       );
     }
     // http-proxy copies req.headers; the access log reads only Referer and User-Agent from it later.
-    req.headers = forwardedHeaders(req, requestId, ENGINE_FRAMED, options.markLocalClients);
+    req.headers = forwardedHeaders(ctx, ENGINE_FRAMED, options.markLocalClients);
     req.url = url;
     if (upstreamTimeoutMs > 0) {
       afterBody(req, () => {
@@ -167,7 +171,7 @@ export function createHttpProxyForwarder(options: ForwarderOptions): Forward {
           req,
           setTimeout(() => {
             answered.add(req);
-            fail.timedOut(req, res, pathOf(req), idOf(req));
+            fail.timedOut(ctxOf(req), pathOf(req));
             upstreamRequests.get(req)?.destroy();
           }, upstreamTimeoutMs),
         );

@@ -1,10 +1,8 @@
 // The undici engine: a keep-alive Pool to the host, driven through its dispatch handler API so bytes go
 // straight from the host's socket to the client's response, with no stream or promise per request
 // (Node's http.request client, under http-proxy, is the slow part of forwarding: see the bench).
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Pool, type Dispatcher } from 'undici';
 import { formatUpstream, type Upstream } from '../common/settingParsers.ts';
-import { countBodyBytes } from './accessLog.ts';
 import {
   afterBody,
   failures,
@@ -20,6 +18,7 @@ import {
   type ForwarderOptions,
 } from './forwarding.ts';
 import { bodyFollows } from './protocols.ts';
+import type { RequestContext } from './requestContext.ts';
 import type { Upstreams, UpstreamState } from './upstreams.ts';
 
 /** Fields undici frames or refuses itself (the other hop-by-hop ones are never forwarded). */
@@ -37,10 +36,8 @@ class ForwardHandler implements Dispatcher.DispatchHandler {
   deadline: NodeJS.Timeout | undefined;
 
   constructor(
-    private readonly req: IncomingMessage,
-    private readonly res: ServerResponse,
+    private readonly ctx: RequestContext,
     private readonly path: string,
-    private readonly requestId: string,
     private readonly engine: Engine,
     private readonly options: Dispatcher.DispatchOptions,
     private readonly retryable: boolean,
@@ -66,8 +63,8 @@ class ForwardHandler implements Dispatcher.DispatchHandler {
   }
 
   timeout(): void {
-    if (this.settled || this.res.headersSent) return;
-    this.engine.fail.timedOut(this.req, this.res, this.path, this.requestId);
+    if (this.settled || this.ctx.res.headersSent) return;
+    this.engine.fail.timedOut(this.ctx, this.path);
     this.abandon('no response headers in time');
   }
 
@@ -84,31 +81,32 @@ class ForwardHandler implements Dispatcher.DispatchHandler {
     if (this.settled) return controller.abort(new Error('answered already'));
     clearTimeout(this.deadline);
     this.engine.upstreams.reached(this.upstream);
-    const answer = this.engine.fail.hostSignals(statusCode, headers, this.req, this.requestId);
+    const { fail } = this.engine;
+    const answer = fail.hostSignals(statusCode, headers, this.ctx);
     if (answer !== 'relay') {
       // Its body is read and dropped below, so the connection stays for the next request.
       this.settled = true;
-      if (answer === 'host-error') return this.engine.fail.hostRefused(statusCode, this.req, this.res, this.path, this.requestId);
-      if (answer === 'controller-failed') return this.engine.fail.controllerFailed(this.res);
-      if (answer === 'pool-full') return this.engine.fail.poolFull(this.req, this.res, this.path, this.requestId);
-      return this.engine.fail.endedWithoutHeaders(this.req, this.res, this.path, this.requestId);
+      if (answer === 'host-error') return fail.hostRefused(statusCode, this.ctx, this.path);
+      if (answer === 'controller-failed') return fail.controllerFailed(this.ctx);
+      if (answer === 'pool-full') return fail.poolFull(this.ctx, this.path);
+      return fail.endedWithoutHeaders(this.ctx, this.path);
     }
     this.countBytes = headers['content-length'] === undefined;
-    this.res.writeHead(statusCode, responseHeaders(headers, NODE_FRAMED));
+    this.ctx.res.writeHead(statusCode, responseHeaders(headers, NODE_FRAMED));
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     if (this.settled) return;
-    if (this.countBytes) countBodyBytes(this.res, chunk.length);
-    if (!this.res.write(chunk)) {
+    if (this.countBytes) this.ctx.streamedBytes += chunk.length;
+    if (!this.ctx.res.write(chunk)) {
       controller.pause();
-      this.res.once('drain', () => controller.resume());
+      this.ctx.res.once('drain', () => controller.resume());
     }
   }
 
   onResponseEnd(_controller: Dispatcher.DispatchController, trailers: Record<string, string | string[] | undefined>): void {
-    if (this.settled || this.engine.fail.trailers(trailers, this.req, this.res, this.requestId)) return;
-    this.res.end();
+    if (this.settled || this.engine.fail.trailers(trailers, this.ctx)) return;
+    this.ctx.res.end();
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, cause: Error & { code?: string }): void {
@@ -118,9 +116,9 @@ class ForwardHandler implements Dispatcher.DispatchHandler {
     const { upstreams, fail } = this.engine;
     if (isConnectError(err)) {
       upstreams.connectFailed(this.upstream);
-      const next = this.retryable && !this.res.headersSent ? upstreams.pick((this.tried ??= new Set()).add(this.upstream)) : undefined;
+      const next = this.retryable && !this.ctx.res.headersSent ? upstreams.pick((this.tried ??= new Set()).add(this.upstream)) : undefined;
       if (next) {
-        fail.connectFailed(err, this.req, this.path, this.requestId, this.upstream);
+        fail.connectFailed(err, this.ctx, this.path, this.upstream);
         return this.send(next);
       }
     } else {
@@ -128,7 +126,7 @@ class ForwardHandler implements Dispatcher.DispatchHandler {
     }
     clearTimeout(this.deadline);
     this.settled = true;
-    fail.failed(err, this.req, this.res, this.path, this.requestId, this.upstream);
+    fail.failed(err, this.ctx, this.path, this.upstream);
   }
 }
 
@@ -161,19 +159,20 @@ export function createUndiciForwarder(options: ForwarderOptions): Forward {
   );
   const engine: Engine = { upstreams, fail: failures(options), poolFor: (upstream) => pools.get(upstream)! };
 
-  return function forward(req, res, url, requestId) {
+  return function forward(ctx, url) {
+    const { req, res } = ctx;
     const withBody = bodyFollows(req);
-    const headers = forwardedHeaders(req, requestId, ENGINE_FRAMED, options.markLocalClients);
+    const headers = forwardedHeaders(ctx, ENGINE_FRAMED, options.markLocalClients);
     // undici destroys a body stream it could not send, and destroying `req` would reset the client's
     // connection instead of answering 503: it gets a stream of its own.
     const body = withBody
       ? limitedBody(req, res, limitRequestBody, (received) => {
           handler.abandon('request body over LimitRequestBody');
-          engine.fail.tooLarge(req, res, received, requestId);
+          engine.fail.tooLarge(ctx, received);
         })
       : null;
     const dispatch: Dispatcher.DispatchOptions = { path: url, method: req.method as Dispatcher.HttpMethod, headers, body };
-    const handler = new ForwardHandler(req, res, url.split('?', 1)[0], requestId, engine, dispatch, mayRetry(req, withBody));
+    const handler = new ForwardHandler(ctx, url.split('?', 1)[0], engine, dispatch, mayRetry(req, withBody));
     res.once('close', () => {
       if (!res.writableFinished) handler.abandon('client closed the request');
     });

@@ -16,9 +16,9 @@ import {
   POOL_FULL_FIELD,
 } from '../common/protocol.ts';
 import { sendErrorPage } from './errorPages.ts';
-import { clientAddress, clientOfRequest, type ErrorLog } from './errorLog.ts';
 import { isLoopback } from './loopback.ts';
 import { authorityOf, bodyFollows, responseGone, schemeOf } from './protocols.ts';
+import type { RequestContext } from './requestContext.ts';
 import type { Upstreams, UpstreamState } from './upstreams.ts';
 
 /**
@@ -26,11 +26,10 @@ import type { Upstreams, UpstreamState } from './upstreams.ts';
  * failed mid-body and the server answers it itself (server.ts), so the host's request is aborted and
  * whatever it answers is ignored.
  */
-export type Forward = (req: IncomingMessage, res: ServerResponse, url: string, requestId: string) => () => void;
+export type Forward = (ctx: RequestContext, url: string) => () => void;
 
 export interface ForwarderOptions {
   upstreams: Upstreams;
-  errorLog: ErrorLog;
   /** No response headers within this many ms of the request's end: 504. 0 = wait as long as it takes. */
   upstreamTimeoutMs: number;
   /** LimitRequestBody: a longer body is cut and answered 413. 0 = none. */
@@ -207,11 +206,11 @@ function controllerOf(path: string): string {
  * - `engineFramed`: what the engine frames or refuses itself.
  */
 export function forwardedHeaders(
-  req: IncomingMessage,
-  requestId: string,
+  ctx: RequestContext,
   engineFramed: readonly string[] = [],
   markLocalClients = false,
 ): Record<string, string | string[]> {
+  const { req } = ctx;
   const incoming = req.headers;
   const nominated = nominatedBy(incoming.connection);
   // Field names are the client's words (HTTP/2 passes a `__proto__` field on): no inherited keys.
@@ -225,11 +224,11 @@ export function forwardedHeaders(
   }
   const authority = authorityOf(req);
   if (authority !== undefined) out.host = authority;
-  out['x-forwarded-for'] = clientAddress(req.socket.remoteAddress);
+  out['x-forwarded-for'] = ctx.clientAddress;
   out['x-forwarded-proto'] = schemeOf(req);
   if (authority !== undefined) out['x-forwarded-host'] = authority;
-  out['x-request-id'] = requestId;
-  if (markLocalClients && isLoopback(req.socket.remoteAddress)) out[LOCAL_CLIENT_FIELD] = '1';
+  out['x-request-id'] = ctx.id;
+  if (markLocalClients && isLoopback(ctx.remoteAddress)) out[LOCAL_CLIENT_FIELD] = '1';
   return out;
 }
 
@@ -237,184 +236,128 @@ export function forwardedHeaders(
 
 export interface Failures {
   /** No response headers within the limit: 504 naming the controller and the limit. */
-  timedOut(req: IncomingMessage, res: ServerResponse, path: string, requestId: string): void;
+  timedOut(ctx: RequestContext, path: string): void;
   /** A connect to `upstream` failed and the request goes to another one: logged only. */
-  connectFailed(err: NodeJS.ErrnoException, req: IncomingMessage, path: string, requestId: string, upstream: UpstreamState): void;
+  connectFailed(err: NodeJS.ErrnoException, ctx: RequestContext, path: string, upstream: UpstreamState): void;
   /** The request could not be forwarded or the host ended it without headers: 503 or 500. */
-  failed(
-    err: NodeJS.ErrnoException,
-    req: IncomingMessage,
-    res: ServerResponse,
-    path: string,
-    requestId: string,
-    upstream: UpstreamState,
-  ): void;
+  failed(err: NodeJS.ErrnoException, ctx: RequestContext, path: string, upstream: UpstreamState): void;
   /**
    * The host's answer head, read for its signals (common/protocol.ts): its stderr lines go to error.log.
    * Unless it is to be relayed, the engine drops its body and answers with `failed` (ended without
    * headers, as if the connection had closed) or `hostRefused`.
    */
-  hostSignals(statusCode: number, headers: Headers, req: IncomingMessage, requestId: string): HostAnswer;
+  hostSignals(statusCode: number, headers: Headers, ctx: RequestContext): HostAnswer;
   /**
    * The host said the application ended without headers (common/protocol.ts): Apache's 500 page and
    * `End of script output before headers`, after its stderr lines (hostSignals); no socket failed.
    */
-  endedWithoutHeaders(req: IncomingMessage, res: ServerResponse, path: string, requestId: string): void;
+  endedWithoutHeaders(ctx: RequestContext, path: string): void;
   /**
    * The host's answer ended with trailers: its stderr there (a controller that failed mid-answer) goes to
    * error.log and the client's answer, incomplete, is cut. True when it was.
    */
-  trailers(trailers: Headers, req: IncomingMessage, res: ServerResponse, requestId: string): boolean;
+  trailers(trailers: Headers, ctx: RequestContext): boolean;
   /** Every host worker was busy and its listen queue full: Apache's 503 page and mod_fcgid's line. */
-  poolFull(req: IncomingMessage, res: ServerResponse, path: string, requestId: string): void;
+  poolFull(ctx: RequestContext, path: string): void;
   /** A controller threw (its fatal error already relayed by hostSignals): Apache's 500 page. */
-  controllerFailed(res: ServerResponse): void;
+  controllerFailed(ctx: RequestContext): void;
   /** The host answered an error itself, not a controller: Apache's page for its status, P6. */
-  hostRefused(status: number, req: IncomingMessage, res: ServerResponse, path: string, requestId: string): void;
+  hostRefused(status: number, ctx: RequestContext, path: string): void;
   /** The body passed LimitRequestBody while it streamed: 413, and the connection closed. */
-  tooLarge(req: IncomingMessage, res: ServerResponse, received: number, requestId: string): void;
+  tooLarge(ctx: RequestContext, received: number): void;
   /** The host's answer broke off after its headers: the client can only be cut; logged once. */
-  cutShort(
-    err: NodeJS.ErrnoException,
-    req: IncomingMessage,
-    res: ServerResponse,
-    path: string,
-    requestId: string,
-    upstream: UpstreamState,
-  ): void;
+  cutShort(err: NodeJS.ErrnoException, ctx: RequestContext, path: string, upstream: UpstreamState): void;
 }
 
-export function failures({ errorLog, upstreamTimeoutMs, limitRequestBody }: ForwarderOptions): Failures {
-  const logConnectFailure = (err: NodeJS.ErrnoException, req: IncomingMessage, path: string, requestId: string, upstream: UpstreamState) =>
-    errorLog.write({
-      module: 'proxy',
-      level: 'error',
-      status: `(${err.code})${err.message}`,
-      client: clientOfRequest(req),
-      message: `attempt to connect to upstream ${upstream.name} failed for ${path}`,
-      requestId,
-    });
+export function failures({ upstreamTimeoutMs, limitRequestBody }: ForwarderOptions): Failures {
+  const logConnectFailure = (err: NodeJS.ErrnoException, ctx: RequestContext, path: string, upstream: UpstreamState) =>
+    ctx.log('proxy', 'error', `attempt to connect to upstream ${upstream.name} failed for ${path}`, `(${err.code})${err.message}`);
   /** The host's stderr lines, as mod_fcgid relays a PHP process's (P5); returns how many. */
-  const relayStderr = (fields: Headers, req: IncomingMessage, requestId: string): number => {
+  const relayStderr = (fields: Headers, ctx: RequestContext): number => {
     const lines = decodeStderr(fields[HOST_STDERR_FIELD]);
-    for (const line of lines) {
-      errorLog.write({ module: 'fcgid', level: 'warn', client: clientOfRequest(req), message: `mod_fcgid: stderr: ${line}`, requestId });
-    }
+    for (const line of lines) ctx.log('fcgid', 'warn', `mod_fcgid: stderr: ${line}`);
     return lines.length;
   };
   /** Apache's line for a script that gave no header (util_script.c, so `core`): P1. */
-  const endOfScriptOutput = (req: IncomingMessage, path: string, requestId: string) =>
-    errorLog.write({
-      module: 'core',
-      level: 'error',
-      client: clientOfRequest(req),
-      message: `End of script output before headers: ${path}`,
-      requestId,
-    });
+  const endOfScriptOutput = (ctx: RequestContext, path: string) => ctx.log('core', 'error', `End of script output before headers: ${path}`);
   return {
-    timedOut(req, res, path, requestId) {
+    timedOut(ctx, path) {
       const seconds = upstreamTimeoutMs / 1000;
-      errorLog.write({
-        module: 'proxy',
-        level: 'error',
-        status: '(ETIMEDOUT)The timeout specified has expired',
-        client: clientOfRequest(req),
-        message: `Timeout waiting for output from controller ${controllerOf(path)} (${path}): no response headers within ${seconds} s (max_execution_time ${seconds} s)`,
-        requestId,
-      });
-      sendErrorPage(res, 504);
+      ctx.log(
+        'proxy',
+        'error',
+        `Timeout waiting for output from controller ${controllerOf(path)} (${path}): no response headers within ${seconds} s (max_execution_time ${seconds} s)`,
+        '(ETIMEDOUT)The timeout specified has expired',
+      );
+      sendErrorPage(ctx.res, 504);
     },
-    hostSignals(statusCode, headers, req, requestId) {
-      relayStderr(headers, req, requestId);
+    hostSignals(statusCode, headers, ctx) {
+      relayStderr(headers, ctx);
       return hostAnswerOf(statusCode, headers);
     },
-    endedWithoutHeaders(req, res, path, requestId) {
-      if (responseGone(res)) return;
-      endOfScriptOutput(req, path, requestId);
-      sendErrorPage(res, 500);
+    endedWithoutHeaders(ctx, path) {
+      if (responseGone(ctx.res)) return;
+      endOfScriptOutput(ctx, path);
+      sendErrorPage(ctx.res, 500);
     },
-    trailers(trailers, req, res, requestId) {
-      if (relayStderr(trailers, req, requestId) === 0) return false;
+    trailers(trailers, ctx) {
+      if (relayStderr(trailers, ctx) === 0) return false;
       // The body stopped short with valid framing: only a cut tells the client (and a cache) it is incomplete.
-      res.destroy();
+      ctx.res.destroy();
       return true;
     },
-    poolFull(req, res, path, requestId) {
-      errorLog.write({
-        module: 'fcgid',
-        level: 'warn',
-        client: clientOfRequest(req),
-        message: `mod_fcgid: can't apply process slot for ${path}`,
-        requestId,
-      });
-      sendErrorPage(res, 503);
+    poolFull(ctx, path) {
+      ctx.log('fcgid', 'warn', `mod_fcgid: can't apply process slot for ${path}`);
+      sendErrorPage(ctx.res, 503);
     },
-    controllerFailed(res) {
+    controllerFailed(ctx) {
       // The fatal error's line went to error.log with the host's stderr (hostSignals).
-      sendErrorPage(res, 500);
+      sendErrorPage(ctx.res, 500);
     },
-    hostRefused(status, req, res, path, requestId) {
-      errorLog.write({
-        module: 'proxy',
-        level: 'error',
-        client: clientOfRequest(req),
-        message: `host answered ${status} without a controller for ${path}`,
-        requestId,
-      });
-      sendErrorPage(res, status);
+    hostRefused(status, ctx, path) {
+      ctx.log('proxy', 'error', `host answered ${status} without a controller for ${path}`);
+      sendErrorPage(ctx.res, status);
     },
-    tooLarge(req, res, received, requestId) {
-      errorLog.write({
-        module: 'http',
-        level: 'info',
-        client: clientOfRequest(req),
-        message: `AH01591: Read content length of ${received} is larger than the configured limit of ${limitRequestBody}`,
-        requestId,
-      });
+    tooLarge(ctx, received) {
+      ctx.log('http', 'info', `AH01591: Read content length of ${received} is larger than the configured limit of ${limitRequestBody}`);
+      const { req, res } = ctx;
       // The rest of the body is not read: without keep-alive, Node closes the connection after the page
       // (or now, if the host's answer already went).
       if (res.writableEnded) return void req.socket?.destroy();
       res.shouldKeepAlive = false;
       sendErrorPage(res, 413);
     },
-    connectFailed: (err, req, path, requestId, upstream) => logConnectFailure(err, req, path, requestId, upstream),
-    failed(err, req, res, path, requestId, upstream) {
+    connectFailed: logConnectFailure,
+    failed(err, ctx, path, upstream) {
+      const { res } = ctx;
       if (responseGone(res)) return; // nobody left to answer (the server logged why, if the request broke off)
-      if (res.headersSent) return this.cutShort(err, req, res, path, requestId, upstream);
+      if (res.headersSent) return this.cutShort(err, ctx, path, upstream);
       // Either socket may be null here: undici nulls req.socket when it drops a request body, and Node
       // gives a queued pipelined response no socket until the one before it ends. The page is still
       // written then: Node holds it until its turn.
       if (isConnectError(err)) {
-        logConnectFailure(err, req, path, requestId, upstream);
+        logConnectFailure(err, ctx, path, upstream);
         return sendErrorPage(res, 503);
       }
       // The host's connection failed before a response header (a worker killed mid-request): the socket's
       // error as mod_fcgid reports a failed read, then what Apache says of the script (docs/design.md §3.2).
-      const socketError = err.code !== undefined && err.code in errno;
-      errorLog.write({
-        module: socketError ? 'fcgid' : 'proxy',
-        level: socketError ? 'warn' : 'error',
-        status: socketError ? errnoText(err) : `(${err.code ?? 'EPROTO'})${err.message}`,
-        client: clientOfRequest(req),
-        message: socketError
-          ? 'mod_fcgid: error reading data from FastCGI server'
-          : `could not forward the request to upstream ${upstream.name}`,
-        requestId,
-      });
-      endOfScriptOutput(req, path, requestId);
+      if (err.code !== undefined && err.code in errno) {
+        ctx.log('fcgid', 'warn', 'mod_fcgid: error reading data from FastCGI server', errnoText(err));
+      } else {
+        ctx.log('proxy', 'error', `could not forward the request to upstream ${upstream.name}`, `(${err.code ?? 'EPROTO'})${err.message}`);
+      }
+      endOfScriptOutput(ctx, path);
       sendErrorPage(res, 500);
     },
-    cutShort(err, req, res, path, requestId, upstream) {
-      if (res.destroyed) return;
-      errorLog.write({
-        module: 'proxy',
-        level: 'error',
-        status: `(${err.code ?? 'ECONNRESET'})${err.message}`,
-        client: clientOfRequest(req),
-        message: `error reading response from upstream ${upstream.name} for ${path}: the answer broke off after its headers`,
-        requestId,
-      });
-      res.destroy();
+    cutShort(err, ctx, path, upstream) {
+      if (ctx.res.destroyed) return;
+      ctx.log(
+        'proxy',
+        'error',
+        `error reading response from upstream ${upstream.name} for ${path}: the answer broke off after its headers`,
+        `(${err.code ?? 'ECONNRESET'})${err.message}`,
+      );
+      ctx.res.destroy();
     },
   };
 }

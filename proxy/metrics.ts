@@ -1,9 +1,8 @@
 // /metrics: the proxy's and its hosts' figures in Prometheus's text format, for clients on --status-allow.
 // Counting a request is a few additions into typed arrays (prom-client's own observe() builds a label
 // key string per call, about 0.35 µs); prom-client is loaded and its metrics built only when scraped.
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { BlockList } from 'node:net';
-import type { ErrorLog } from './errorLog.ts';
+import type { RequestContext } from './requestContext.ts';
 import { sumShares } from './proxyFigures.ts';
 import { hostStatus, refused } from './serverStatus.ts';
 import type { StatusReport } from './statusPage.ts';
@@ -334,12 +333,12 @@ export interface MetricsEndpointOptions {
   processes: () => Promise<MetricJson[][]>;
   upstreams: Upstreams;
   allow: BlockList;
-  errorLog: ErrorLog;
 }
 
-export function metricsEndpoint({ processes, upstreams, allow, errorLog }: MetricsEndpointOptions) {
-  return async function handleMetrics(req: IncomingMessage, res: ServerResponse, requestId: string): Promise<void> {
-    if (refused(req, res, '/metrics', allow, errorLog, requestId)) return;
+export function metricsEndpoint({ processes, upstreams, allow }: MetricsEndpointOptions) {
+  return async function handleMetrics(ctx: RequestContext): Promise<void> {
+    if (refused(ctx, '/metrics', allow)) return;
+    const { req, res } = ctx;
     const [shares, hosts] = await Promise.all([processes(), Promise.all(upstreams.all.map(hostStatus))]);
     const registry = await sumShares([...shares, await hostMetricsJson(hosts)]);
     const body = await registry.metrics();

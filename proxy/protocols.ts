@@ -2,6 +2,7 @@
 // which the handler takes as an IncomingMessage) or HTTP/1.x, and over TLS or not.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
+import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 
 /** HTTP/2 here is only ever over TLS (no h2c). llhttp also parses an `HTTP/2.0` request line, so the version alone says nothing. */
@@ -34,4 +35,9 @@ export function schemeOf(req: IncomingMessage): 'http' | 'https' {
 /** The authority the client named: Host, or `:authority` on HTTP/2 (RFC 9113 §8.3.1). */
 export function authorityOf(req: IncomingMessage): string | undefined {
   return req.headers.host ?? (req.headers[':authority'] as string | undefined);
+}
+
+/** The response node:http is writing on an HTTP/1.x connection, if any (its own field; none when idle). */
+export function answeringOn(socket: Socket): unknown {
+  return (socket as Socket & { _httpMessage?: unknown })._httpMessage;
 }

@@ -1,47 +1,41 @@
-// The web-server role: every request gets an id and an access-log line, then is either forwarded to
-// the host (/External/…) or answered from www/public.
+// The web-server role: every request gets a context (requestContext.ts) and an access-log line, and goes
+// through the ordered passes (passes/) until one answers it: framing and limits, the HTTPS redirect, the
+// body's limits, the route, the status pages, the files of www/public, forwarding to the host. This file
+// owns the listeners and their connections: HTTP/1.1 and HTTPS (HTTP/2 and HTTP/1.1 by ALPN), requests the
+// parser refuses, CONNECT, the connection cap, and the graceful stop.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import {
-  constants as http2Constants,
-  createSecureServer,
-  type Http2SecureServer,
-  type Http2ServerResponse,
-  type Http2Session,
-} from 'node:http2';
-import { Server as NetServer, isIP, type AddressInfo, type BlockList, type Socket } from 'node:net';
+import { createSecureServer, type Http2SecureServer, type Http2Session } from 'node:http2';
+import { Server as NetServer, type AddressInfo, type BlockList, type Socket } from 'node:net';
 import { once } from 'node:events';
 import type { TLSSocket } from 'node:tls';
 import { join } from 'node:path';
 import { statusOfParserError } from '../common/protocol.ts';
-import type { ProxyConfig } from '../common/settings.ts';
 import type { Forward, ForwarderOptions } from './forwarding.ts';
-import { bodyBytes, type AccessLog } from './accessLog.ts';
-import { encodeResponse, negotiateRequest, type CompressionSettings } from './compression.ts';
-import { errorPage, reasonOf, sendErrorPage } from './errorPages.ts';
-import { clientOf, clientOfRequest, rememberClient, type ErrorLog } from './errorLog.ts';
-import { authorityOf, bodyFollows, isHttp2 } from './protocols.ts';
-import { closeAtOnce, isLingering, lingerAfterEarlyAnswer } from './lingeringClose.ts';
-import { KIND, metricsEndpoint, processMetricsJson, RequestMetrics, type MetricJson, type RouteKind } from './metrics.ts';
+import type { AccessLog } from './accessLog.ts';
+import { http1Limits, type ClientLimits } from './clientLimits.ts';
+import type { CompressionSettings } from './compression.ts';
+import { errorPage, reasonOf } from './errorPages.ts';
+import { clientOf, type ErrorLog } from './errorLog.ts';
+import { answeringOn, isHttp2 } from './protocols.ts';
+import { isLingering } from './lingeringClose.ts';
+import { KIND, metricsEndpoint, processMetricsJson, RequestMetrics, type MetricJson } from './metrics.ts';
+import { bodyLimitsPass } from './passes/bodyLimits.ts';
+import { filesPass } from './passes/files.ts';
+import { forwardPass } from './passes/forward.ts';
+import { framingPass } from './passes/framing.ts';
+import { httpsRedirectPass } from './passes/httpsRedirect.ts';
+import { routePass } from './passes/route.ts';
+import { statusPagesPass } from './passes/statusPages.ts';
+import { bodyBeingRead, bodyRefusedOn, noteBrokenBody, refuseBody, watchBody } from './requestBodies.ts';
+import { RequestContext, type Pass } from './requestContext.ts';
 import { requestIdOf } from './requestId.ts';
-import { routeRequest } from './route.ts';
 import { serverStatus } from './serverStatus.ts';
 import type { StaticCache } from './staticCache.ts';
 import { staticFiles } from './staticFiles.ts';
 import { TLS_DEFAULTS, type TlsOptions } from './tls.ts';
 import type { Upstreams } from './upstreams.ts';
 
-/** The proxy's timeouts and limits against slow or hostile clients, as configured. */
-export type ClientLimits = Pick<
-  ProxyConfig,
-  | 'headerTimeout'
-  | 'requestTimeout'
-  | 'keepAliveTimeout'
-  | 'maxHeaderSize'
-  | 'maxHeaderFields'
-  | 'maxConnections'
-  | 'limitRequestBody'
-  | 'h2MaxConcurrentStreams'
->;
+export type { ClientLimits } from './clientLimits.ts';
 
 export interface ProxyOptions {
   www: string;
@@ -98,42 +92,6 @@ function requestLineOf(rawPacket: Buffer | undefined): string {
   return head.split(/\r?\n/, 1)[0];
 }
 
-/** What llhttp lets through but this server refuses, before anything reads the body; the error.log message. */
-function framingProblem(req: IncomingMessage, maxHeaderSize: number): { status: number; message: string } | undefined {
-  if (isHttp2(req)) return headerListProblem(req, maxHeaderSize);
-  const target = JSON.stringify(req.url);
-  // llhttp also parses `HTTP/2.0` and HTTP/0.9 request lines (a CR LF injected into a target makes one).
-  if (req.httpVersionMajor !== 1) return { status: 505, message: `Unsupported HTTP version ${req.httpVersion} in ${target}` };
-  // RFC 9112 §6.1: Transfer-Encoding in an HTTP/1.0 request is faulty framing (nginx and Apache answer 400).
-  if (req.httpVersionMinor === 0 && req.headers['transfer-encoding'] !== undefined) {
-    return { status: 400, message: `Transfer-Encoding in an HTTP/1.0 request in ${target}` };
-  }
-  // RFC 9112 §3.2. Node would answer this itself (requireHostHeader) before the request reaches the
-  // handler: an empty body and no access-log line. Apache answers its page and logs both.
-  if (req.httpVersionMinor === 1 && req.headers.host === undefined) {
-    return { status: 400, message: `AH00569: client sent HTTP/1.1 request without hostname (see RFC7230 section 5.4): ${req.url ?? ''}` };
-  }
-  return undefined;
-}
-
-/**
- * --max-header-size for an HTTP/2 request, counted as SETTINGS_MAX_HEADER_LIST_SIZE counts (RFC 9113
- * §6.5.2: name, value and 32 bytes a field), pseudo-fields included. Node's own limit is set above it
- * (createProxyServer) and resets the stream without a word; this answers 431 and logs, as for HTTP/1.1.
- */
-function headerListProblem(req: IncomingMessage, maxHeaderSize: number): { status: number; message: string } | undefined {
-  let size = 0;
-  const raw = req.rawHeaders;
-  for (let i = 0; i < raw.length; i += 2) size += raw[i].length + raw[i + 1].length + 32;
-  if (size <= maxHeaderSize) return undefined;
-  return { status: 431, message: `HTTP/2 header list of ${size} bytes is larger than the limit of ${maxHeaderSize}` };
-}
-
-/**
- * How often Node looks for connections past --header-timeout or --request-timeout (its default, 30 s,
- * would let a slowloris connection outlive a 20 s limit by half a minute).
- */
-const DEADLINE_CHECK_MS = 1_000;
 /** Connections refused past --max-connections are logged as one line per this interval, not one each. */
 const DROP_REPORT_MS = 10_000;
 
@@ -144,20 +102,6 @@ const DROP_REPORT_MS = 10_000;
  * not wait for them. One listener a connection, however deep the pipeline.
  */
 const queuedOn = new WeakMap<Socket, Set<ServerResponse>>();
-
-/** A request whose body the parser is reading, and how to stop forwarding it (forward() says). */
-interface BodyInFlight {
-  req: IncomingMessage;
-  res: ServerResponse;
-  requestId: string;
-  drop?: () => void;
-}
-
-/** The last request with a body on each HTTP/1.1 connection: a parser error while it is incomplete is in its body. */
-const readingBody = new WeakMap<Socket, BodyInFlight>();
-/** Requests whose body failed and was logged and answered (refuseBody), and their connections. */
-const refusedBodies = new WeakSet<IncomingMessage>();
-const refusedSockets = new WeakSet<Socket>();
 
 function closeWithConnection(connection: Socket, res: ServerResponse): void {
   let queued = queuedOn.get(connection);
@@ -198,8 +142,7 @@ export function createProxyServer({
   markLocalClients = false,
   serverBanner,
 }: ProxyOptions): ProxyServer {
-  const forward = createForwarder({ upstreams, errorLog, upstreamTimeoutMs, limitRequestBody: limits.limitRequestBody, markLocalClients });
-  const serveStatic = staticFiles(join(www, 'public'), errorLog, staticCache);
+  const forward = createForwarder({ upstreams, upstreamTimeoutMs, limitRequestBody: limits.limitRequestBody, markLocalClients });
 
   const open = new Set<ServerResponse>();
   const startedAt = new Date();
@@ -266,159 +209,47 @@ export function createProxyServer({
   function handleRequest(req: IncomingMessage, res: ServerResponse): void {
     // Bytes after a body read only to be dropped, on a connection answered `Connection: close`: not served.
     if (!isHttp2(req) && isLingering(req.socket)) return void req.socket.destroy();
-    const arrivedAt = Date.now();
-    const startedAt = performance.now(); // monotonic, for the duration; arrivedAt is the access log's %t
-    let kind: RouteKind = KIND.refused; // until the route says otherwise
-    const url = req.url ?? '-';
-    const remoteAddress = req.socket.remoteAddress;
-    rememberClient(req);
+    const ctx = new RequestContext(req, res, requestIdOf(req), errorLog);
     open.add(res);
     if (!res.socket) closeWithConnection(req.socket, res);
-    const withBody = bodyFollows(req);
-    if (withBody) lingerAfterEarlyAnswer(req, res);
-    // An HTTP/2 request is `complete` once its stream closes, however it closed: its end is watched instead.
-    let bodyEnded = false;
-    if (withBody) req.once('end', () => (bodyEnded = true));
-    res.once('close', () => {
-      if (withBody && !res.headersSent && !refusedBodies.has(req) && !(isHttp2(req) ? bodyEnded : req.complete)) {
-        bodyBrokeOff(req, res, requestId);
-      }
-      const bytes = bodyBytes(req, res);
-      accessLog.record(req, res, url, arrivedAt, remoteAddress, bytes);
-      requestMetrics.record(kind, req.method, res.statusCode, (performance.now() - startedAt) / 1000, bytes);
-      open.delete(res);
-      if (open.size === 0) onIdle?.();
-    });
+    watchBody(ctx);
+    res.once('close', () => requestEnded(ctx));
     if (stopping || limits.keepAliveTimeout === 0) res.shouldKeepAlive = false;
-    const requestId = requestIdOf(req);
-    res.setHeader('X-Request-Id', requestId);
+    res.setHeader('X-Request-Id', ctx.id);
     if (serverBanner !== undefined) res.setHeader('Server', serverBanner);
-    if (withBody && !isHttp2(req)) readingBody.set(req.socket, { req, res, requestId });
-    const framing = framingProblem(req, limits.maxHeaderSize);
-    if (framing) {
-      errorLog.write({
-        module: 'core',
-        level: 'info',
-        client: clientOfRequest(req),
-        message: framing.message,
-        requestId,
-      });
-      res.shouldKeepAlive = false;
-      return sendErrorPage(res, framing.status);
-    }
-    // Apache refuses a request over LimitRequestFields; Node has no such refusal (see maxHeadersCount below).
-    // HTTP/2's four pseudo-fields are the request line's parts, not fields.
-    if (req.rawHeaders.length / 2 - (isHttp2(req) ? 4 : 0) > limits.maxHeaderFields) {
-      errorLog.write({
-        module: 'core',
-        level: 'info',
-        client: clientOfRequest(req),
-        message: `request failed: the number of request header fields exceeds this server's limit (${limits.maxHeaderFields})`,
-        requestId,
-      });
-      res.shouldKeepAlive = false;
-      return sendErrorPage(res, 400);
-    }
-    // ACME's HTTP-01 challenges stay on plain HTTP, as certbot's own nginx and Apache configurations leave them.
-    if (redirect && !isHttp2(req) && !(req.socket as TLSSocket).encrypted && !req.url?.startsWith(ACME_CHALLENGE)) {
-      return redirectToHttps(req, res, requestId);
-    }
-    // LimitRequestBody, for a declared length; forwarding counts a chunked body as it passes (forwarding.ts).
-    const declared = req.headers['content-length'];
-    if (limits.limitRequestBody > 0 && declared !== undefined && Number(declared) > limits.limitRequestBody) {
-      errorLog.write({
-        module: 'http',
-        level: 'info',
-        client: clientOfRequest(req),
-        message: `AH01588: Requested content-length of ${declared} is larger than the configured limit of ${limits.limitRequestBody}`,
-        requestId,
-      });
-      res.shouldKeepAlive = false;
-      return sendErrorPage(res, 413);
-    }
-    if (isHttp2(req) && bodyFollows(req)) bodyDeadline(req, res, arrivedAt, requestId);
-    const route = routeRequest(req.url ?? '');
-    switch (route.kind) {
-      case 'forward': {
-        kind = KIND.controller;
-        const negotiated = negotiateRequest(req, compression);
-        if (negotiated) encodeResponse(req, res, negotiated, { flushEachTurn: true });
-        const drop = forward(req, res, route.url, requestId);
-        const reading = readingBody.get(req.socket);
-        if (reading?.req === req) reading.drop = drop;
-        return;
-      }
-      case 'static':
-        kind = KIND.static;
-        return serveStatic(req, res, route.path, requestId, negotiateRequest(req, compression));
-      case 'status':
-        kind = KIND.status;
-        return void handleServerStatus(req, res, route.query, requestId).catch((err: Error) =>
-          pageFailed(req, res, '/server-status', requestId, err),
-        );
-      case 'metrics':
-        kind = KIND.metrics;
-        return void handleMetrics(req, res, requestId).catch((err: Error) => pageFailed(req, res, '/metrics', requestId, err));
-      case 'encoded-slash':
-        kind = KIND.static;
-        // Apache's words (request.c), with the target as sent, as its r->unparsed_uri.
-        errorLog.write({
-          module: 'core',
-          level: 'info',
-          client: clientOfRequest(req),
-          message: `AH00026: found %2f (encoded '/') in URI path (${req.url}), returning 404`,
-          requestId,
-        });
-        return sendErrorPage(res, 404);
-      case 'bad-request':
-        // A path above the root is a traversal probe, an error to Apache (AH10244); the rest is S2.
-        errorLog.write({
-          module: 'core',
-          level: route.aboveRoot ? 'error' : 'info',
-          client: clientOfRequest(req),
-          message: route.aboveRoot ? `AH10244: invalid URI path (${req.url})` : `Invalid request target ${JSON.stringify(req.url)}`,
-          requestId,
-        });
-        return sendErrorPage(res, route.status);
-    }
+    for (const pass of passes) if (pass(ctx)) return;
   }
 
-  /**
-   * A request whose body did not arrive whole and that got no answer (a client that left mid-body, an
-   * HTTP/2 stream reset, a body shorter than its length): logged 400, as Apache logs a body it failed to
-   * read, never the 200 a response starts with.
-   */
-  function bodyBrokeOff(req: IncomingMessage, res: ServerResponse, requestId: string): void {
-    res.statusCode = 400;
-    const stream = isHttp2(req) ? (res as unknown as Http2ServerResponse).stream : undefined;
-    errorLog.write({
-      module: 'core',
-      level: 'info',
-      client: clientOfRequest(req),
-      message: `Request body incomplete: ${stream ? `the stream was reset (RST_STREAM ${stream.rstCode ?? '-'})` : 'the connection closed'} before it ended`,
-      requestId,
-    });
-  }
-
-  /** A page about the server that failed: logged, and a 500 unless it began to answer. */
-  function pageFailed(req: IncomingMessage, res: ServerResponse, page: string, requestId: string, err: Error): void {
-    errorLog.write({
-      module: 'status',
-      level: 'error',
-      client: clientOfRequest(req),
-      message: `${page} failed: ${err.message}`,
-      requestId,
-    });
-    if (res.headersSent) res.destroy();
-    else sendErrorPage(res, 500);
+  function requestEnded(ctx: RequestContext): void {
+    noteBrokenBody(ctx);
+    const bytes = ctx.bodyBytes();
+    accessLog.record(ctx, bytes);
+    requestMetrics.record(ctx.kind, ctx.req.method, ctx.res.statusCode, (performance.now() - ctx.startedAt) / 1000, bytes);
+    open.delete(ctx.res);
+    if (open.size === 0) onIdle?.();
   }
 
   const openConnections = async () => (await Promise.all(servers.map(connectionsOf))).reduce((sum, count) => sum + count, 0);
   const metrics = async (): Promise<MetricJson[]> =>
     processMetricsJson(requestMetrics, { startedAt, inFlight: open.size, connections: await openConnections() }, upstreams);
   const shares = everyShare ?? (async () => [await metrics()]);
-  const handleServerStatus = serverStatus({ shares, upstreams, allow: statusAllow, errorLog });
-  const handleMetrics = metricsEndpoint({ processes: shares, upstreams, allow: statusAllow, errorLog });
+  /** The request path, in order: each pass answers the request or leaves it to the next (passes/). */
+  const passes: Pass[] = [
+    framingPass(limits),
+    httpsRedirectPass({
+      enabled: () => redirect,
+      // A plain request can come before the HTTPS listener is bound (start-up).
+      tlsPort: () => (tlsServer?.address() as AddressInfo | null)?.port,
+    }),
+    bodyLimitsPass(limits),
+    routePass,
+    statusPagesPass({
+      serverStatus: serverStatus({ shares, upstreams, allow: statusAllow }),
+      metrics: metricsEndpoint({ processes: shares, upstreams, allow: statusAllow }),
+    }),
+    filesPass(staticFiles(join(www, 'public'), staticCache), compression),
+    forwardPass(forward, compression),
+  ];
   // Node's own field limit drops the fields past it silently, Host among them when it comes last (then
   // Node answers a bare 400 itself): keep every field, which maxHeaderSize bounds, and count them above.
   server.maxHeadersCount = 0;
@@ -461,13 +292,13 @@ export function createProxyServer({
       socket.destroy();
       return;
     }
-    if (refusedSockets.has(socket)) return; // its request's failure is logged and answered already
+    if (bodyRefusedOn(socket)) return; // its request's failure is logged and answered already
     // A body being dropped after its answer, past --request-timeout or malformed: the lingering ends.
     if (isLingering(socket)) return void socket.destroy();
-    const reading = readingBody.get(socket);
-    if (reading && !reading.req.complete && !reading.res.writableEnded) {
+    const reading = bodyBeingRead(socket);
+    if (reading) {
       // The client closed its side mid-body: it left, the body is not malformed. Cut as a client that left:
-      // the request's close logs F5 (bodyBrokeOff), and the engine's abort ends the host's body early.
+      // the request's close logs F5 (noteBrokenBody), and the engine's abort ends the host's body early.
       if (err.code === 'HPE_INVALID_EOF_STATE') return void socket.destroy();
       return refuseBody(reading, err, socket);
     }
@@ -486,36 +317,6 @@ export function createProxyServer({
     const bytes = answerAndClose(socket, status);
     accessLog.recordRefused(socket.remoteAddress, requestLineOf((err as ParserError).rawPacket), status, bytes);
     requestMetrics.count(KIND.refused, undefined, status, bytes);
-  }
-
-  /**
-   * The parser failed inside a request's body (a chunk line without CR, a trailer with Content-Length, a
-   * body past --request-timeout; not the connection ending, a client that left): that request gets the
-   * status, as Apache answers a body it cannot read (400, or 408), and the connection closes. Its forwarding
-   * stops. The page goes out when this request is the one being answered and nothing of its answer has;
-   * otherwise the connection is cut, and its access line still has the status.
-   */
-  function refuseBody(reading: BodyInFlight, err: NodeJS.ErrnoException, socket: Socket): void {
-    const { req, res } = reading;
-    errorLog.write({
-      module: 'core',
-      level: 'info',
-      client: clientOfRequest(req),
-      message: `Bad request: ${err.code ?? ''} ${err.message}`,
-      requestId: reading.requestId,
-    });
-    refusedBodies.add(req);
-    refusedSockets.add(socket);
-    closeAtOnce(socket); // a body the parser failed in, or too slow: not read on after the answer
-    reading.drop?.();
-    const status = statusOfParserError(err.code);
-    if (res.headersSent) return void socket.destroy();
-    if (answeringOn(socket) !== res || !socket.writable) {
-      res.statusCode = status;
-      return void socket.destroy();
-    }
-    res.shouldKeepAlive = false;
-    sendErrorPage(res, status);
   }
 
   // CONNECT (RFC 9110 §9.3.6) asks for a tunnel; this is no forward proxy. Node would drop the connection
@@ -586,85 +387,14 @@ export function createProxyServer({
     clearTimeout(grace);
   }
 
-  /**
-   * --request-timeout for an HTTP/2 request's body, which node:http2 does not time (node:http does, for
-   * HTTP/1.1): past it the stream is answered 408 (and the rest of its body refused), or reset once an
-   * answer has begun, and logged.
-   */
-  function bodyDeadline(req: IncomingMessage, res: ServerResponse, arrivedAt: number, requestId: string): void {
-    const timer = setTimeout(
-      () => {
-        if (req.complete || res.writableEnded) return;
-        errorLog.write({
-          module: 'reqtimeout',
-          level: 'info',
-          client: clientOfRequest(req),
-          message: `AH01382: Request body read timeout (--request-timeout ${limits.requestTimeout} s)`,
-          requestId,
-        });
-        // Unlike HTTP/1.1, where the late body still fills the connection, the stream can take the answer;
-        // then RST_STREAM NO_ERROR tells the client to stop sending (RFC 9113 §8.1), the session going on.
-        sendErrorPage(res, 408);
-        (res as unknown as Http2ServerResponse).stream.close(http2Constants.NGHTTP2_NO_ERROR);
-      },
-      Math.max(0, limits.requestTimeout * 1000 - (Date.now() - arrivedAt)),
-    );
-    const clear = () => clearTimeout(timer);
-    req.once('end', clear);
-    res.once('close', clear);
-  }
-
   function reloadTls(next: TlsOptions): void {
     tlsServer?.setSecureContext({ ...TLS_DEFAULTS, ...next.pair });
     redirect = next.redirect;
   }
 
-  /**
-   * 301 to the same target on HTTPS (nginx `return 301 https://$host$request_uri`). A Host that is no
-   * host name or address is not echoed into Location: the address the client reached is used instead.
-   */
-  function redirectToHttps(req: IncomingMessage, res: ServerResponse, requestId: string): void {
-    // A plain request can come before the HTTPS listener is bound (start-up): nowhere to send it yet.
-    const tlsPort = (tlsServer?.address() as AddressInfo | null)?.port;
-    if (tlsPort === undefined) return sendErrorPage(res, 503);
-    const named = authorityOf(req)?.match(HOST_NAME)?.[1];
-    const local = req.socket.localAddress ?? '';
-    const host = named ?? (isIP(local) === 6 ? `[${local}]` : local);
-    errorLog.write({
-      module: 'rewrite',
-      level: 'debug',
-      client: clientOfRequest(req),
-      message: `redirect to HTTPS: ${req.url ?? ''}`,
-      requestId,
-    });
-    sendErrorPage(res, 301, { Location: `https://${host}${tlsPort === 443 ? '' : `:${tlsPort}`}${req.url ?? '/'}` });
-  }
-
   return { server, tlsServer, stop, metrics, reloadTls };
-}
-
-const ACME_CHALLENGE = '/.well-known/acme-challenge/';
-
-/** A Host field's host name or address, without its port. */
-const HOST_NAME = /^([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
-
-/** The response node:http is writing on an HTTP/1.x connection, if any (its own field; none when idle). */
-function answeringOn(socket: Socket): unknown {
-  return (socket as Socket & { _httpMessage?: unknown })._httpMessage;
 }
 
 function connectionsOf(listener: Server | Http2SecureServer): Promise<number> {
   return new Promise((resolve) => listener.getConnections((err, count) => resolve(err ? 0 : count)));
-}
-
-/** node:http's limits for a listener's HTTP/1.x connections (both listeners' HTTP/1.1 is node:http). */
-function http1Limits(limits: ClientLimits) {
-  return {
-    keepAliveTimeout: limits.keepAliveTimeout * 1000,
-    headersTimeout: limits.headerTimeout * 1000,
-    requestTimeout: limits.requestTimeout * 1000,
-    connectionsCheckingInterval: Math.min(DEADLINE_CHECK_MS, limits.headerTimeout * 250),
-    // Past it Node's parser fails with HPE_HEADER_OVERFLOW: 431 (the clientError handler).
-    maxHeaderSize: limits.maxHeaderSize,
-  };
 }

@@ -2,11 +2,11 @@
 // sums them (proxyFigures.ts), and each host's own /status summary, for clients on --status-allow only
 // (loopback by default; others get 403 and a log line). /metrics (metrics.ts) shares the guard and the hosts' /status.
 import { VERSION } from '../common/version.ts';
-import { request, type IncomingMessage, type ServerResponse } from 'node:http';
+import { request } from 'node:http';
 import { BlockList, isIPv4 } from 'node:net';
 import type { AllowedClient } from '../common/settingParsers.ts';
 import { sendErrorPage } from './errorPages.ts';
-import { clientOfRequest, type ErrorLog } from './errorLog.ts';
+import type { RequestContext } from './requestContext.ts';
 import { renderAuto, renderHtml, renderJson, type HostSummary, type StatusReport } from './statusPage.ts';
 import type { Upstreams, UpstreamState } from './upstreams.ts';
 import type { MetricJson } from './metrics.ts';
@@ -36,29 +36,16 @@ function allowed(list: BlockList, address: string | undefined): boolean {
  * Answers 403 to a client not on --status-allow (with mod_authz_core's line) and 405 to a method other
  * than GET or HEAD; true when it did. The guard of every page about the server (`path` names it).
  */
-export function refused(
-  req: IncomingMessage,
-  res: ServerResponse,
-  path: string,
-  allow: BlockList,
-  errorLog: ErrorLog,
-  requestId: string,
-): boolean {
-  const client = clientOfRequest(req);
-  if (!allowed(allow, req.socket.remoteAddress)) {
-    errorLog.write({
-      module: 'authz_core',
-      level: 'error',
-      client,
-      message: `AH01630: client denied by server configuration: ${path}`,
-      requestId,
-    });
-    sendErrorPage(res, 403);
+export function refused(ctx: RequestContext, path: string, allow: BlockList): boolean {
+  if (!allowed(allow, ctx.remoteAddress)) {
+    ctx.log('authz_core', 'error', `AH01630: client denied by server configuration: ${path}`);
+    sendErrorPage(ctx.res, 403);
     return true;
   }
-  if (req.method !== 'GET' && req.method !== 'HEAD') {
-    errorLog.write({ module: 'core', level: 'info', client, message: `Method ${req.method} not allowed for ${path}`, requestId });
-    sendErrorPage(res, 405, { Allow: 'GET, HEAD' });
+  const { method } = ctx.req;
+  if (method !== 'GET' && method !== 'HEAD') {
+    ctx.log('core', 'info', `Method ${method} not allowed for ${path}`);
+    sendErrorPage(ctx.res, 405, { Allow: 'GET, HEAD' });
     return true;
   }
   return false;
@@ -94,23 +81,16 @@ export interface ServerStatusOptions {
   shares: () => Promise<MetricJson[][]>;
   upstreams: Upstreams;
   allow: BlockList;
-  errorLog: ErrorLog;
 }
 
-export function serverStatus({ shares, upstreams, allow, errorLog }: ServerStatusOptions) {
-  return async function handleServerStatus(req: IncomingMessage, res: ServerResponse, query: string, requestId: string): Promise<void> {
-    if (refused(req, res, '/server-status', allow, errorLog, requestId)) return;
-    const client = clientOfRequest(req);
+export function serverStatus({ shares, upstreams, allow }: ServerStatusOptions) {
+  return async function handleServerStatus(ctx: RequestContext, query: string): Promise<void> {
+    if (refused(ctx, '/server-status', allow)) return;
+    const { req, res } = ctx;
     const params = new URLSearchParams(query);
     const refresh = params.get('refresh');
     if (refresh !== null && !(/^\d{1,4}$/.test(refresh) && Number(refresh) >= 1 && Number(refresh) <= MAX_REFRESH_SECONDS)) {
-      errorLog.write({
-        module: 'status',
-        level: 'info',
-        client,
-        message: `Bad refresh ${JSON.stringify(refresh)} for /server-status: 1 to ${MAX_REFRESH_SECONDS} seconds`,
-        requestId,
-      });
+      ctx.log('status', 'info', `Bad refresh ${JSON.stringify(refresh)} for /server-status: 1 to ${MAX_REFRESH_SECONDS} seconds`);
       return sendErrorPage(res, 400);
     }
 

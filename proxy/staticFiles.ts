@@ -9,7 +9,7 @@
 // refused link is Apache's 403 with its AH00037 line.
 import type { ReadStream, Stats } from 'node:fs';
 import { stat } from 'node:fs/promises';
-import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import fresh from 'fresh';
 import { contentType } from 'mime-types';
 import { extname, join } from 'node:path';
@@ -18,7 +18,7 @@ import { LINK_REFUSED, LinkRefusedError, type LinkVerdict, type Refusal } from '
 import type { ContentCoding } from '../common/settings.ts';
 import { encodeResponse, isCompressible, SUFFIX, type Negotiated } from './compression.ts';
 import { sendErrorPage } from './errorPages.ts';
-import { clientOfRequest, type ErrorLog } from './errorLog.ts';
+import type { RequestContext } from './requestContext.ts';
 import { statEtag, type CacheEntry, type StaticCache } from './staticCache.ts';
 
 /** The OS status the observed Windows deployment logged for a missing file (Apache's %E). */
@@ -96,7 +96,10 @@ function identityHeaders(siblingHeaders: OutgoingHttpHeaders, original: Stats): 
   return headers;
 }
 
-export function staticFiles(root: string, errorLog: ErrorLog, cache: StaticCache) {
+/** Answers a request for a path under www/public (the files pass). */
+export type ServeStatic = ReturnType<typeof staticFiles>;
+
+export function staticFiles(root: string, cache: StaticCache) {
   /** The root's --follow-symlinks guard: the cache reads through the same one. */
   const links = cache.links;
 
@@ -109,73 +112,42 @@ export function staticFiles(root: string, errorLog: ErrorLog, cache: StaticCache
     }
   }
 
-  function fail(req: IncomingMessage, res: ServerResponse, urlPath: string, requestId: string, err: SendError, version: number): void {
+  function fail(ctx: RequestContext, urlPath: string, err: SendError, version: number): void {
+    const { res } = ctx;
     // A read error after the headers went out: the response can only be cut (STYLE habit 5).
     if (res.headersSent) {
-      errorLog.write({
-        module: 'core',
-        level: 'error',
-        status: `(${err.code ?? 'EIO'})${err.message}`,
-        client: clientOfRequest(req),
-        message: `Cut short while sending ${urlPath}`,
-        requestId,
-      });
+      ctx.log('core', 'error', `Cut short while sending ${urlPath}`, `(${err.code ?? 'EIO'})${err.message}`);
       res.destroy();
       return;
     }
     // The file send opened was not the one judged: a link swapped in after the check.
-    if (err instanceof LinkRefusedError) return refuseLink(req, res, err, requestId);
+    if (err instanceof LinkRefusedError) return refuseLink(ctx, err);
     const status = err.status ?? 500;
-    const client = clientOfRequest(req);
     if (status === 404) {
       const file = err.path ?? fileFor(urlPath);
       if (err.code === 'ENOENT' && err.path) cache.rememberMissing(urlPath, file, version);
-      return notFound(req, res, file, requestId, err.headers);
+      return notFound(ctx, file, err.headers);
     } else if (status >= 500) {
-      errorLog.write({
-        module: 'core',
-        level: 'error',
-        status: `(${err.code ?? 'EIO'})${err.message}`,
-        client,
-        message: `Cannot serve ${urlPath}`,
-        requestId,
-      });
+      ctx.log('core', 'error', `Cannot serve ${urlPath}`, `(${err.code ?? 'EIO'})${err.message}`);
     } else {
-      errorLog.write({
-        module: 'core',
-        level: 'info',
-        client,
-        message: `Refused static request ${urlPath}: ${status} ${err.message}`,
-        requestId,
-      });
+      ctx.log('core', 'info', `Refused static request ${urlPath}: ${status} ${err.message}`);
     }
     // send may have set ETag, Content-Range and the like for the file it meant to send.
     clearFileFields(res);
     sendErrorPage(res, status, err.headers);
   }
 
-  function notFound(req: IncomingMessage, res: ServerResponse, file: string, requestId: string, headers?: Record<string, string>): void {
-    errorLog.write({
-      module: 'core',
-      level: 'info',
-      status: FILE_NOT_FOUND_STATUS,
-      client: clientOfRequest(req),
-      message: `AH00128: File does not exist: ${file}`,
-      requestId,
-    });
+  function notFound(ctx: RequestContext, file: string, headers?: Record<string, string>): void {
+    const { res } = ctx;
+    ctx.log('core', 'info', `AH00128: File does not exist: ${file}`, FILE_NOT_FOUND_STATUS);
     clearFileFields(res);
     sendErrorPage(res, 404, headers);
   }
 
   /** Apache's answer to a link it may not follow: 403 and `AH00037` (core.c), with the link and why. */
-  function refuseLink(req: IncomingMessage, res: ServerResponse, { link, reason }: Refusal, requestId: string): void {
-    errorLog.write({
-      module: 'core',
-      level: 'error',
-      client: clientOfRequest(req),
-      message: `AH00037: ${LINK_REFUSED}: ${link} (${reason})`,
-      requestId,
-    });
+  function refuseLink(ctx: RequestContext, { link, reason }: Refusal): void {
+    const { res } = ctx;
+    ctx.log('core', 'error', `AH00037: ${LINK_REFUSED}: ${link} (${reason})`);
     clearFileFields(res);
     sendErrorPage(res, 403);
   }
@@ -238,12 +210,8 @@ export function staticFiles(root: string, errorLog: ErrorLog, cache: StaticCache
     return undefined;
   }
 
-  function serveCached(
-    req: IncomingMessage,
-    res: ServerResponse,
-    entry: Extract<CacheEntry, { kind: 'file' }>,
-    negotiated?: Negotiated,
-  ): void {
+  function serveCached(ctx: RequestContext, entry: Extract<CacheEntry, { kind: 'file' }>, negotiated?: Negotiated): void {
+    const { req, res } = ctx;
     const compressible = negotiated !== undefined && isCompressible(entry.headers['content-type']);
     const coding = compressible ? negotiated.codings.find((c) => entry.encoded?.[c]) : undefined;
     const form = coding && entry.encoded?.[coding];
@@ -276,60 +244,48 @@ export function staticFiles(root: string, errorLog: ErrorLog, cache: StaticCache
     res.end(res.req.method === 'HEAD' ? undefined : page);
   }
 
-  return function serveStatic(
-    req: IncomingMessage,
-    res: ServerResponse,
-    urlPath: string,
-    requestId: string,
-    negotiated?: Negotiated,
-  ): void {
+  return function serveStatic(ctx: RequestContext, urlPath: string, negotiated?: Negotiated): void {
+    const { req, res } = ctx;
     if (req.method !== 'GET' && req.method !== 'HEAD') {
-      errorLog.write({
-        module: 'core',
-        level: 'info',
-        client: clientOfRequest(req),
-        message: `Method ${req.method} not allowed for ${urlPath}`,
-        requestId,
-      });
+      ctx.log('core', 'info', `Method ${req.method} not allowed for ${urlPath}`);
       sendErrorPage(res, 405, { Allow: ALLOWED_METHODS });
       return;
     }
     const cached = cache.get(urlPath);
-    if (cached?.kind === 'missing') return notFound(req, res, cached.file, requestId);
+    if (cached?.kind === 'missing') return notFound(ctx, cached.file);
     // Ranges and preconditions are rare: send answers them from the file.
     const sendOnly = SEND_ONLY_HEADERS.some((name) => req.headers[name] !== undefined);
-    if (cached?.kind === 'file' && !sendOnly) return serveCached(req, res, cached, negotiated);
+    if (cached?.kind === 'file' && !sendOnly) return serveCached(ctx, cached, negotiated);
 
     const version = cache.version;
     const file = links.mode === 'on' ? undefined : linkCheckedFileFor(urlPath);
-    if (file === undefined) return fromDiskOrSibling(req, res, urlPath, requestId, version, undefined, negotiated);
+    if (file === undefined) return fromDiskOrSibling(ctx, urlPath, version, undefined, negotiated);
     links.check(file).then(
       (verdict) => {
-        if (!verdict.follow) return refuseLink(req, res, verdict, requestId);
-        fromDiskOrSibling(req, res, urlPath, requestId, version, verdict, negotiated);
+        if (!verdict.follow) return refuseLink(ctx, verdict);
+        fromDiskOrSibling(ctx, urlPath, version, verdict, negotiated);
       },
-      (err: SendError) => fail(req, res, urlPath, requestId, err, version),
+      (err: SendError) => fail(ctx, urlPath, err, version),
     );
   };
 
   /** A file not answered from memory: its precompressed sibling when the client takes one, else the file. */
   function fromDiskOrSibling(
-    req: IncomingMessage,
-    res: ServerResponse,
+    ctx: RequestContext,
     urlPath: string,
-    requestId: string,
     version: number,
     verdict: LinkVerdict | undefined,
     negotiated?: Negotiated,
   ): void {
+    const { req, res } = ctx;
     const type = negotiated && typeOf(urlPath);
-    if (!negotiated || !isCompressible(type)) return fromDisk(req, res, urlPath, requestId, version, verdict);
+    if (!negotiated || !isCompressible(type)) return fromDisk(ctx, urlPath, version, verdict);
     // Set before send looks, so its 304, its 206 and the uncoded answer carry it too.
     res.setHeader('Vary', 'Accept-Encoding');
-    if (negotiated.codings.length === 0) return fromDisk(req, res, urlPath, requestId, version, verdict, negotiated);
+    if (negotiated.codings.length === 0) return fromDisk(ctx, urlPath, version, verdict, negotiated);
     precompressed(urlPath, negotiated.codings).then(
       (found) => {
-        if (!found) return fromDisk(req, res, urlPath, requestId, version, verdict, negotiated);
+        if (!found) return fromDisk(ctx, urlPath, version, verdict, negotiated);
         res.setHeader('Content-Type', type as string);
         res.setHeader('Content-Encoding', found.coding);
         let opened: string | undefined;
@@ -339,7 +295,7 @@ export function staticFiles(root: string, errorLog: ErrorLog, cache: StaticCache
           index: false,
           acceptRanges: false,
         })
-          .on('error', (err: SendError) => fail(req, res, urlPath, requestId, err, version))
+          .on('error', (err: SendError) => fail(ctx, urlPath, err, version))
           .on('file', (path: string) => (opened = path))
           .on('stream', (stream: ReadStream) => {
             verifyOpened(stream, () => opened, found.verdict);
@@ -348,25 +304,18 @@ export function staticFiles(root: string, errorLog: ErrorLog, cache: StaticCache
           })
           .pipe(res);
       },
-      (err: SendError) => fail(req, res, urlPath, requestId, err, version),
+      (err: SendError) => fail(ctx, urlPath, err, version),
     );
   }
 
   /** send reads the file; a compressible one is encoded on its way out when `negotiated` allows it. */
-  function fromDisk(
-    req: IncomingMessage,
-    res: ServerResponse,
-    urlPath: string,
-    requestId: string,
-    version: number,
-    verdict: LinkVerdict | undefined,
-    negotiated?: Negotiated,
-  ) {
+  function fromDisk(ctx: RequestContext, urlPath: string, version: number, verdict: LinkVerdict | undefined, negotiated?: Negotiated) {
+    const { req, res } = ctx;
     const sendOnly = SEND_ONLY_HEADERS.some((name) => req.headers[name] !== undefined);
-    if (negotiated) encodeResponse(req, res, negotiated, { flushEachTurn: false });
+    if (negotiated) encodeResponse(ctx, negotiated, { flushEachTurn: false });
     let file: string | undefined;
     send(req, urlPath, { root, dotfiles: dotfilesOf(urlPath), index: ['index.html'] })
-      .on('error', (err: SendError) => fail(req, res, urlPath, requestId, err, version))
+      .on('error', (err: SendError) => fail(ctx, urlPath, err, version))
       .on('file', (path: string) => (file = path))
       .on('directory', () => redirectToDirectory(res, urlPath))
       .on('stream', (stream: ReadStream) => {

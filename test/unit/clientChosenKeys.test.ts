@@ -17,6 +17,7 @@ import { forwardedHeaders, responseHeaders } from '../../proxy/forwarding.ts';
 import { hostMetricsJson } from '../../proxy/metrics.ts';
 import { renderAuto, renderHtml, renderJson, type HostSummary } from '../../proxy/statusPage.ts';
 import { NO_POOL } from '../helpers/poolFields.ts';
+import { contextFor } from '../helpers/requestContext.ts';
 
 const HOSTILE_KEYS: readonly string[] = [
   '__proto__',
@@ -135,7 +136,7 @@ describe('tables keyed by names a client chose', () => {
     const incoming = Object.assign(Object.create(null) as Record<string, string | string[]>, { host: 'h', ':path': '/' });
     for (const name of HOSTILE_KEYS) incoming[name] = `v-${name}`;
     const req = { headers: incoming, socket: { remoteAddress: '127.0.0.1', encrypted: false } } as unknown as IncomingMessage;
-    const out = forwardedHeaders(req, 'id');
+    const out = forwardedHeaders(contextFor(req));
     const back = responseHeaders(out);
     for (const headers of [out, back]) {
       for (const name of HOSTILE_KEYS) {

@@ -3,30 +3,34 @@ import type { IncomingMessage } from 'node:http';
 import { expect } from 'chai';
 import { CONTROLLER_ANSWER_FIELD, CONTROLLER_FAILED_FIELD, ENDED_WITHOUT_HEADERS_FIELD } from '../../common/protocol.ts';
 import { forwardedHeaders, hostAnswerOf, responseHeaders } from '../../proxy/forwarding.ts';
+import type { RequestContext } from '../../proxy/requestContext.ts';
+import { contextFor } from '../helpers/requestContext.ts';
 
-function requestWith(headers: Record<string, string>, remoteAddress = '::ffff:10.1.2.3'): IncomingMessage {
-  return { headers, socket: { remoteAddress } } as unknown as IncomingMessage;
+function requestWith(headers: Record<string, string>, id = 'id', remoteAddress = '::ffff:10.1.2.3'): RequestContext {
+  return contextFor({ headers, socket: { remoteAddress } } as unknown as IncomingMessage, id);
 }
 
 describe('forwarding headers', () => {
   describe('to the host', () => {
     it('drops hop-by-hop fields, those Connection names, client X-Forwarded-*, Forwarded and X-Request-Id; sets its own', () => {
       const out = forwardedHeaders(
-        requestWith({
-          host: 'svc.example',
-          connection: 'keep-alive, X-Secret',
-          'x-secret': '1',
-          'keep-alive': 'timeout=1',
-          te: 'trailers',
-          trailer: 'cookie',
-          upgrade: 'h2c',
-          'x-forwarded-for': '6.6.6.6',
-          'x-forwarded-host': 'evil.example',
-          forwarded: 'for=6.6.6.6',
-          'x-request-id': 'client-chosen',
-          accept: 'application/json',
-        }),
-        'id-1',
+        requestWith(
+          {
+            host: 'svc.example',
+            connection: 'keep-alive, X-Secret',
+            'x-secret': '1',
+            'keep-alive': 'timeout=1',
+            te: 'trailers',
+            trailer: 'cookie',
+            upgrade: 'h2c',
+            'x-forwarded-for': '6.6.6.6',
+            'x-forwarded-host': 'evil.example',
+            forwarded: 'for=6.6.6.6',
+            'x-request-id': 'client-chosen',
+            accept: 'application/json',
+          },
+          'id-1',
+        ),
       );
       expect(out).to.deep.equal({
         host: 'svc.example',
@@ -39,7 +43,7 @@ describe('forwarding headers', () => {
     });
 
     it('leaves out what the engine frames itself', () => {
-      const out = forwardedHeaders(requestWith({ host: 'h', 'transfer-encoding': 'chunked', expect: '100-continue' }), 'id', [
+      const out = forwardedHeaders(requestWith({ host: 'h', 'transfer-encoding': 'chunked', expect: '100-continue' }), [
         'transfer-encoding',
         'expect',
       ]);

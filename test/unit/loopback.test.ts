@@ -5,6 +5,7 @@ import { expect } from 'chai';
 import { LOCAL_CLIENT_FIELD } from '../../common/protocol.ts';
 import { forwardedHeaders } from '../../proxy/forwarding.ts';
 import { isLoopback } from '../../proxy/loopback.ts';
+import { contextFor } from '../helpers/requestContext.ts';
 
 describe('isLoopback', () => {
   for (const address of [
@@ -46,20 +47,20 @@ describe('the local-client mark the proxy sends the host', () => {
 
   it('is set under extqs dev for a client on loopback, IPv4, IPv6 or mapped', () => {
     for (const address of ['127.0.0.1', '::1', '::ffff:127.0.0.1']) {
-      expect(forwardedHeaders(request(address), 'id', [], true)[LOCAL_CLIENT_FIELD], address).to.equal('1');
+      expect(forwardedHeaders(contextFor(request(address)), [], true)[LOCAL_CLIENT_FIELD], address).to.equal('1');
     }
   });
 
   it('is never set for a remote client, whatever X-Forwarded-For or the mark it sends', () => {
     for (const address of ['10.1.2.3', '::ffff:10.1.2.3', '2001:db8::7']) {
-      const out = forwardedHeaders(request(address, forged), 'id', [], true);
+      const out = forwardedHeaders(contextFor(request(address, forged)), [], true);
       expect(out, address).not.to.have.property(LOCAL_CLIENT_FIELD);
       expect(out['x-forwarded-for']).to.equal(address.replace('::ffff:', ''));
     }
   });
 
   it('is never set outside extqs dev, and a client-sent one is dropped', () => {
-    expect(forwardedHeaders(request('127.0.0.1', forged), 'id')).not.to.have.property(LOCAL_CLIENT_FIELD);
-    expect(forwardedHeaders(request('127.0.0.1', forged), 'id', [], false)).not.to.have.property(LOCAL_CLIENT_FIELD);
+    expect(forwardedHeaders(contextFor(request('127.0.0.1', forged)))).not.to.have.property(LOCAL_CLIENT_FIELD);
+    expect(forwardedHeaders(contextFor(request('127.0.0.1', forged)), [], false)).not.to.have.property(LOCAL_CLIENT_FIELD);
   });
 });

@@ -1,0 +1,71 @@
+// Pass 1, framing and limits of the head: what llhttp lets through but this server refuses, before anything
+// reads the body. Apache's page and an error.log line; the connection closes after it.
+import type { IncomingMessage } from 'node:http';
+import type { ClientLimits } from '../clientLimits.ts';
+import { sendErrorPage } from '../errorPages.ts';
+import { isHttp2 } from '../protocols.ts';
+import type { Pass } from '../requestContext.ts';
+
+export interface FramingProblem {
+  status: number;
+  /** The error.log message (module core, level info). */
+  message: string;
+}
+
+/** Why `req`'s head is refused, or undefined when it is not. */
+export function framingProblem(
+  req: IncomingMessage,
+  limits: Pick<ClientLimits, 'maxHeaderSize' | 'maxHeaderFields'>,
+): FramingProblem | undefined {
+  const problem = isHttp2(req) ? headerListProblem(req, limits.maxHeaderSize) : http1Problem(req);
+  if (problem) return problem;
+  // Apache refuses a request over LimitRequestFields; Node has no such refusal (server.ts keeps every field).
+  // HTTP/2's four pseudo-fields are the request line's parts, not fields.
+  if (req.rawHeaders.length / 2 - (isHttp2(req) ? 4 : 0) > limits.maxHeaderFields) {
+    return {
+      status: 400,
+      message: `request failed: the number of request header fields exceeds this server's limit (${limits.maxHeaderFields})`,
+    };
+  }
+  return undefined;
+}
+
+function http1Problem(req: IncomingMessage): FramingProblem | undefined {
+  // llhttp also parses `HTTP/2.0` and HTTP/0.9 request lines (a CR LF injected into a target makes one).
+  if (req.httpVersionMajor !== 1)
+    return { status: 505, message: `Unsupported HTTP version ${req.httpVersion} in ${JSON.stringify(req.url)}` };
+  // RFC 9112 §6.1: Transfer-Encoding in an HTTP/1.0 request is faulty framing (nginx and Apache answer 400).
+  if (req.httpVersionMinor === 0 && req.headers['transfer-encoding'] !== undefined) {
+    return { status: 400, message: `Transfer-Encoding in an HTTP/1.0 request in ${JSON.stringify(req.url)}` };
+  }
+  // RFC 9112 §3.2. Node would answer this itself (requireHostHeader) before the request reaches the
+  // handler: an empty body and no access-log line. Apache answers its page and logs both.
+  if (req.httpVersionMinor === 1 && req.headers.host === undefined) {
+    return { status: 400, message: `AH00569: client sent HTTP/1.1 request without hostname (see RFC7230 section 5.4): ${req.url ?? ''}` };
+  }
+  return undefined;
+}
+
+/**
+ * --max-header-size for an HTTP/2 request, counted as SETTINGS_MAX_HEADER_LIST_SIZE counts (RFC 9113
+ * §6.5.2: name, value and 32 bytes a field), pseudo-fields included. Node's own limit is set above it
+ * (server.ts) and resets the stream without a word; this answers 431 and logs, as for HTTP/1.1.
+ */
+function headerListProblem(req: IncomingMessage, maxHeaderSize: number): FramingProblem | undefined {
+  let size = 0;
+  const raw = req.rawHeaders;
+  for (let i = 0; i < raw.length; i += 2) size += raw[i].length + raw[i + 1].length + 32;
+  if (size <= maxHeaderSize) return undefined;
+  return { status: 431, message: `HTTP/2 header list of ${size} bytes is larger than the limit of ${maxHeaderSize}` };
+}
+
+export function framingPass(limits: ClientLimits): Pass {
+  return (ctx) => {
+    const problem = framingProblem(ctx.req, limits);
+    if (!problem) return false;
+    ctx.log('core', 'info', problem.message);
+    ctx.res.shouldKeepAlive = false;
+    sendErrorPage(ctx.res, problem.status);
+    return true;
+  };
+}

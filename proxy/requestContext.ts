@@ -1,0 +1,76 @@
+// One request's facts, made once when it arrives (HTTP/1.1 and HTTP/2 alike) and handed to every pass
+// (nginx's `r`, fastify's `request`): its id, its client as it arrived, its times, what the route made of
+// it, the bytes its answer carried, and an error-log writer bound to it. The access line is written from it.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { LogLevel } from '../common/logFormat.ts';
+import { clientAddress, clientOf, type ErrorLog } from './errorLog.ts';
+import { KIND, type RouteKind } from './metrics.ts';
+import { bodyFollows } from './protocols.ts';
+import type { ProxyRoute } from './route.ts';
+
+export class RequestContext {
+  /** %t: when the request arrived (wall clock). */
+  readonly arrivedAt = Date.now();
+  /** Monotonic, for the duration. */
+  readonly startedAt = performance.now();
+  /** %r's target as received, before any rewriting (an engine may rewrite req.url). */
+  readonly url: string;
+  /**
+   * The client's address and `ip:port` as they arrived: once an HTTP/2 stream has closed its socket reads as
+   * none (node:http2's proxy socket), and undici nulls `req.socket` when it drops a request body.
+   */
+  readonly remoteAddress: string | undefined;
+  readonly client: string;
+  /** What the route made of it (for /metrics); refused until the route says otherwise. */
+  kind: RouteKind = KIND.refused;
+  /** What its target asks for (proxy/route.ts), once the passes before routing have let it through. */
+  route: ProxyRoute | undefined;
+  /** Whether a body follows the head (protocols.ts), and whether it has ended or was refused (requestBodies.ts). */
+  readonly withBody: boolean;
+  bodyEnded = false;
+  bodyRefused = false;
+  /** Stops its forwarding: its body failed mid-way and the server answers it itself (forwarding.ts). */
+  abandonForward: (() => void) | undefined;
+  /** Body bytes of an answer without Content-Length (streamed from the host), counted as they pass. */
+  streamedBytes = 0;
+  /** Bytes of an encoded body (compression.ts), counted as they leave: what mod_deflate makes %b say. */
+  encodedBytes: number | undefined;
+
+  constructor(
+    readonly req: IncomingMessage,
+    readonly res: ServerResponse,
+    /** X-Request-Id: the client's when well-formed (requestId.ts), else a new one. */
+    readonly id: string,
+    private readonly errorLog: ErrorLog,
+  ) {
+    this.url = req.url ?? '-';
+    this.remoteAddress = req.socket.remoteAddress;
+    this.client = clientOf(req.socket);
+    this.withBody = bodyFollows(req);
+  }
+
+  /** An error.log line about this request, with its client and id. */
+  log(module: string, level: LogLevel, message: string, status?: string): void {
+    this.errorLog.write({ module, level, status, client: this.client, message, requestId: this.id });
+  }
+
+  /** Apache's %b: body bytes sent, 0 for HEAD, 204 and 304. */
+  bodyBytes(): number {
+    const { req, res } = this;
+    if (req.method === 'HEAD' || res.statusCode === 204 || res.statusCode === 304 || !res.headersSent) return 0;
+    if (this.encodedBytes !== undefined) return this.encodedBytes;
+    const declared = res.getHeader('content-length');
+    return declared === undefined ? this.streamedBytes : Number(declared);
+  }
+
+  /** %a as Apache prints it (IPv4-mapped addresses unwrapped). */
+  get clientAddress(): string {
+    return clientAddress(this.remoteAddress);
+  }
+}
+
+/**
+ * One step of the request path (passes/): answers the request and returns true, or leaves it to the next.
+ * The server runs them in order (server.ts), as httpxy's web passes and vite's middlewares run.
+ */
+export type Pass = (ctx: RequestContext) => boolean;

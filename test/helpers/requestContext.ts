@@ -1,0 +1,12 @@
+// A request's context (proxy/requestContext.ts) around a hand-made request, for unit tests of the passes and
+// forwarding's pure parts; error.log lines are kept in `lines`.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ErrorEntry } from '../../common/logFormat.ts';
+import type { ErrorLog } from '../../proxy/errorLog.ts';
+import { RequestContext } from '../../proxy/requestContext.ts';
+
+export function contextFor(req: IncomingMessage, id = 'id', res = {} as ServerResponse): RequestContext & { lines: ErrorEntry[] } {
+  const lines: ErrorEntry[] = [];
+  const errorLog: ErrorLog = { write: (entry) => void lines.push(entry), reopen: () => true, drain: async () => {} };
+  return Object.assign(new RequestContext(req, res, id, errorLog), { lines });
+}
