@@ -1,76 +1,50 @@
 // The undici engine: a keep-alive Pool to the host, driven through its dispatch handler API so bytes go
 // straight from the host's socket to the client's response, with no stream or promise per request
-// (Node's http.request client, under http-proxy, is the slow part of forwarding: see the bench).
+// (Node's http.request client, under http-proxy, is the slow part of forwarding: see the bench). What a
+// forwarded request goes through besides moving bytes is the core's (forwardingCore.ts).
 import { Pool, type Dispatcher } from 'undici';
 import { formatUpstream, type Upstream } from '../common/settingParsers.ts';
 import {
-  afterBody,
-  failures,
   forwardedHeaders,
-  limitedBody,
   IDLE_UPSTREAM_SOCKET_MS,
-  isConnectError,
-  mayRetry,
   NODE_FRAMED,
   responseHeaders,
-  type Failures,
   type Forward,
   type ForwarderOptions,
 } from './forwarding.ts';
-import { bodyFollows } from './protocols.ts';
-import type { RequestContext } from './requestContext.ts';
-import type { Upstreams, UpstreamState } from './upstreams.ts';
+import { ForwardedRequest, forwardingShared, type EngineRequest } from './forwardingCore.ts';
+import type { UpstreamState } from './upstreams.ts';
 
 /** Fields undici frames or refuses itself (the other hop-by-hop ones are never forwarded). */
 const ENGINE_FRAMED = ['transfer-encoding', 'expect'] as const;
 
-/** One forwarded request: the host's answer is written to `res` as it arrives. */
-class ForwardHandler implements Dispatcher.DispatchHandler {
+/** One forwarded request as undici dispatches it: the host's answer is written to the response as it arrives. */
+class UndiciRequest implements Dispatcher.DispatchHandler, EngineRequest {
   private controller: Dispatcher.DispatchController | undefined;
-  /** Answered by the proxy itself (504) or nobody left to answer: the host's answer is dropped. */
-  settled = false;
-  private countBytes = false;
-  /** Upstreams that could not be reached for this request. */
-  private tried: Set<UpstreamState> | undefined;
-  private upstream!: UpstreamState;
-  deadline: NodeJS.Timeout | undefined;
 
   constructor(
-    private readonly ctx: RequestContext,
-    private readonly path: string,
-    private readonly engine: Engine,
+    private readonly forwarded: ForwardedRequest,
+    private readonly poolFor: (upstream: UpstreamState) => Pool,
     private readonly options: Dispatcher.DispatchOptions,
-    private readonly retryable: boolean,
   ) {}
 
   send(upstream: UpstreamState): void {
-    this.upstream = upstream;
     this.controller = undefined;
-    upstream.requests += 1;
     try {
-      this.engine.poolFor(upstream).dispatch(this.options, this);
+      this.poolFor(upstream).dispatch(this.options, this);
     } catch (err) {
       // undici refuses some requests synchronously (invalid header values).
       this.onResponseError(undefined as unknown as Dispatcher.DispatchController, err as Error & { code?: string });
     }
   }
 
-  /** The client went away, or the deadline passed: stop the host's work (its signal fires). */
-  abandon(reason: string): void {
-    this.settled = true;
-    clearTimeout(this.deadline);
+  abort(reason: string): void {
     this.controller?.abort(new Error(reason));
-  }
-
-  timeout(): void {
-    if (this.settled || this.ctx.res.headersSent) return;
-    this.engine.fail.timedOut(this.ctx, this.path);
-    this.abandon('no response headers in time');
   }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.controller = controller;
-    if (this.settled) controller.abort(new Error('abandoned before it started'));
+    if (this.forwarded.settled) controller.abort(new Error('abandoned before it started'));
   }
 
   onResponseStart(
@@ -78,63 +52,31 @@ class ForwardHandler implements Dispatcher.DispatchHandler {
     statusCode: number,
     headers: Record<string, string | string[] | undefined>,
   ): void {
-    if (this.settled) return controller.abort(new Error('answered already'));
-    clearTimeout(this.deadline);
-    this.engine.upstreams.reached(this.upstream);
-    const { fail } = this.engine;
-    const answer = fail.hostSignals(statusCode, headers, this.ctx);
-    if (answer !== 'relay') {
-      // Its body is read and dropped below, so the connection stays for the next request.
-      this.settled = true;
-      if (answer === 'host-error') return fail.hostRefused(statusCode, this.ctx, this.path);
-      if (answer === 'controller-failed') return fail.controllerFailed(this.ctx);
-      if (answer === 'pool-full') return fail.poolFull(this.ctx, this.path);
-      return fail.endedWithoutHeaders(this.ctx, this.path);
-    }
-    this.countBytes = headers['content-length'] === undefined;
-    this.ctx.res.writeHead(statusCode, responseHeaders(headers, NODE_FRAMED));
+    if (this.forwarded.settled) return controller.abort(new Error('answered already'));
+    // Not relayed: its body is read and dropped below, so the connection stays for the next request.
+    if (!this.forwarded.answerHead(statusCode, headers)) return;
+    this.forwarded.ctx.res.writeHead(statusCode, responseHeaders(headers, NODE_FRAMED));
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    if (this.settled) return;
-    if (this.countBytes) this.ctx.streamedBytes += chunk.length;
-    if (!this.ctx.res.write(chunk)) {
+    if (this.forwarded.settled) return;
+    this.forwarded.passed(chunk.length);
+    const { res } = this.forwarded.ctx;
+    if (!res.write(chunk)) {
       controller.pause();
-      this.ctx.res.once('drain', () => controller.resume());
+      res.once('drain', () => controller.resume());
     }
   }
 
   onResponseEnd(_controller: Dispatcher.DispatchController, trailers: Record<string, string | string[] | undefined>): void {
-    if (this.settled || this.engine.fail.trailers(trailers, this.ctx)) return;
-    this.ctx.res.end();
+    if (this.forwarded.settled || this.forwarded.answerEnded(trailers)) return;
+    this.forwarded.ctx.res.end();
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, cause: Error & { code?: string }): void {
-    if (this.settled) return;
     // undici says UND_ERR_SOCKET ("other side closed") where Node's client says ECONNRESET.
-    const err = Object.assign(new Error(cause.message), { code: cause.code === 'UND_ERR_SOCKET' ? 'ECONNRESET' : cause.code });
-    const { upstreams, fail } = this.engine;
-    if (isConnectError(err)) {
-      upstreams.connectFailed(this.upstream);
-      const next = this.retryable && !this.ctx.res.headersSent ? upstreams.pick((this.tried ??= new Set()).add(this.upstream)) : undefined;
-      if (next) {
-        fail.connectFailed(err, this.ctx, this.path, this.upstream);
-        return this.send(next);
-      }
-    } else {
-      upstreams.reached(this.upstream);
-    }
-    clearTimeout(this.deadline);
-    this.settled = true;
-    fail.failed(err, this.ctx, this.path, this.upstream);
+    this.forwarded.failed(Object.assign(new Error(cause.message), { code: cause.code === 'UND_ERR_SOCKET' ? 'ECONNRESET' : cause.code }));
   }
-}
-
-/** What every request's handler shares. */
-interface Engine {
-  upstreams: Upstreams;
-  fail: Failures;
-  poolFor(upstream: UpstreamState): Pool;
 }
 
 function originOf(upstream: Upstream): string {
@@ -142,9 +84,9 @@ function originOf(upstream: Upstream): string {
 }
 
 export function createUndiciForwarder(options: ForwarderOptions): Forward {
-  const { upstreams, upstreamTimeoutMs, limitRequestBody } = options;
+  const shared = forwardingShared(options);
   const pools = new Map(
-    upstreams.all.map((state) => [
+    options.upstreams.all.map((state) => [
       state,
       new Pool(originOf(state.upstream), {
         socketPath: state.upstream.kind === 'unix' ? state.upstream.path : undefined,
@@ -157,31 +99,17 @@ export function createUndiciForwarder(options: ForwarderOptions): Forward {
       }),
     ]),
   );
-  const engine: Engine = { upstreams, fail: failures(options), poolFor: (upstream) => pools.get(upstream)! };
+  const poolFor = (upstream: UpstreamState) => pools.get(upstream)!;
 
   return function forward(ctx, url) {
-    const { req, res } = ctx;
-    const withBody = bodyFollows(req);
+    const forwarded = new ForwardedRequest(ctx, url, shared);
     const headers = forwardedHeaders(ctx, ENGINE_FRAMED, options.markLocalClients);
-    // undici destroys a body stream it could not send, and destroying `req` would reset the client's
-    // connection instead of answering 503: it gets a stream of its own.
-    const body = withBody
-      ? limitedBody(req, res, limitRequestBody, (received) => {
-          handler.abandon('request body over LimitRequestBody');
-          engine.fail.tooLarge(ctx, received);
-        })
-      : null;
-    const dispatch: Dispatcher.DispatchOptions = { path: url, method: req.method as Dispatcher.HttpMethod, headers, body };
-    const handler = new ForwardHandler(ctx, url.split('?', 1)[0], engine, dispatch, mayRetry(req, withBody));
-    res.once('close', () => {
-      if (!res.writableFinished) handler.abandon('client closed the request');
-    });
-    if (upstreamTimeoutMs > 0) {
-      afterBody(req, () => {
-        if (!handler.settled) handler.deadline = setTimeout(() => handler.timeout(), upstreamTimeoutMs);
-      });
-    }
-    handler.send(upstreams.pick()!);
-    return () => handler.abandon('request body malformed');
+    const dispatch: Dispatcher.DispatchOptions = {
+      path: url,
+      method: ctx.req.method as Dispatcher.HttpMethod,
+      headers,
+      body: forwarded.body(),
+    };
+    return forwarded.start(new UndiciRequest(forwarded, poolFor, dispatch));
   };
 }
