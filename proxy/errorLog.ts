@@ -59,7 +59,9 @@ export function openErrorLog(settings: LogSettings, sink: ErrorSink, terminal?: 
   return {
     write(event) {
       if (!levelEnabled(event.level, threshold)) return;
-      sink.write({ ...event, micros: nowMicros(), pid: process.pid });
+      // Field by field, not a spread: this runs for every missing file and failed forward.
+      const { module, level, status, client, message, requestId } = event;
+      sink.write({ module, level, status, client, message, requestId, micros: nowMicros(), pid: process.pid });
       terminal?.({ ...event, time: new Date(), source: event.module });
     },
     reopen(next) {

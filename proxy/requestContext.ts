@@ -20,7 +20,9 @@ export class RequestContext {
    * none (node:http2's proxy socket), and undici nulls `req.socket` when it drops a request body.
    */
   readonly remoteAddress: string | undefined;
-  readonly client: string;
+  private readonly remotePort: number | undefined;
+  /** `ip:port`, made when a line first needs it: most requests write none. */
+  private clientText: string | undefined;
   /** What the route made of it (for /metrics); refused until the route says otherwise. */
   kind: RouteKind = KIND.refused;
   /** What its target asks for (proxy/route.ts), once the passes before routing have let it through. */
@@ -45,7 +47,7 @@ export class RequestContext {
   ) {
     this.url = req.url ?? '-';
     this.remoteAddress = req.socket.remoteAddress;
-    this.client = clientOf(req.socket);
+    this.remotePort = req.socket.remotePort;
     this.withBody = bodyFollows(req);
   }
 
@@ -61,6 +63,11 @@ export class RequestContext {
     if (this.encodedBytes !== undefined) return this.encodedBytes;
     const declared = res.getHeader('content-length');
     return declared === undefined ? this.streamedBytes : Number(declared);
+  }
+
+  /** `ip:port` of the client, as Apache's `[client %a]` shows it. */
+  get client(): string {
+    return (this.clientText ??= clientOf({ remoteAddress: this.remoteAddress, remotePort: this.remotePort }));
   }
 
   /** %a as Apache prints it (IPv4-mapped addresses unwrapped). */
