@@ -4,7 +4,9 @@
 // latency under load and memory over 1,000 reloads. Prints a table and writes bench/results/<time>.json.
 // The first figure is the front's CPU time per request (steady across runs); the req/s ratio is the default
 // engine (undici) against nginx. The Node floor (nodeFloor.ts) is the least a Node.js front does on each
-// path: what is left above it is extqs's own work.
+// path: what is left above it is extqs's own work. The host floor (hostFloor.ts) is the least a Node.js
+// host does for a controller with no file, behind the same proxy: the host's CPU on that path is weighed
+// against it.
 import type { ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
@@ -31,6 +33,8 @@ const RELOADS_WARM_UP = 500;
 
 /** The front's CPU per request at most this many times nginx's, on every path. */
 const CPU_TARGET = 2;
+/** The host's CPU per request at most this many times the host floor's, where it is measured. */
+const HOST_FLOOR_TARGET = 1.5;
 const RELOAD_P99_TARGET_MS = 50;
 const RELOAD_GROWTH_TARGET_MB = 10;
 /** CPU time one second of a 16-core machine holds, in µs. */
@@ -197,7 +201,7 @@ async function main(): Promise<void> {
     ]);
     processes.push(host);
     // Each front gets one process (nginx: one worker), and extqs also two proxy workers, for the scaling.
-    const proxyArgs = (forwarder: string, logs: string, proxyWorkers = 1) => {
+    const proxyArgs = (forwarder: string, logs: string, proxyWorkers = 1, upstream = socket) => {
       mkdirSync(logs, { recursive: true });
       return [
         '--port',
@@ -209,7 +213,7 @@ async function main(): Promise<void> {
         '--logs',
         logs,
         '--upstream',
-        `unix:${socket}`,
+        `unix:${upstream}`,
         '--forwarder',
         forwarder,
         '--proxy-workers',
@@ -224,18 +228,35 @@ async function main(): Promise<void> {
     processes.push(twoWorkers);
     const nodeFloor = await startNode(['--import', 'tsx', join(ROOT, 'bench', 'nodeFloor.ts'), socket, sandbox.publicDir], 'nodeFloor.ts');
     processes.push(nodeFloor);
-    const fronts: { name: 'extqs' | 'extqs-2-workers' | 'extqs-http-proxy' | 'node-floor' | 'nginx'; url: string; pid: number }[] = [
-      { name: 'extqs', url: proxy.url, pid: proxy.child.pid! },
-      { name: 'extqs-2-workers', url: twoWorkers.url, pid: twoWorkers.child.pid! },
-      { name: 'extqs-http-proxy', url: httpProxy.url, pid: httpProxy.child.pid! },
-      { name: 'node-floor', url: nodeFloor.url, pid: nodeFloor.child.pid! },
+    // The host floor behind a proxy of its own, the same as the host's: each host is sent the same requests.
+    const floorSocket = join(sandbox.dir, 'host-floor.sock');
+    const hostFloor = await startNode(
+      ['--import', 'tsx', join(ROOT, 'bench', 'hostFloor.ts'), floorSocket, sandbox.controllers],
+      'hostFloor.ts',
+    );
+    processes.push(hostFloor);
+    const floorProxy = await startCommand('proxy', proxyArgs('undici', join(sandbox.dir, 'logs-host-floor'), 1, floorSocket));
+    processes.push(floorProxy);
+    const hostPid = host.child.pid!;
+    const fronts: {
+      name: 'extqs' | 'extqs-2-workers' | 'extqs-http-proxy' | 'node-floor' | 'host-floor' | 'nginx';
+      url: string;
+      pid: number;
+      /** The host behind it, whose CPU is counted as the host's. */
+      hostPid: number;
+    }[] = [
+      { name: 'extqs', url: proxy.url, pid: proxy.child.pid!, hostPid },
+      { name: 'extqs-2-workers', url: twoWorkers.url, pid: twoWorkers.child.pid!, hostPid },
+      { name: 'extqs-http-proxy', url: httpProxy.url, pid: httpProxy.child.pid!, hostPid },
+      { name: 'node-floor', url: nodeFloor.url, pid: nodeFloor.child.pid!, hostPid },
+      { name: 'host-floor', url: floorProxy.url, pid: floorProxy.child.pid!, hostPid: hostFloor.child.pid! },
     ];
     if (hasNginx()) {
       const nginxDir = join(sandbox.dir, 'nginx');
       mkdirSync(nginxDir);
       const started = await startNginx('nginx.conf', nginxDir, { SOCKET: socket, PUBLIC: sandbox.publicDir });
       nginx = started.child;
-      fronts.push({ name: 'nginx', url: `http://127.0.0.1:${started.port}`, pid: started.child.pid! });
+      fronts.push({ name: 'nginx', url: `http://127.0.0.1:${started.port}`, pid: started.child.pid!, hostPid });
       nginxIdle = memoryOfTree(started.child.pid!, nginxRole);
     } else {
       process.stderr.write('nginx is not on PATH (Debian: nginx-light): extqs only, no ratios\n');
@@ -245,17 +266,19 @@ async function main(): Promise<void> {
     for (const scenario of scenarios) {
       results[scenario.name] = {};
       const expectedOf = (front: (typeof fronts)[number]) => scenario.expected[front.name === 'nginx' ? 'nginx' : 'extqs'];
-      const taking = fronts.filter((front) => !(scenario.compressed && front.name === 'node-floor'));
+      const taking = fronts.filter(
+        (front) => !(scenario.compressed && front.name === 'node-floor') && (front.name !== 'host-floor' || scenario.hostFloor),
+      );
       for (const front of taking) await runLoad(front.url, scenario.paths, expectedOf(front), 1, 50, scenario.headers); // warm-up
       for (let round = 0; round < ROUNDS; round++) {
         for (const front of taking) {
           const cpuBefore = cpuMicros(front.pid);
-          const hostCpuBefore = cpuMicros(host.child.pid!);
+          const hostCpuBefore = cpuMicros(front.hostPid);
           const load = await runLoad(front.url, scenario.paths, expectedOf(front), SECONDS, 50, scenario.headers);
           const result = {
             ...load,
             cpuMicrosPerRequest: (cpuMicros(front.pid) - cpuBefore) / Math.max(load.total, 1),
-            hostCpuMicrosPerRequest: (cpuMicros(host.child.pid!) - hostCpuBefore) / Math.max(load.total, 1),
+            hostCpuMicrosPerRequest: (cpuMicros(front.hostPid) - hostCpuBefore) / Math.max(load.total, 1),
           };
           (results[scenario.name][front.name] ??= []).push(result);
           process.stderr.write(`${scenario.name} / ${front.name} round ${round + 1}: ${Math.round(result.requestsPerSecond)} req/s\n`);
@@ -282,6 +305,8 @@ async function main(): Promise<void> {
       const twoProxyWorkers = summary('extqs-2-workers')!;
       const viaHttpProxy = summary('extqs-http-proxy')!;
       const floor = summary('node-floor');
+      const hostFloorSummary = summary('host-floor');
+      const hostFloorRatio = hostFloorSummary && extqs.hostCpuMicrosPerRequest / hostFloorSummary.hostCpuMicrosPerRequest;
       const nginxSummary = summary('nginx');
       const ratio = nginxSummary ? extqs.requestsPerSecond / nginxSummary.requestsPerSecond : undefined;
       const cpuRatio = nginxSummary ? extqs.cpuMicrosPerRequest / nginxSummary.cpuMicrosPerRequest : undefined;
@@ -295,6 +320,10 @@ async function main(): Promise<void> {
         sixteenCores: SIXTEEN_CORES_US / (twoProxyWorkers.cpuMicrosPerRequest + twoProxyWorkers.hostCpuMicrosPerRequest),
         httpProxy: viaHttpProxy,
         nodeFloor: floor,
+        /** The host floor's figures behind its own proxy: its CPU is `hostCpuMicrosPerRequest`. */
+        hostFloor: hostFloorSummary,
+        hostFloorRatio,
+        hostFloorMet: hostFloorRatio === undefined ? undefined : hostFloorRatio <= HOST_FLOOR_TARGET,
         nginx: nginxSummary,
         ratio,
         cpuRatio,
@@ -311,7 +340,7 @@ async function main(): Promise<void> {
       `${totalMb(processes, 'rssMb', role).toFixed(0)}/${totalMb(processes, 'pssMb', role).toFixed(0)}`;
     const lines = [
       `load generator ${LOAD_GENERATOR}, 50 connections, ${ROUNDS} rounds of ${SECONDS} s per front, medians`,
-      `${pad('scenario', 24)}${pad('CPU us/req extqs/nginx', 24)}${pad('extqs req/s', 13)}${pad('nginx req/s', 13)}${pad('ratio', 17)}${pad('p50/p99 ms', 14)}${pad('unexp/err', 11)}${pad('Node floor', 24)}${pad('2 proxy workers', 24)}${pad('16 cores', 12)}http-proxy engine`,
+      `${pad('scenario', 24)}${pad('CPU us/req extqs/nginx', 24)}${pad('extqs req/s', 13)}${pad('nginx req/s', 13)}${pad('ratio', 17)}${pad('p50/p99 ms', 14)}${pad('unexp/err', 11)}${pad('host us/req (floor)', 28)}${pad('Node floor', 24)}${pad('2 proxy workers', 24)}${pad('16 cores', 12)}http-proxy engine`,
       ...rows.map(
         (r) =>
           `${pad(r.scenario, 24)}` +
@@ -319,6 +348,7 @@ async function main(): Promise<void> {
           `${pad(String(Math.round(r.extqs.requestsPerSecond)), 13)}${pad(r.nginx ? String(Math.round(r.nginx.requestsPerSecond)) : '-', 13)}` +
           `${pad(`${fixed(r.ratio)}${r.target === undefined ? '' : ` >=${r.target}${verdict(r.met)}`}`, 17)}` +
           `${pad(`${fixed(r.extqs.p50, 1)}/${fixed(r.extqs.p99, 1)}`, 14)}${pad(`${r.extqs.unexpected}/${r.extqs.errors}`, 11)}` +
+          `${pad(`${Math.round(r.extqs.hostCpuMicrosPerRequest)}${r.hostFloor ? ` (${Math.round(r.hostFloor.hostCpuMicrosPerRequest)}, ${fixed(r.hostFloorRatio)}x${verdict(r.hostFloorMet)})` : ''}`, 28)}` +
           `${pad(r.nodeFloor ? `${Math.round(r.nodeFloor.cpuMicrosPerRequest)} us/req, ${Math.round(r.nodeFloor.requestsPerSecond)} req/s` : '-', 24)}` +
           `${pad(`${Math.round(r.twoProxyWorkers.cpuMicrosPerRequest)} us/req, ${Math.round(r.twoProxyWorkers.requestsPerSecond)} req/s`, 24)}` +
           `${pad(`${Math.round(r.sixteenCores / 1000)}k req/s`, 12)}` +

@@ -3,7 +3,6 @@
 // A controller that cannot be loaded ends the request "without headers", as the observed PHP process did:
 // an empty 500 marked so, with the message as the process's stderr, on a connection the proxy keeps; the
 // proxy turns that into Apache's 500 page and error.log's lines (docs/design.md §3).
-import { randomUUID } from 'node:crypto';
 import { METHODS } from 'node:http';
 import fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { ControllerContext } from '../common/controller.ts';
@@ -15,7 +14,6 @@ import {
   ENDED_WITHOUT_HEADERS_FIELD,
   HOST_MAX_HEADER_SIZE,
   HOST_STDERR_FIELD,
-  WELL_FORMED_REQUEST_ID,
 } from '../common/protocol.ts';
 import { runControllerCall } from './controllerCall.ts';
 import { ControllerLinkRefusedError, ControllerLoadError, ControllerMissingError } from './errors.ts';
@@ -26,6 +24,7 @@ import { readRequestInput, type InputLimits } from './requestInput.ts';
 import type { ControllerRegistry, LoadedController } from './registry.ts';
 import { sendResult } from './respond.ts';
 import { routeController } from './route.ts';
+import { requestIdOrNew } from './requestId.ts';
 import { refuseUnreadable } from './unreadableRequest.ts';
 import type { RunningCalls } from './runningCalls.ts';
 import { MISSING_CONTROLLERS, type PoolStatus, type WorkerStats } from './stats.ts';
@@ -69,8 +68,7 @@ export function createHostApp({
     return503OnClosing: false,
     requestIdHeader: false,
     genReqId: (req) => {
-      const incoming = req.headers['x-request-id'];
-      return typeof incoming === 'string' && WELL_FORMED_REQUEST_ID.test(incoming) ? incoming : randomUUID();
+      return requestIdOrNew(req.headers);
     },
     routerOptions: { maxParamLength: 2048 },
     // Above anything a proxy lets through, forwarding fields included: a head the proxy accepted is never 431 here.
@@ -101,6 +99,7 @@ export function createHostApp({
 
   /** Ends the request as an application that wrote `fatal` to stderr and no header. */
   function endWithoutHeaders(reply: FastifyReply, fatal: string): FastifyReply {
+    // The pool's primary writes the same bytes for a controller with no file (missingController.ts).
     return reply
       .code(500)
       .header(ENDED_WITHOUT_HEADERS_FIELD, '1')

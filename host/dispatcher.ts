@@ -4,7 +4,8 @@
 // request waits in one FIFO queue (php-fpm's listen queue) bounded by --listen-backlog; past it the host
 // answers 503 with POOL_FULL_FIELD. So a request never waits behind a busy worker while another is idle.
 // The relay moves bytes only: heads as raw field lists, bodies piped both ways, trailers, and a
-// worker's reset or close passed on as a reset or close.
+// worker's reset or close passed on as a reset or close. A request for a controller with no file is
+// answered by the primary itself (missingController.ts), taking no worker.
 import { Agent, request as httpRequest, type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { POOL_FULL_FIELD } from '../common/protocol.ts';
@@ -34,6 +35,11 @@ interface Waiting {
 }
 
 export interface DispatcherEvents {
+  /**
+   * Answers `req` without a worker when it can (a controller with no file): true when it did. Asked once
+   * the body is read (or streaming), before a worker is taken, so such a request never waits in the queue.
+   */
+  answerWithoutWorker(req: IncomingMessage, res: ServerResponse): boolean;
   /** A request found no idle worker (it is queued, or refused when the queue is full). */
   noIdleWorker(): void;
   /** The queue held --listen-backlog requests: this one is answered 503. */
@@ -150,6 +156,7 @@ export class Dispatcher {
   }
 
   private dispatch(req: IncomingMessage, res: ServerResponse, body: ReadBody | undefined): void {
+    if (this.events.answerWithoutWorker(req, res)) return;
     const slot = this.idle.pop();
     if (slot) return this.relay(slot, req, res, body);
     this.events.noIdleWorker();

@@ -1,20 +1,21 @@
 // The ways a controller can fail to load. Each carries the file it concerns; the host logs the message
 // and ends the request without headers, as PHP's fatal errors do.
+import { join } from 'node:path';
 import { LINK_REFUSED, type Refusal } from '../common/linkGuard.ts';
+import { missingControllerMessage } from './missingController.ts';
 
 /** Neither `<Name>.ts` nor `<Name>.js` exists (PHP: "Failed opening controller script"). */
 export class ControllerMissingError extends Error {
   readonly code = 'HOST_CONTROLLER_MISSING';
-  constructor(
-    readonly file: string,
-    readonly alsoTried: string,
-  ) {
+  readonly file: string;
+  constructor(dir: string, name: string) {
     // Only its message is ever logged, and capturing a stack was a tenth of the time of a request for a
     // missing controller (every request of the observed deployment).
     const stackTraceLimit = Error.stackTraceLimit;
     Error.stackTraceLimit = 0;
-    super(`Failed opening controller script ${file}: No such file or directory (nor ${alsoTried})`);
+    super(missingControllerMessage(dir, name));
     Error.stackTraceLimit = stackTraceLimit;
+    this.file = join(dir, `${name}.ts`);
     this.name = 'ControllerMissingError';
   }
 }

@@ -26,11 +26,13 @@ import type { HostConfig } from '../common/settings.ts';
 import { onShutdownSignal } from '../common/shutdown.ts';
 import { Supervisor, type Launched } from '../common/supervisor.ts';
 import { openHostLog } from './hostLogFile.ts';
-import { HOST_MAX_HEADER_SIZE, WELL_FORMED_REQUEST_ID } from '../common/protocol.ts';
+import { HOST_MAX_HEADER_SIZE } from '../common/protocol.ts';
 import { Dispatcher, WorkerSlot } from './dispatcher.ts';
 import { WATCHDOG_LOG_FD, type PoolSays, type WireHostEntry, type WorkerSays } from './poolMessages.ts';
 import { removeUploadsOf } from './uploadDir.ts';
-import { addDeparted, departedNone, summarize, type PoolFields, type WorkerSnapshot } from './stats.ts';
+import { answerMissingController } from './missingController.ts';
+import { requestIdOf } from './requestId.ts';
+import { addDeparted, countMissingAnswered, departedNone, summarize, type PoolFields, type WorkerSnapshot } from './stats.ts';
 import { refuseUnreadable } from './unreadableRequest.ts';
 
 /** Half the proxy's wait for /status (proxy/serverStatus.ts): a worker stuck in a loop shows as unresponsive. */
@@ -139,6 +141,8 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
   }
 
   const dispatcher = new Dispatcher(config.listenBacklog, {
+    // Counted in the pool's own totals, as the worker that answered it before counted it.
+    answerWithoutWorker: answerMissingController(join(config.www, 'controllers'), log, () => countMissingAnswered(departed)),
     noIdleWorker() {
       if (config.pm !== 'ondemand' || workers.stopped) return;
       // One start per waiting request that no starting worker will take.
@@ -149,13 +153,13 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
     queueFull(req, bound) {
       log.error(
         `Refused ${req.method} ${req.url}: every worker is busy and ${bound} requests wait already (--listen-backlog); answered 503`,
-        requestIdOf(req),
+        requestIdOf(req.headers),
       );
     },
     leftQueue(req, waitedMs, running) {
       log.warn(
         `${req.method} ${req.url} left the listen queue after ${Math.round(waitedMs)} ms without a worker: every worker was busy running ${running.join(', ') || 'nothing'}`,
-        requestIdOf(req),
+        requestIdOf(req.headers),
       );
     },
     whenIdle(slot) {
@@ -431,9 +435,4 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
     await rm(socketDir, { recursive: true, force: true });
     await log.drain();
   });
-}
-
-function requestIdOf(req: IncomingMessage): string | undefined {
-  const id = req.headers['x-request-id'];
-  return typeof id === 'string' && WELL_FORMED_REQUEST_ID.test(id) ? id : undefined;
 }

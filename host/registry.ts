@@ -4,12 +4,12 @@
 // changes. A failed load never replaces a good version.
 import { createHash } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
-import { join } from 'node:path';
 import type { Controller } from '../common/controller.ts';
 import { LinkGuard, LinkRefusedError } from '../common/linkGuard.ts';
 import type { FollowSymlinks } from '../common/settings.ts';
 import { compileController, type CompiledController } from './compile.ts';
 import { ControllerLinkRefusedError, ControllerMissingError } from './errors.ts';
+import { controllerFiles } from './missingController.ts';
 
 /** Longer than the watcher's trailing refresh: a failure still on disk after it is a real one. */
 const SETTLE_MS = 150;
@@ -169,7 +169,7 @@ export class ControllerRegistry {
    * event-loop turn, several milliseconds under load, which a reload would wait for too.
    */
   private read(name: string): { file: string; source: string } | undefined {
-    for (const file of [join(this.dir, `${name}.ts`), join(this.dir, `${name}.js`)]) {
+    for (const file of controllerFiles(this.dir, name)) {
       // A missing file is the observed deployment's every request: statSync answers ENOENT without an
       // Error, which a failed read builds with its stack. Any other failure (EACCES) still throws.
       const stats = statSync(file, { throwIfNoEntry: false });
@@ -192,7 +192,7 @@ export class ControllerRegistry {
     const current = this.loaded.get(name);
     if (current) return current;
     const found = this.read(name);
-    if (!found) throw new ControllerMissingError(join(this.dir, `${name}.ts`), `${name}.js`);
+    if (!found) throw new ControllerMissingError(this.dir, name);
     const changesBefore = this.changes;
     let entry: Entry;
     try {

@@ -132,7 +132,10 @@ export interface PoolFields {
   maxChildrenReached: number;
 }
 
-/** What the workers that have gone did, kept by the pool so its totals never go backwards. */
+/**
+ * What the pool counts beyond its live workers: what the workers that have gone did (so its totals never go
+ * backwards), and the requests for controllers with no file that the primary answered itself.
+ */
 export interface Departed {
   requests: number;
   controllers: Record<string, { requests: number; errors: number; loadFailures: number; reloads: number }>;
@@ -160,6 +163,14 @@ export function addDeparted(departed: Departed, gone: WorkerSnapshot): void {
     total.loadFailures += c.loadFailures;
     total.reloads += c.reloads;
   }
+}
+
+/** A request for a controller with no file, answered by the primary: counted as a worker counted it. */
+export function countMissingAnswered(departed: Departed): void {
+  departed.requests += 1;
+  const row = rowOf(departed.controllers, MISSING_CONTROLLERS, () => ({ requests: 0, errors: 0, loadFailures: 0, reloads: 0 }));
+  row.requests += 1;
+  row.loadFailures += 1;
 }
 
 /** Sums the live workers' snapshots and the departed totals into the pool view (pure). */

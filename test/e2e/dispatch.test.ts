@@ -171,6 +171,64 @@ describe('the listen queue (--workers 1)', function () {
     expect((await queued).body).to.equal('quick');
   });
 
+  it('answers a controller with no file from the primary while every worker is busy, with the lines a worker wrote', async function () {
+    sandbox = makeSandbox();
+    const hold = holdController(sandbox, 'Hold');
+    release = hold.release;
+    // No request may wait: one that needed a worker now is refused 503 at once.
+    stack = await startStack(sandbox, ['--workers', '1', '--listen-backlog', '0', '--proxy-workers', '1']);
+    const held = get(stack.url, '/External/Hold');
+    await hold.reached();
+
+    const missing = await get(stack.url, '/External/Nowhere/a%20b?sn=1&no=');
+    expect(missing.status).to.equal(500);
+    expect(missing.body).to.contain('<title>500 Internal Server Error</title>');
+    const id = missing.headers['x-request-id'] as string;
+    const fatal = `Failed opening controller script ${sandbox.controllers}/Nowhere.ts: No such file or directory (nor Nowhere.js) in GET /External/Nowhere/a%20b?sn=1&no=`;
+    const escaped = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    const hostLine = await eventually(() => readLog(sandbox, 'host.log').find((l) => l.includes(`[req ${id}]`)), 3000, 'the host.log line');
+    expect(hostLine).to.match(
+      new RegExp(
+        `^\\[\\d{2}-[A-Z][a-z]{2}-\\d{4} \\d{2}:\\d{2}:\\d{2}\\.\\d{3} UTC\\] \\[error\\] \\[req ${escaped(id)}\\] ${escaped(fatal)}$`,
+      ),
+    );
+    const errorLines = await eventually(
+      () => {
+        const lines = readLog(sandbox, 'error.log').filter((l) => l.endsWith(`request_id: ${id}`));
+        return lines.length === 2 ? lines : undefined;
+      },
+      3000,
+      'the two error.log lines',
+    );
+    const apacheLine = (module: string, message: string) =>
+      new RegExp(
+        `^\\[[A-Z][a-z]{2} [A-Z][a-z]{2} \\d{2} \\d{2}:\\d{2}:\\d{2}\\.\\d{6} \\d{4}\\] \\[${module}\\] \\[pid \\d+\\] \\[client 127\\.0\\.0\\.1:\\d+\\] ${escaped(message)}, request_id: ${escaped(id)}$`,
+      );
+    expect(errorLines[0]).to.match(apacheLine('fcgid:warn', `mod_fcgid: stderr: PHP Fatal error:  ${fatal}`));
+    expect(errorLines[1]).to.match(apacheLine('core:error', 'End of script output before headers: /External/Nowhere/a%20b'));
+    const accessLine = await eventually(
+      () => readLog(sandbox, 'access.log').find((l) => l.includes('/External/Nowhere')),
+      3000,
+      'the access.log line',
+    );
+    expect(accessLine).to.match(/^127\.0\.0\.1 - - \[[^\]]+\] "GET \/External\/Nowhere\/a%20b\?sn=1&no= HTTP\/1\.1" 500 \d+ "-" "-"$/);
+
+    // A controller added a moment ago is not "missing": it needs a worker, and none is free.
+    writeFileSync(join(sandbox.controllers, 'Fresh.ts'), `export default () => 'fresh';\n`);
+    expect((await get(stack.url, '/External/Fresh')).status).to.equal(503);
+    // A name that is not an identifier is a worker's to refuse, as before: it needs one too.
+    expect((await get(stack.url, '/External/no-such')).status).to.equal(503);
+
+    hold.release();
+    expect((await held).body).to.equal('released');
+    expect((await get(stack.url, '/External/Fresh')).body).to.equal('fresh');
+    // Counted as a worker counted it.
+    const status = JSON.parse((await get(stack.url, '/server-status?json')).body) as {
+      hosts: { summary?: { controllers: Record<string, { requests: number; loadFailures: number }> } }[];
+    };
+    expect(status.hosts[0].summary?.controllers['(missing)']).to.include({ requests: 1, loadFailures: 1 });
+  });
+
   it('fails no queued request when the stuck worker is killed', async function () {
     sandbox = makeSandbox();
     writeFileSync(join(sandbox.controllers, 'Quick.ts'), `export default () => 'quick';\n`);
