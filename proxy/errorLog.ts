@@ -1,6 +1,5 @@
 // logs/error.log, in Apache 2.4's default layout (docs/design.md §4) or JSON (--log-format json); lines below
 // --log-level are not written.
-import type { IncomingMessage } from 'node:http';
 import type { LogSettings } from '../common/settings.ts';
 import { openLineLog, rotationOf } from '../common/lineLog.ts';
 import { errorJson, errorLine, levelEnabled, nowMicros, type ErrorEntry, type LogFormat } from '../common/logFormat.ts';
@@ -78,22 +77,6 @@ export type ClientSocket = { remoteAddress?: string; remotePort?: number };
 /** `ip:port` of the client, as Apache's `[client %a]` shows it (IPv4-mapped addresses unwrapped). */
 export function clientOf(socket: ClientSocket): string {
   return `${clientAddress(socket.remoteAddress)}:${socket.remotePort ?? 0}`;
-}
-
-/** Each request's `ip:port`, taken when it arrived (rememberClient). */
-const clients = new WeakMap<IncomingMessage, string>();
-
-/**
- * Keeps the client of a request for its log lines: once an HTTP/2 stream has closed its socket reads as
- * none (node:http2's proxy socket), and undici nulls `req.socket` when it drops a request body.
- */
-export function rememberClient(req: IncomingMessage): void {
-  clients.set(req, clientOf(req.socket));
-}
-
-/** `ip:port` of the client that sent `req`, as it arrived. */
-export function clientOfRequest(req: IncomingMessage): string {
-  return clients.get(req) ?? clientOf(req.socket ?? {});
 }
 
 export function clientAddress(address: string | undefined): string {
