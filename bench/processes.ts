@@ -70,6 +70,16 @@ export function pssMb(pid: number): number {
 }
 
 /**
+ * Private memory (USS): the pages only this process maps, what stopping it would give back. Unlike PSS it
+ * does not depend on how many other Node processes run on the machine and share node's code with it.
+ */
+export function privateMb(pid: number): number {
+  const rollup = readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
+  const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB$`, 'm').exec(rollup)?.[1] ?? 0);
+  return (kb('Private_Clean') + kb('Private_Dirty')) / 1024;
+}
+
+/**
  * What an `extqs start` process is: launcher, proxy (alone, or the primary of proxy workers), proxy worker,
  * host (the pool's primary), host worker or a worker's esbuild.
  */

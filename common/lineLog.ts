@@ -13,8 +13,10 @@
 // directory removed) is noticed within a second and created again when the directory can be.
 import { once } from 'node:events';
 import { createWriteStream, fstat, fstatSync, mkdirSync, openSync, renameSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import winston from 'winston';
+import type winstonModule from 'winston';
+import type { Logform } from 'winston';
 import { syncAppendStream } from './syncAppend.ts';
 
 export interface Rotation {
@@ -43,7 +45,17 @@ export interface LineLog {
   drain(): Promise<void>;
 }
 
-const messageOnly = winston.format.printf((info) => String(info.message));
+/**
+ * winston, loaded with the first file opened: a process that only relays its lines (a proxy or host
+ * worker) never opens one, and winston with its streams is 4-5 MB of each process's memory.
+ */
+let winstonLoaded: { winston: typeof winstonModule; messageOnly: Logform.Format } | undefined;
+function loadWinston() {
+  if (winstonLoaded) return winstonLoaded;
+  const winston = createRequire(import.meta.url)('winston') as typeof winstonModule;
+  winstonLoaded = { winston, messageOnly: winston.format.printf((info) => String(info.message)) };
+  return winstonLoaded;
+}
 /** How often the log checks that its file still has a name (was not deleted). */
 const DELETED_CHECK_MS = 1_000;
 
@@ -72,6 +84,7 @@ function openSink(path: string, report: (message: string) => void): Sink {
   const file = stats.isFile()
     ? syncAppendStream(fd, (err) => report(err.message))
     : createWriteStream(path, { fd, flags: 'a' }).on('error', (err) => report(err.message));
+  const { winston, messageOnly } = loadWinston();
   const transport = new winston.transports.Stream({ stream: file });
   // The format belongs on the logger: without one, winston's default json() stringifies every message
   // before the transport formats it again.

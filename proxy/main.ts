@@ -1,19 +1,18 @@
 // The proxy process (web-server role): the public port. Serves www/public, forwards /External to the
-// host, and writes logs/access.log and logs/error.log. Started by `extqs proxy` or by the launcher,
-// which both hand it a validated configuration. With --proxy-workers N > 1 it is the primary of N
-// workers (primary.ts), each of which serves here as a worker: its log lines and its share of
-// /metrics and /server-status go through the primary.
+// host, and writes logs/access.log and logs/error.log. Started through run.ts by `extqs proxy` or by the
+// launcher, which both hand it a validated configuration. With --proxy-workers N > 1 each worker of the
+// primary (primary.ts) serves here: its log lines and its share of /metrics and /server-status go
+// through the primary.
 import type { Server } from 'node:http';
 import type { Http2SecureServer } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { ConfigError } from '../common/configError.ts';
 import { LinkGuard } from '../common/linkGuard.ts';
 import { logSettingsOf } from '../common/config.ts';
 import type { IpcChannel } from '../common/ipc.ts';
 import { logRelay } from '../common/logRelay.ts';
 import type { Reloads } from '../common/reload.ts';
-import { labelOf, type Forwarder, type ProxyConfig } from '../common/settings.ts';
+import type { Forwarder, ProxyConfig } from '../common/settings.ts';
 import { onShutdownSignal } from '../common/shutdown.ts';
 import { accessFile, openAccessLog, relayedAccess } from './accessLog.ts';
 import type { CompressionSettings } from './compression.ts';
@@ -49,17 +48,6 @@ async function listen(server: Server | Http2SecureServer, port: number, address:
     });
   });
   return server.address() as AddressInfo;
-}
-
-export async function runProxy(config: ProxyConfig, reloads: Reloads<ProxyConfig>): Promise<void> {
-  if (config.upstreams.length === 0) {
-    throw new ConfigError(labelOf('upstreams'), '', 'unix:/path/to/socket or http://<host>:<port>, once per host');
-  }
-  if (config.proxyWorkers > 1) {
-    const { runProxyPrimary } = await import('./primary.ts');
-    return runProxyPrimary(config, reloads);
-  }
-  await serveProxy(config, reloads);
 }
 
 /**

@@ -1,0 +1,65 @@
+// What each process of `extqs start` loads. Every package a process loads stays in its memory while it
+// idles (docs/benchmarks.md, "Start-up and memory"), so each role loads only what it uses.
+import { readFileSync } from 'node:fs';
+import { expect } from 'chai';
+import { descendants, makeSandbox, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
+
+/** The role of a process of the stack, from its command line. */
+function roleOf(pid: number): string {
+  const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ');
+  if (cmdline.includes('proxy/workerMain')) return 'proxy worker';
+  if (cmdline.includes('host/workerMain')) return 'host worker';
+  if (/child\.js proxy\b/.test(cmdline)) return 'proxy';
+  if (/child\.js host\b/.test(cmdline)) return 'host';
+  return 'other';
+}
+
+/**
+ * The packages each process loaded through require(), from NODE_DEBUG=module's `MODULE <pid>: load "<file>"`
+ * lines (an ES module that a package imports is not named, but the CommonJS files it requires are).
+ */
+function packagesByPid(stderr: string): Map<number, Set<string>> {
+  const loaded = new Map<number, Set<string>>();
+  for (const [, pid, file] of stderr.matchAll(/^MODULE (\d+): load "([^"]+)"/gm)) {
+    const inPackage = /.*node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(file);
+    if (!inPackage) continue;
+    if (!loaded.has(Number(pid))) loaded.set(Number(pid), new Set());
+    loaded.get(Number(pid))!.add(inPackage[1]);
+  }
+  return loaded;
+}
+
+describe('what each process of extqs start loads', function () {
+  let sandbox: Sandbox;
+  let stack: Running | undefined;
+  beforeEach(() => (sandbox = makeSandbox()));
+  afterEach(async () => {
+    await stack?.stop();
+    sandbox.remove();
+  });
+
+  it('a proxy primary loads no serving code and no forwarding engine; no worker loads the log writer (winston)', async function () {
+    this.timeout(40_000); // every process writes each module it loads
+    stack = await startStack(sandbox, ['--workers', '1', '--proxy-workers', '2'], { NODE_DEBUG: 'module' });
+    const roles = new Map(descendants(stack.child.pid!).map((pid) => [pid, roleOf(pid)]));
+    await stack.stop();
+    const loaded = packagesByPid(stack.stderr());
+    const packagesOf = (role: string) => [...roles].filter(([, r]) => r === role).map(([pid]) => loaded.get(pid) ?? new Set<string>());
+
+    const [primary] = packagesOf('proxy');
+    // The probe sees each role's own packages: their absence below is not the probe's.
+    expect([...primary], 'the proxy primary writes the logs').to.include('winston');
+    for (const serving of ['send', 'http-errors', 'mime-types', 'undici', 'http-proxy']) {
+      expect([...primary], `the proxy primary loads ${serving}`).not.to.include(serving);
+    }
+    const workers = packagesOf('proxy worker');
+    expect(workers).to.have.length(2);
+    for (const worker of workers) {
+      expect([...worker], 'a proxy worker forwards with undici').to.include('undici');
+      expect([...worker], 'a proxy worker relays its log lines to the primary').not.to.include('winston');
+    }
+    const [hostWorker] = packagesOf('host worker');
+    expect([...hostWorker], 'a host worker serves with fastify').to.include('fastify');
+    expect([...hostWorker], 'a host worker relays its log lines to the host').not.to.include('winston');
+  });
+});
