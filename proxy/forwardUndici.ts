@@ -2,7 +2,10 @@
 // straight from the host's socket to the client's response, with no stream or promise per request
 // (Node's http.request client, under http-proxy, is the slow part of forwarding: see the bench). What a
 // forwarded request goes through besides moving bytes is the core's (forwardingCore.ts).
-import { Pool, type Dispatcher } from 'undici';
+import type { Dispatcher, Pool } from 'undici';
+// Pool alone, not the package's index, which also loads fetch, WebSocket and the mock and cache code: 6.5 MB
+// of each proxy worker at rest (docs/benchmarks.md, "Start-up and memory"; e2e/roleModules checks it).
+import UndiciPool from 'undici/lib/dispatcher/pool.js';
 import { formatUpstream, type Upstream } from '../common/settingParsers.ts';
 import {
   forwardedHeaders,
@@ -88,7 +91,7 @@ export function createUndiciForwarder(options: ForwarderOptions): Forward {
   const pools = new Map(
     options.upstreams.all.map((state) => [
       state,
-      new Pool(originOf(state.upstream), {
+      new UndiciPool(originOf(state.upstream), {
         socketPath: state.upstream.kind === 'unix' ? state.upstream.path : undefined,
         connections: 512,
         keepAliveTimeout: IDLE_UPSTREAM_SOCKET_MS,

@@ -19,12 +19,17 @@ function roleOf(pid: number): string {
  * lines (an ES module that a package imports is not named, but the CommonJS files it requires are).
  */
 function packagesByPid(stderr: string): Map<number, Set<string>> {
+  return filesByPid(stderr, (file) => /.*node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(file)?.[1]);
+}
+
+/** What each process loaded, as `name` makes it of each file's path (undefined: not counted). */
+function filesByPid(stderr: string, name: (file: string) => string | undefined): Map<number, Set<string>> {
   const loaded = new Map<number, Set<string>>();
   for (const [, pid, file] of stderr.matchAll(/^MODULE (\d+): load "([^"]+)"/gm)) {
-    const inPackage = /.*node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(file);
-    if (!inPackage) continue;
+    const named = name(file);
+    if (named === undefined) continue;
     if (!loaded.has(Number(pid))) loaded.set(Number(pid), new Set());
-    loaded.get(Number(pid))!.add(inPackage[1]);
+    loaded.get(Number(pid))!.add(named);
   }
   return loaded;
 }
@@ -44,6 +49,7 @@ describe('what each process of extqs start loads', function () {
     const roles = new Map(descendants(stack.child.pid!).map((pid) => [pid, roleOf(pid)]));
     await stack.stop();
     const loaded = packagesByPid(stack.stderr());
+    const undiciFiles = filesByPid(stack.stderr(), (file) => /node_modules\/undici\/(.*)$/.exec(file)?.[1]);
     const packagesOf = (role: string) => [...roles].filter(([, r]) => r === role).map(([pid]) => loaded.get(pid) ?? new Set<string>());
 
     const [primary] = packagesOf('proxy');
@@ -57,6 +63,15 @@ describe('what each process of extqs start loads', function () {
     for (const worker of workers) {
       expect([...worker], 'a proxy worker forwards with undici').to.include('undici');
       expect([...worker], 'a proxy worker relays its log lines to the primary').not.to.include('winston');
+    }
+    for (const [pid, role] of roles) {
+      if (role !== 'proxy worker') continue;
+      const files = [...(undiciFiles.get(pid) ?? [])];
+      expect(files, "a proxy worker loads undici's Pool").to.include('lib/dispatcher/pool.js');
+      expect(
+        files.filter((file) => /^(index\.js|lib\/web\/|lib\/mock\/|lib\/cache\/)/.test(file)),
+        "a proxy worker loads none of undici's index, fetch, WebSocket, mock or cache code",
+      ).to.deep.equal([]);
     }
     const [hostWorker] = packagesOf('host worker');
     expect([...hostWorker], 'a host worker serves with fastify').to.include('fastify');
