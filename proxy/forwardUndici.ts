@@ -24,7 +24,7 @@ import type { Upstreams, UpstreamState } from './upstreams.ts';
 /** Fields undici frames or refuses itself (the other hop-by-hop ones are never forwarded). */
 const ENGINE_FRAMED = ['transfer-encoding', 'expect'] as const;
 
-/** One forwarded request: the host's answer is written to `res` as it arrives. */
+/** One forwarded request: the host's answer is written to the request's answer sink as it arrives. */
 class ForwardHandler implements Dispatcher.DispatchHandler {
   private controller: Dispatcher.DispatchController | undefined;
   /** Answered by the proxy itself (504) or nobody left to answer: the host's answer is dropped. */
@@ -92,21 +92,21 @@ class ForwardHandler implements Dispatcher.DispatchHandler {
       return fail.endedWithoutHeaders(this.ctx, this.path);
     }
     this.countBytes = headers['content-length'] === undefined;
-    this.ctx.res.writeHead(statusCode, responseHeaders(headers, NODE_FRAMED));
+    this.ctx.answer.head(statusCode, responseHeaders(headers, NODE_FRAMED));
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     if (this.settled) return;
     if (this.countBytes) this.ctx.streamedBytes += chunk.length;
-    if (!this.ctx.res.write(chunk)) {
+    if (!this.ctx.answer.write(chunk)) {
       controller.pause();
-      this.ctx.res.once('drain', () => controller.resume());
+      this.ctx.answer.onDrain(() => controller.resume());
     }
   }
 
   onResponseEnd(_controller: Dispatcher.DispatchController, trailers: Record<string, string | string[] | undefined>): void {
     if (this.settled || this.engine.fail.trailers(trailers, this.ctx)) return;
-    this.ctx.res.end();
+    this.ctx.answer.end();
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, cause: Error & { code?: string }): void {
