@@ -186,13 +186,15 @@ export function originalTags(ifNoneMatch: string): { tags: string; coding: Conte
 // ── encoders ─────────────────────────────────────────────────────────────────────────────────────
 
 /** Brotli's quality for answers encoded as they go: see brotliParams. */
-export const BROTLI_ON_THE_FLY_QUALITY = 4;
+export const BROTLI_ON_THE_FLY_QUALITY = 2;
 
 /**
  * Levels for answers encoded as they go (controllers, files not held in memory): gzip 6 (zlib's default,
- * Apache's, Caddy's and the bench's nginx) and brotli BROTLI_ON_THE_FLY_QUALITY, which compresses text as
- * well as gzip 6 at about its CPU cost where brotli's default (11) costs ten times more; a window of at
- * most 512 KB (ngx_brotli's default) instead of 4 MB bounds each stream's memory.
+ * Apache's, Caddy's and the bench's nginx) and brotli 2. Measured on this machine (docs/benchmarks.md),
+ * brotli 2 makes smaller output than gzip 6 on JSON, JavaScript and HTML (7 KB JSON: 906 bytes against
+ * 1,065) for about half its CPU; brotli 4 is no smaller on JSON for 1.5 to 2 times brotli 2's cost, and
+ * brotli's default (11) costs ten times more. The window is at most 512 KB (ngx_brotli's default) instead
+ * of 4 MB, bounding each stream's memory, and no longer than a declared length needs.
  */
 function brotliParams(length: number | undefined): Record<number, number> {
   const params: Record<number, number> = {
@@ -236,7 +238,7 @@ export const FLUSH: Readonly<Record<ContentCoding, number>> = { br: constants.BR
  * A body of a declared length up to this is collected and encoded in one synchronous call, as nginx
  * compresses in its worker's event loop: for a 7 KB JSON answer a zlib stream per answer cost about twice
  * the compression itself, and one call on libuv's thread pool still 100 (gzip) to 200 µs (br) more than
- * doing it here. The loop is held at most about 1 ms (64 KB at brotli 4); larger bodies stream.
+ * doing it here. The loop is held at most about 1 ms (64 KB at gzip 6); larger bodies stream.
  */
 export const ONE_CALL_MAX = 64 * 1024;
 
