@@ -12,6 +12,7 @@ import {
   createGzip,
   gzip,
   gzipSync,
+  type BrotliOptions,
   type ZlibOptions,
 } from 'node:zlib';
 import type { ContentCoding } from '../common/settings.ts';
@@ -196,10 +197,13 @@ export const BROTLI_ON_THE_FLY_QUALITY = 2;
  * brotli's default (11) costs ten times more. The window is at most 512 KB (ngx_brotli's default) instead
  * of 4 MB, bounding each stream's memory, and no longer than a declared length needs.
  */
-function brotliParams(length: number | undefined): Record<number, number> {
+function brotliParams(
+  length: number | undefined,
+  bits = length === undefined ? 19 : windowBits(length, constants.BROTLI_MIN_WINDOW_BITS, 19),
+) {
   const params: Record<number, number> = {
     [constants.BROTLI_PARAM_QUALITY]: BROTLI_ON_THE_FLY_QUALITY,
-    [constants.BROTLI_PARAM_LGWIN]: length === undefined ? 19 : windowBits(length, constants.BROTLI_MIN_WINDOW_BITS, 19),
+    [constants.BROTLI_PARAM_LGWIN]: bits,
     [constants.BROTLI_PARAM_MODE]: constants.BROTLI_MODE_TEXT,
   };
   if (length !== undefined) params[constants.BROTLI_PARAM_SIZE_HINT] = length;
@@ -222,10 +226,13 @@ function windowBits(length: number, min: number, max: number): number {
 function gzipOptions(length: number | undefined): ZlibOptions {
   if (length === undefined) return GZIP_STREAM;
   const bits = windowBits(length, 9, 15);
-  return { level: 6, windowBits: bits, memLevel: Math.max(1, 8 - (15 - bits)) };
+  return (GZIP_BY_BITS[bits] ??= { level: 6, windowBits: bits, memLevel: Math.max(1, 8 - (15 - bits)) });
 }
 
 const GZIP_STREAM: ZlibOptions = { level: 6 };
+/** Options by window size, made once, so an answer encoded in one call allocates none. */
+const GZIP_BY_BITS: ZlibOptions[] = [];
+const BROTLI_BY_BITS: BrotliOptions[] = [];
 
 export function streamEncoder(coding: ContentCoding, length: number | undefined): Transform {
   return coding === 'gzip' ? createGzip(gzipOptions(length)) : createBrotliCompress({ params: brotliParams(length) });
@@ -243,7 +250,10 @@ export const FLUSH: Readonly<Record<ContentCoding, number>> = { br: constants.BR
 export const ONE_CALL_MAX = 64 * 1024;
 
 export function encodeInOneCall(coding: ContentCoding, body: Buffer): Buffer {
-  return coding === 'gzip' ? gzipSync(body, gzipOptions(body.length)) : brotliCompressSync(body, { params: brotliParams(body.length) });
+  if (coding === 'gzip') return gzipSync(body, gzipOptions(body.length));
+  // The window fitted to the body already; brotli's size hint changes nothing at this quality.
+  const bits = windowBits(body.length, constants.BROTLI_MIN_WINDOW_BITS, 19);
+  return brotliCompressSync(body, (BROTLI_BY_BITS[bits] ??= { params: brotliParams(undefined, bits) }));
 }
 
 /**
