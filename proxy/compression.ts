@@ -1,13 +1,21 @@
 // Compression of answers, as nginx's gzip and Caddy's encode do it: the coding is chosen from the
 // client's Accept-Encoding (q-values, br before gzip when equal), and a response is encoded on its way out
-// when its type compresses well and nothing says it must not be touched. One mechanism for every path
-// (files streamed by `send`, both forwarding engines): the response's own writeHead/write/end are wrapped
-// for that one response, using only what node:http's and node:http2's compatibility responses share.
-import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+// when its type compresses well and nothing says it must not be touched. Here: the negotiation, what a head
+// allows, and the encoders; the answer goes through them by the seam in answerSink.ts.
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Transform } from 'node:stream';
-import { brotliCompress, brotliCompressSync, constants, createBrotliCompress, createGzip, gzip, gzipSync } from 'node:zlib';
+import {
+  brotliCompress,
+  brotliCompressSync,
+  constants,
+  createBrotliCompress,
+  createGzip,
+  gzip,
+  gzipSync,
+  type BrotliOptions,
+  type ZlibOptions,
+} from 'node:zlib';
 import type { ContentCoding } from '../common/settings.ts';
-import type { RequestContext } from './requestContext.ts';
 
 /** The codings this proxy makes, in its order of preference when the client weighs them the same. */
 export const PREFERENCE: readonly ContentCoding[] = ['br', 'gzip'];
@@ -113,6 +121,42 @@ export function varyOnEncoding(res: Pick<ServerResponse, 'getHeader' | 'setHeade
   res.setHeader('Vary', `${text}, Accept-Encoding`);
 }
 
+/**
+ * The coding a head allows, after setting the head for it (and the identity length it declared): a status
+ * with a body (not 204, 206, 304, 1xx), a compressible type, no Content-Encoding or Content-Range already,
+ * no `Cache-Control: no-transform`, and a length unknown or at least MIN_LENGTH. Then the head gets
+ * Content-Encoding, the variant's ETag, no Content-Length or Accept-Ranges. Every compressible answer gets
+ * `Vary: Accept-Encoding`, encoded or not; a 304 to a client revalidating its encoded copy names that variant.
+ */
+export function encodedHead(
+  res: Pick<ServerResponse, 'getHeader' | 'setHeader' | 'removeHeader'>,
+  negotiated: Negotiated,
+  status: number,
+): { coding: ContentCoding; length: number | undefined } | undefined {
+  if (status === 304) {
+    const etag = res.getHeader('etag');
+    if (negotiated.revalidating && typeof etag === 'string') {
+      res.setHeader('ETag', variantEtag(etag, negotiated.revalidating));
+      varyOnEncoding(res);
+    }
+    return undefined;
+  }
+  if (res.getHeader('content-encoding') !== undefined || !isCompressible(res.getHeader('content-type'))) return undefined;
+  varyOnEncoding(res);
+  const coding = negotiated.codings[0];
+  if (coding === undefined || status < 200 || status === 204 || status === 206) return undefined;
+  if (res.getHeader('content-range') !== undefined || forbidsTransform(res.getHeader('cache-control'))) return undefined;
+  const declared = res.getHeader('content-length');
+  const length = declared === undefined ? undefined : Number(declared);
+  if (length !== undefined && length < MIN_LENGTH) return undefined;
+  res.setHeader('Content-Encoding', coding);
+  res.removeHeader('Content-Length');
+  res.removeHeader('Accept-Ranges');
+  const etag = res.getHeader('etag');
+  if (typeof etag === 'string') res.setHeader('ETag', variantEtag(etag, coding));
+  return { coding, length };
+}
+
 // ── validators ───────────────────────────────────────────────────────────────────────────────────
 
 /**
@@ -142,36 +186,74 @@ export function originalTags(ifNoneMatch: string): { tags: string; coding: Conte
 
 // ── encoders ─────────────────────────────────────────────────────────────────────────────────────
 
+/** Brotli's quality for answers encoded as they go: see brotliParams. */
+export const BROTLI_ON_THE_FLY_QUALITY = 2;
+
 /**
  * Levels for answers encoded as they go (controllers, files not held in memory): gzip 6 (zlib's default,
- * Apache's and Caddy's) and brotli 4, which compresses text as well as gzip 6 at about its CPU cost where
- * brotli's default (11) costs ten times more; a 512 KB window (ngx_brotli's default) instead of 4 MB
- * bounds each stream's memory.
+ * Apache's, Caddy's and the bench's nginx) and brotli 2. Measured on this machine (docs/benchmarks.md),
+ * brotli 2 makes smaller output than gzip 6 on JSON, JavaScript and HTML (7 KB JSON: 906 bytes against
+ * 1,065) for about half its CPU; brotli 4 is no smaller on JSON for 1.5 to 2 times brotli 2's cost, and
+ * brotli's default (11) costs ten times more. The window is at most 512 KB (ngx_brotli's default) instead
+ * of 4 MB, bounding each stream's memory, and no longer than a declared length needs.
  */
-function brotliParams(length: number | undefined): Record<number, number> {
+function brotliParams(
+  length: number | undefined,
+  bits = length === undefined ? 19 : windowBits(length, constants.BROTLI_MIN_WINDOW_BITS, 19),
+) {
   const params: Record<number, number> = {
-    [constants.BROTLI_PARAM_QUALITY]: 4,
-    [constants.BROTLI_PARAM_LGWIN]: 19,
+    [constants.BROTLI_PARAM_QUALITY]: BROTLI_ON_THE_FLY_QUALITY,
+    [constants.BROTLI_PARAM_LGWIN]: bits,
     [constants.BROTLI_PARAM_MODE]: constants.BROTLI_MODE_TEXT,
   };
   if (length !== undefined) params[constants.BROTLI_PARAM_SIZE_HINT] = length;
   return params;
 }
 
-function streamEncoder(coding: ContentCoding, length: number | undefined): Transform {
-  return coding === 'gzip' ? createGzip({ level: 6 }) : createBrotliCompress({ params: brotliParams(length) });
+/**
+ * The smallest window of at least `min` bits (and at most `max`) that holds a body of `length` bytes, as
+ * nginx's gzip filter sizes it for a declared length: a 7 KB body then needs an 8 KB window and the
+ * encoder allocates and clears a sixteenth of zlib's default state, for the same output (a window longer
+ * than the body finds no more matches).
+ */
+function windowBits(length: number, min: number, max: number): number {
+  let bits = min;
+  while (bits < max && 1 << bits < length + 262) bits += 1;
+  return bits;
 }
+
+/** gzip's options for a body of a declared length: nginx's wbits and memLevel reductions (ngx_http_gzip_filter_module). */
+function gzipOptions(length: number | undefined): ZlibOptions {
+  if (length === undefined) return GZIP_STREAM;
+  const bits = windowBits(length, 9, 15);
+  return (GZIP_BY_BITS[bits] ??= { level: 6, windowBits: bits, memLevel: Math.max(1, 8 - (15 - bits)) });
+}
+
+const GZIP_STREAM: ZlibOptions = { level: 6 };
+/** Options by window size, made once, so an answer encoded in one call allocates none. */
+const GZIP_BY_BITS: ZlibOptions[] = [];
+const BROTLI_BY_BITS: BrotliOptions[] = [];
+
+export function streamEncoder(coding: ContentCoding, length: number | undefined): Transform {
+  return coding === 'gzip' ? createGzip(gzipOptions(length)) : createBrotliCompress({ params: brotliParams(length) });
+}
+
+/** The flush that makes what was written so far decodable without resetting the compression state. */
+export const FLUSH: Readonly<Record<ContentCoding, number>> = { br: constants.BROTLI_OPERATION_FLUSH, gzip: constants.Z_SYNC_FLUSH };
 
 /**
  * A body of a declared length up to this is collected and encoded in one synchronous call, as nginx
  * compresses in its worker's event loop: for a 7 KB JSON answer a zlib stream per answer cost about twice
  * the compression itself, and one call on libuv's thread pool still 100 (gzip) to 200 µs (br) more than
- * doing it here. The loop is held at most about 1 ms (64 KB at brotli 4); larger bodies stream.
+ * doing it here. The loop is held at most about 1 ms (64 KB at gzip 6); larger bodies stream.
  */
-const ONE_CALL_MAX = 64 * 1024;
+export const ONE_CALL_MAX = 64 * 1024;
 
-function encodeInOneCall(coding: ContentCoding, body: Buffer): Buffer {
-  return coding === 'gzip' ? gzipSync(body, { level: 6 }) : brotliCompressSync(body, { params: brotliParams(body.length) });
+export function encodeInOneCall(coding: ContentCoding, body: Buffer): Buffer {
+  if (coding === 'gzip') return gzipSync(body, gzipOptions(body.length));
+  // The window fitted to the body already; brotli's size hint changes nothing at this quality.
+  const bits = windowBits(body.length, constants.BROTLI_MIN_WINDOW_BITS, 19);
+  return brotliCompressSync(body, (BROTLI_BY_BITS[bits] ??= { params: brotliParams(undefined, bits) }));
 }
 
 /**
@@ -198,20 +280,7 @@ export function encodeOnce(coding: ContentCoding, body: Buffer): Promise<Buffer>
   });
 }
 
-// ── the response ─────────────────────────────────────────────────────────────────────────────────
-
-export interface EncodeOptions {
-  /**
-   * Flush the encoder at the end of each event-loop turn that wrote to it, for answers of unknown length:
-   * a controller's answer that arrives in pieces (a stream, server-sent events) reaches the client as each
-   * piece comes, instead of waiting in zlib's buffer for the next, while pieces that arrive together still
-   * compress together. A declared length is a whole body on its way: it is not flushed.
-   */
-  flushEachTurn: boolean;
-}
-
-type WriteCallback = (err?: Error | null) => void;
-type Chunk = string | Buffer | Uint8Array;
+// ── the request ──────────────────────────────────────────────────────────────────────────────────
 
 /** What a request asks of the encoding of its answer, found before anything answers it. */
 export interface Negotiated {
@@ -235,172 +304,4 @@ export function negotiateRequest(req: IncomingMessage, settings: CompressionSett
   // A range is of the identity representation: never encoded (nginx, Caddy and Apache agree).
   const codings = req.headers.range === undefined ? acceptableCodings(req.headers['accept-encoding'], settings.codings) : [];
   return { codings, revalidating: original?.coding, ifNoneMatch };
-}
-
-/**
- * Makes `res` encode its body with the negotiated coding when its head, as finally written, allows it:
- * status with a body (not 204, 206, 304, 1xx), a compressible type, no Content-Encoding or Content-Range
- * already, no `Cache-Control: no-transform`, and a length unknown or at least MIN_LENGTH. Then the head
- * gets Content-Encoding, the variant's ETag, no Content-Length or Accept-Ranges; a HEAD gets the same head
- * and no body. Every compressible answer gets `Vary: Accept-Encoding`, encoded or not.
- */
-export function encodeResponse(ctx: RequestContext, negotiated: Negotiated, options: EncodeOptions): void {
-  const { req, res } = ctx;
-  // The response class's own methods (as properties: they are called on `res`, never detached).
-  const proto = Object.getPrototypeOf(res) as {
-    writeHead: (this: ServerResponse, statusCode: number, reason?: string) => ServerResponse;
-    write: (this: ServerResponse, chunk: Buffer) => boolean;
-    end: (this: ServerResponse) => ServerResponse;
-  };
-  const methods = res as unknown as Record<'writeHead' | 'write' | 'end', unknown>;
-  /**
-   * The response's own methods again, for whatever comes next (node:http2's end() calls this.write). Set
-   * back rather than deleted: a delete would turn `res` into a slow dictionary-mode object for Node's code.
-   */
-  const unwrap = () => {
-    methods.writeHead = proto.writeHead;
-    if (negotiated.codings.length === 0) return;
-    methods.write = proto.write;
-    methods.end = proto.end;
-  };
-
-  /** The coding the head allows (and the identity length it declared), after setting the head for it. */
-  function head(statusCode: number): { coding: ContentCoding; length: number | undefined } | undefined {
-    if (statusCode === 304) {
-      // The client revalidated its encoded copy: the 304 names that variant, as the 200 did.
-      const etag = res.getHeader('etag');
-      if (negotiated.revalidating && typeof etag === 'string') {
-        res.setHeader('ETag', variantEtag(etag, negotiated.revalidating));
-        varyOnEncoding(res);
-      }
-      return undefined;
-    }
-    if (res.getHeader('content-encoding') !== undefined || !isCompressible(res.getHeader('content-type'))) return undefined;
-    varyOnEncoding(res);
-    const coding = negotiated.codings[0];
-    if (coding === undefined || statusCode < 200 || statusCode === 204 || statusCode === 206) return undefined;
-    if (res.getHeader('content-range') !== undefined || forbidsTransform(res.getHeader('cache-control'))) return undefined;
-    const declared = res.getHeader('content-length');
-    const length = declared === undefined ? undefined : Number(declared);
-    if (length !== undefined && length < MIN_LENGTH) return undefined;
-    res.setHeader('Content-Encoding', coding);
-    res.removeHeader('Content-Length');
-    res.removeHeader('Accept-Ranges');
-    const etag = res.getHeader('etag');
-    if (typeof etag === 'string') res.setHeader('ETag', variantEtag(etag, coding));
-    ctx.encodedBytes = 0;
-    return { coding, length };
-  }
-
-  function writeHead(this: ServerResponse, statusCode: number, ...rest: unknown[]): ServerResponse {
-    unwrap();
-    const reason = typeof rest[0] === 'string' ? rest[0] : undefined;
-    const fields = (reason === undefined ? rest[0] : rest[1]) as OutgoingHttpHeaders | readonly unknown[] | undefined;
-    // Fields given to writeHead join those set before, as Node merges them, so the decision sees them all.
-    if (Array.isArray(fields)) {
-      const flat = (fields as unknown[]).flat() as string[];
-      for (let i = 0; i + 1 < flat.length; i += 2) res.setHeader(flat[i], flat[i + 1]);
-    } else if (fields) {
-      const object = fields as OutgoingHttpHeaders;
-      for (const name in object) if (object[name] !== undefined) res.setHeader(name, object[name]);
-    }
-    const encoded = head(statusCode);
-    if (encoded && req.method !== 'HEAD') {
-      if (encoded.length !== undefined && encoded.length <= ONE_CALL_MAX) collect(encoded.coding);
-      else pipeThrough(encoded.coding, streamEncoder(encoded.coding, encoded.length), encoded.length === undefined);
-    }
-    return reason === undefined ? proto.writeHead.call(res, statusCode) : proto.writeHead.call(res, statusCode, reason);
-  }
-
-  /** Holds a small body of a declared length until its end, then sends it encoded in one piece. */
-  function collect(coding: ContentCoding): void {
-    const chunks: Buffer[] = [];
-    let ended = false;
-    const add = (chunk: Chunk | undefined, encoding: BufferEncoding) => {
-      if (chunk === undefined) return;
-      chunks.push(typeof chunk === 'string' ? Buffer.from(chunk, encoding) : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
-    };
-    methods.write = function write(chunk: Chunk, encoding?: BufferEncoding | WriteCallback, callback?: WriteCallback): boolean {
-      add(chunk, typeof encoding === 'string' ? encoding : 'utf8');
-      const done = typeof encoding === 'function' ? encoding : callback;
-      if (done) process.nextTick(done);
-      return true;
-    };
-    methods.end = function end(chunk?: Chunk | WriteCallback, encoding?: BufferEncoding | WriteCallback, callback?: WriteCallback) {
-      const done = [chunk, encoding, callback].find((arg): arg is WriteCallback => typeof arg === 'function');
-      if (done) res.once('finish', done);
-      if (ended) return res;
-      ended = true;
-      if (typeof chunk !== 'function') add(chunk, typeof encoding === 'string' ? encoding : 'utf8');
-      if (res.destroyed) return res;
-      const out = encodeInOneCall(coding, Buffer.concat(chunks));
-      ctx.encodedBytes = out.length;
-      proto.write.call(res, out);
-      return proto.end.call(res);
-    };
-  }
-
-  function pipeThrough(coding: ContentCoding, encoder: Transform, lengthUnknown: boolean): void {
-    let ended = false;
-    let waiting = false;
-    let flushScheduled = false;
-    // A sync flush: what was written so far becomes decodable, without resetting the compression state.
-    const kind = coding === 'br' ? constants.BROTLI_OPERATION_FLUSH : constants.Z_SYNC_FLUSH;
-    const flush = () => {
-      flushScheduled = false;
-      if (!ended && !encoder.destroyed) (encoder as Transform & { flush(kind: number): void }).flush(kind);
-    };
-    encoder.on('data', (chunk: Buffer) => {
-      ctx.encodedBytes = (ctx.encodedBytes ?? 0) + chunk.length;
-      if (proto.write.call(res, chunk) || waiting) return;
-      waiting = true;
-      encoder.pause();
-      res.once('drain', () => {
-        waiting = false;
-        encoder.resume();
-      });
-    });
-    // Writers (a pipe from a file, an engine) wait for the response's 'drain' when the encoder is full. Not
-    // while the client's socket is full: that would also wake the wait above, past the socket's backpressure;
-    // the socket's own 'drain' wakes the writers then.
-    encoder.on('drain', () => {
-      if (!waiting) res.emit('drain');
-    });
-    encoder.once('end', () => proto.end.call(res));
-    encoder.once('error', (err) => res.destroy(err));
-    // A client that leaves mid-answer: the encoder's memory goes at once.
-    res.once('close', () => encoder.destroy());
-
-    methods.write = function write(chunk: Chunk, encoding?: BufferEncoding | WriteCallback, callback?: WriteCallback): boolean {
-      if (lengthUnknown && options.flushEachTurn && !flushScheduled) {
-        flushScheduled = true;
-        setImmediate(flush);
-      }
-      return typeof encoding === 'function' ? encoder.write(chunk, encoding) : encoder.write(chunk, encoding ?? 'utf8', callback);
-    };
-    methods.end = function end(chunk?: Chunk | WriteCallback, encoding?: BufferEncoding | WriteCallback, callback?: WriteCallback) {
-      const done = [chunk, encoding, callback].find((arg): arg is WriteCallback => typeof arg === 'function');
-      if (done) res.once('finish', done);
-      if (ended) return res;
-      ended = true;
-      if (chunk !== undefined && typeof chunk !== 'function') encoder.end(chunk, typeof encoding === 'string' ? encoding : 'utf8');
-      else encoder.end();
-      return res;
-    };
-  }
-
-  // The head is decided in writeHead, which Node also calls for an implicit head (node:http2's write and
-  // end too). A response that may be encoded decides before its first write or end reaches Node's own,
-  // which would otherwise go on writing that chunk unencoded (or give it a Content-Length) after the head.
-  methods.writeHead = writeHead;
-  if (negotiated.codings.length === 0) return;
-  const decide = () => (res.headersSent ? unwrap() : res.writeHead(res.statusCode));
-  methods.write = function write(...args: unknown[]): boolean {
-    decide();
-    return (res.write as (...a: unknown[]) => boolean)(...args);
-  };
-  methods.end = function end(...args: unknown[]): ServerResponse {
-    decide();
-    return (res.end as (...a: unknown[]) => ServerResponse)(...args);
-  };
 }

@@ -41,7 +41,8 @@ export function createHttpProxyForwarder(options: ForwarderOptions): Forward {
   // `timeout` is what makes the agent drop idle sockets; Node sets it on busy sockets too, where it only
   // emits 'timeout', which nothing here listens to (the response deadline is the core's).
   const agent = new Agent({ keepAlive: true, maxSockets: 512, maxFreeSockets: 256, scheduling: 'lifo', timeout: IDLE_UPSTREAM_SOCKET_MS });
-  const proxy = httpProxy.createProxyServer({ agent, xfwd: false, ws: false });
+  // The answer is relayed here, through the request's answer sink (answerSink.ts), not piped to `res` by http-proxy.
+  const proxy = httpProxy.createProxyServer({ agent, xfwd: false, ws: false, selfHandleResponse: true });
   const proxied = new WeakMap<IncomingMessage, ProxiedRequest>();
 
   proxy.on('proxyReq', (proxyReq, req) => {
@@ -55,24 +56,35 @@ export function createHttpProxyForwarder(options: ForwarderOptions): Forward {
     const { forwarded } = proxied.get(req)!;
     const late = forwarded.settled;
     if (!forwarded.answerHead(proxyRes.statusCode ?? 0, proxyRes.headers)) {
-      // Answered here (or already), so http-proxy neither writes the head nor pipes. A host error's body is
-      // drained so the connection serves the next request; a late answer goes with its connection.
+      // Answered here (or already): a host error's body is drained so the connection serves the next request;
+      // a late answer goes with its connection.
       return void (late ? proxyRes.destroy() : proxyRes.resume());
     }
+    let headers: Record<string, string | string[] | undefined>;
     if (isHttp2(req)) {
       // HTTP/2 frames the body itself and has neither connection-specific fields nor reason phrases: Node
       // throws on the first (crashing the process) and warns on the second.
-      proxyRes.headers = responseHeaders(proxyRes.headers, NODE_FRAMED);
-      proxyRes.statusMessage = '';
+      headers = responseHeaders(proxyRes.headers, NODE_FRAMED);
     } else {
-      proxyRes.headers = responseHeaders(proxyRes.headers);
-      // http-proxy copies the client's Connection header otherwise, which we removed: say what Node will do.
-      proxyRes.headers.connection = res.shouldKeepAlive ? 'keep-alive' : 'close';
+      headers = responseHeaders(proxyRes.headers);
+      // A chunked body to an HTTP/1.0 client goes as it is, ended by the close (http-proxy's removeChunked).
+      if (req.httpVersion === '1.0') delete headers['transfer-encoding'];
+      headers.connection = res.shouldKeepAlive ? 'keep-alive' : 'close';
+      if (proxyRes.statusMessage) res.statusMessage = proxyRes.statusMessage;
     }
-    if (proxyRes.headers['content-length'] === undefined) proxyRes.on('data', (chunk: Buffer) => forwarded.passed(chunk.length));
-    // Before http-proxy's pipe() ends the client's answer: a failure in the trailers cuts it instead.
-    proxyRes.once('end', () => forwarded.answerEnded(proxyRes.trailers));
-    // pipe() does not pass errors on: a host dying mid-body would leave the client waiting forever.
+    const sink = forwarded.ctx.answer;
+    sink.head(proxyRes.statusCode ?? 502, headers);
+    proxyRes.on('data', (chunk: Buffer) => {
+      forwarded.passed(chunk.length);
+      if (sink.write(chunk)) return;
+      proxyRes.pause();
+      sink.onDrain(() => proxyRes.resume());
+    });
+    // A failure in the trailers cuts the client's answer instead of ending it.
+    proxyRes.once('end', () => {
+      if (!forwarded.answerEnded(proxyRes.trailers)) sink.end();
+    });
+    // A host dying mid-body would leave the client waiting forever.
     proxyRes.once('close', () => {
       if (!proxyRes.complete) forwarded.cutShort(Object.assign(new Error('other side closed'), { code: 'ECONNRESET' }));
     });

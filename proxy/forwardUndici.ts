@@ -21,7 +21,7 @@ import type { UpstreamState } from './upstreams.ts';
 /** Fields undici frames or refuses itself (the other hop-by-hop ones are never forwarded). */
 const ENGINE_FRAMED = ['transfer-encoding', 'expect'] as const;
 
-/** One forwarded request as undici dispatches it: the host's answer is written to the response as it arrives. */
+/** One forwarded request as undici dispatches it: the host's answer is written to the request's answer sink as it arrives. */
 class UndiciRequest implements Dispatcher.DispatchHandler, EngineRequest {
   private controller: Dispatcher.DispatchController | undefined;
 
@@ -58,22 +58,22 @@ class UndiciRequest implements Dispatcher.DispatchHandler, EngineRequest {
     if (this.forwarded.settled) return controller.abort(new Error('answered already'));
     // Not relayed: its body is read and dropped below, so the connection stays for the next request.
     if (!this.forwarded.answerHead(statusCode, headers)) return;
-    this.forwarded.ctx.res.writeHead(statusCode, responseHeaders(headers, NODE_FRAMED));
+    this.forwarded.ctx.answer.head(statusCode, responseHeaders(headers, NODE_FRAMED));
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     if (this.forwarded.settled) return;
     this.forwarded.passed(chunk.length);
-    const { res } = this.forwarded.ctx;
-    if (!res.write(chunk)) {
+    const { answer } = this.forwarded.ctx;
+    if (!answer.write(chunk)) {
       controller.pause();
-      res.once('drain', () => controller.resume());
+      answer.onDrain(() => controller.resume());
     }
   }
 
   onResponseEnd(_controller: Dispatcher.DispatchController, trailers: Record<string, string | string[] | undefined>): void {
     if (this.forwarded.settled || this.forwarded.answerEnded(trailers)) return;
-    this.forwarded.ctx.res.end();
+    this.forwarded.ctx.answer.end();
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, cause: Error & { code?: string }): void {

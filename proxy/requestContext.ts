@@ -3,6 +3,7 @@
 // it, the bytes its answer carried, and an error-log writer bound to it. The access line is written from it.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { LogLevel } from '../common/logFormat.ts';
+import { ResponseSink, type AnswerSink } from './answerSink.ts';
 import { clientAddress, clientOf, type ErrorLog } from './errorLog.ts';
 import { KIND, type RouteKind } from './metrics.ts';
 import { bodyFollows } from './protocols.ts';
@@ -35,8 +36,9 @@ export class RequestContext {
   abandonForward: (() => void) | undefined;
   /** Body bytes of an answer without Content-Length (streamed from the host), counted as they pass. */
   streamedBytes = 0;
-  /** Bytes of an encoded body (compression.ts), counted as they leave: what mod_deflate makes %b say. */
+  /** Bytes of an encoded body (answerSink.ts), counted as they leave: what mod_deflate makes %b say. */
   encodedBytes: number | undefined;
+  private sink: AnswerSink | undefined;
 
   constructor(
     readonly req: IncomingMessage,
@@ -49,6 +51,18 @@ export class RequestContext {
     this.remoteAddress = req.socket.remoteAddress;
     this.remotePort = req.socket.remotePort;
     this.withBody = bodyFollows(req);
+  }
+
+  /**
+   * Where a relayed answer's head and body go (answerSink.ts): the response itself unless the pass that
+   * answers put an encoder in front of it. Made when first asked for.
+   */
+  get answer(): AnswerSink {
+    return (this.sink ??= new ResponseSink(this.res));
+  }
+
+  set answer(sink: AnswerSink) {
+    this.sink = sink;
   }
 
   /** An error.log line about this request, with its client and id. */

@@ -3,7 +3,7 @@
 // What send found (a small file with its headers, or a missing path) is remembered in the StaticCache
 // and answered from memory next time. Failures get Apache's page and an error.log line; a missing file
 // is logged as Windows Apache did. A text file goes compressed to a client that accepts it: a precompressed
-// sibling (file.br, file.gz) when there is one, else encoded on its way out (compression.ts); the cache
+// sibling (file.br, file.gz) when there is one, else encoded on its way out (answerSink.ts); the cache
 // holds small files' encoded forms. Symbolic links are followed as --follow-symlinks says (common/linkGuard.ts):
 // a path is judged before send opens it, and the file send opened is checked to be the one judged; a
 // refused link is Apache's 403 with its AH00037 line.
@@ -16,7 +16,8 @@ import { extname, join } from 'node:path';
 import send from 'send';
 import { LINK_REFUSED, LinkRefusedError, type LinkVerdict, type Refusal } from '../common/linkGuard.ts';
 import type { ContentCoding } from '../common/settings.ts';
-import { encodeResponse, isCompressible, SUFFIX, type Negotiated } from './compression.ts';
+import { EncodingSink, responseWritingTo } from './answerSink.ts';
+import { isCompressible, SUFFIX, type Negotiated } from './compression.ts';
 import { sendErrorPage } from './errorPages.ts';
 import type { RequestContext } from './requestContext.ts';
 import { statEtag, type CacheEntry, type StaticCache } from './staticCache.ts';
@@ -308,17 +309,21 @@ export function staticFiles(root: string, cache: StaticCache) {
     );
   }
 
-  /** send reads the file; a compressible one is encoded on its way out when `negotiated` allows it. */
+  /**
+   * send reads the file; a compressible one goes through the encoder (answerSink.ts) when `negotiated`
+   * allows it: send is given a view of the response whose head and body go there.
+   */
   function fromDisk(ctx: RequestContext, urlPath: string, version: number, verdict: LinkVerdict | undefined, negotiated?: Negotiated) {
     const { req, res } = ctx;
     const sendOnly = SEND_ONLY_HEADERS.some((name) => req.headers[name] !== undefined);
-    if (negotiated) encodeResponse(ctx, negotiated, { flushEachTurn: false });
+    const encoding = negotiated && responseWritingTo(res, new EncodingSink(ctx, negotiated, { flushEachTurn: false }));
     let file: string | undefined;
     send(req, urlPath, { root, dotfiles: dotfilesOf(urlPath), index: ['index.html'] })
       .on('error', (err: SendError) => fail(ctx, urlPath, err, version))
       .on('file', (path: string) => (file = path))
       .on('directory', () => redirectToDirectory(res, urlPath))
       .on('stream', (stream: ReadStream) => {
+        encoding?.reads(stream);
         verifyOpened(stream, () => file, verdict);
         if (file && res.statusCode === 200 && !sendOnly) {
           // The head before any encoding: that is written with the first bytes, after this.
@@ -327,6 +332,6 @@ export function staticFiles(root: string, cache: StaticCache) {
           void cache.rememberFile(urlPath, file, headers, version);
         }
       })
-      .pipe(res);
+      .pipe(encoding ? encoding.view : res);
   }
 }

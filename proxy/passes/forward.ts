@@ -1,6 +1,7 @@
 // Pass 7: /External/… to a host, through the chosen engine (forwarding.ts), its answer compressed on the fly
-// when the client takes it (compression.ts).
-import { encodeResponse, negotiateRequest, type CompressionSettings } from '../compression.ts';
+// when the client takes it (answerSink.ts: the engine writes the answer to ctx.answer).
+import { answerSink } from '../answerSink.ts';
+import { negotiateRequest, type CompressionSettings } from '../compression.ts';
 import type { Forward } from '../forwarding.ts';
 import { KIND } from '../metrics.ts';
 import type { Pass } from '../requestContext.ts';
@@ -10,8 +11,7 @@ export function forwardPass(forward: Forward, compression: CompressionSettings):
     const route = ctx.route!;
     if (route.kind !== 'forward') return false;
     ctx.kind = KIND.controller;
-    const negotiated = negotiateRequest(ctx.req, compression);
-    if (negotiated) encodeResponse(ctx, negotiated, { flushEachTurn: true });
+    ctx.answer = answerSink(ctx, negotiateRequest(ctx.req, compression), { flushEachTurn: true });
     ctx.abandonForward = forward(ctx, route.url);
     return true;
   };

@@ -7,7 +7,7 @@ import { existsSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { delimiter, join } from 'node:path';
 import { promisify } from 'node:util';
-import { brotliCompressSync, brotliDecompressSync, createBrotliDecompress, createGunzip, gunzipSync, gzipSync } from 'node:zlib';
+import { brotliCompressSync, brotliDecompressSync, constants, createBrotliDecompress, createGunzip, gunzipSync, gzipSync } from 'node:zlib';
 import { expect } from 'chai';
 import { FORWARDERS } from '../../common/settings.ts';
 import { eventually, makeSandbox, readLog, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
@@ -325,6 +325,26 @@ for (const forwarder of FORWARDERS) {
         expect(line).to.contain(`" 200 ${reply.body.length} "`);
       });
     }
+
+    it('encodes brotli on the fly at quality 2, gzip at level 6: the bytes each makes of the uncoded answer', async function () {
+      const plain = await fetchRaw(stack.url, '/External/Json');
+      // About 20 KB: the smallest window that holds it is 32 KB (15 bits), gzip's default.
+      expect(plain.body.length).to.be.within(16 * 1024, 32 * 1024 - 262);
+      const br = await fetchRaw(stack.url, '/External/Json', { 'Accept-Encoding': 'br' });
+      const quality = (q: number) =>
+        brotliCompressSync(plain.body, {
+          params: {
+            [constants.BROTLI_PARAM_QUALITY]: q,
+            [constants.BROTLI_PARAM_LGWIN]: 15,
+            [constants.BROTLI_PARAM_MODE]: constants.BROTLI_MODE_TEXT,
+            [constants.BROTLI_PARAM_SIZE_HINT]: plain.body.length,
+          },
+        });
+      expect(quality(2).equals(quality(4)), 'the qualities differ on this answer').to.equal(false);
+      expect(br.body.equals(quality(2))).to.equal(true);
+      const gzip = await fetchRaw(stack.url, '/External/Json', { 'Accept-Encoding': 'gzip' });
+      expect(gzip.body.equals(gzipSync(plain.body, { level: 6 }))).to.equal(true);
+    });
 
     it('streams a large answer through the encoder, and survives a client that leaves in the middle', async function () {
       for (const coding of ['gzip', 'br']) {
