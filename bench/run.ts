@@ -35,6 +35,8 @@ const RELOADS_WARM_UP = 500;
 const CPU_TARGET = 2;
 /** The host's CPU per request at most this many times the host floor's, where it is measured. */
 const HOST_FLOOR_TARGET = 1.5;
+/** The front's CPU per request at most the Node floor's plus this many µs, on every path the floor serves. */
+const FLOOR_GAP_TARGET_US = 15;
 const RELOAD_P99_TARGET_MS = 50;
 const RELOAD_GROWTH_TARGET_MB = 10;
 /** CPU time one second of a 16-core machine holds, in µs. */
@@ -320,6 +322,9 @@ async function main(): Promise<void> {
         sixteenCores: SIXTEEN_CORES_US / (twoProxyWorkers.cpuMicrosPerRequest + twoProxyWorkers.hostCpuMicrosPerRequest),
         httpProxy: viaHttpProxy,
         nodeFloor: floor,
+        /** extqs's CPU per request above the Node floor's, in µs (target: FLOOR_GAP_TARGET_US). */
+        floorGap: floor && extqs.cpuMicrosPerRequest - floor.cpuMicrosPerRequest,
+        floorGapMet: floor && extqs.cpuMicrosPerRequest - floor.cpuMicrosPerRequest <= FLOOR_GAP_TARGET_US,
         /** The host floor's figures behind its own proxy: its CPU is `hostCpuMicrosPerRequest`. */
         hostFloor: hostFloorSummary,
         hostFloorRatio,
@@ -340,7 +345,7 @@ async function main(): Promise<void> {
       `${totalMb(processes, 'rssMb', role).toFixed(0)}/${totalMb(processes, 'pssMb', role).toFixed(0)}`;
     const lines = [
       `load generator ${LOAD_GENERATOR}, 50 connections, ${ROUNDS} rounds of ${SECONDS} s per front, medians`,
-      `${pad('scenario', 24)}${pad('CPU us/req extqs/nginx', 24)}${pad('extqs req/s', 13)}${pad('nginx req/s', 13)}${pad('ratio', 17)}${pad('p50/p99 ms', 14)}${pad('unexp/err', 11)}${pad('host us/req (floor)', 28)}${pad('Node floor', 24)}${pad('2 proxy workers', 24)}${pad('16 cores', 12)}http-proxy engine`,
+      `${pad('scenario', 24)}${pad('CPU us/req extqs/nginx', 24)}${pad('extqs req/s', 13)}${pad('nginx req/s', 13)}${pad('ratio', 17)}${pad('p50/p99 ms', 14)}${pad('unexp/err', 11)}${pad('host us/req (floor)', 28)}${pad('Node floor (extqs +, <= 15)', 36)}${pad('2 proxy workers', 24)}${pad('16 cores', 12)}http-proxy engine`,
       ...rows.map(
         (r) =>
           `${pad(r.scenario, 24)}` +
@@ -349,7 +354,7 @@ async function main(): Promise<void> {
           `${pad(`${fixed(r.ratio)}${r.target === undefined ? '' : ` >=${r.target}${verdict(r.met)}`}`, 17)}` +
           `${pad(`${fixed(r.extqs.p50, 1)}/${fixed(r.extqs.p99, 1)}`, 14)}${pad(`${r.extqs.unexpected}/${r.extqs.errors}`, 11)}` +
           `${pad(`${Math.round(r.extqs.hostCpuMicrosPerRequest)}${r.hostFloor ? ` (${Math.round(r.hostFloor.hostCpuMicrosPerRequest)}, ${fixed(r.hostFloorRatio)}x${verdict(r.hostFloorMet)})` : ''}`, 28)}` +
-          `${pad(r.nodeFloor ? `${Math.round(r.nodeFloor.cpuMicrosPerRequest)} us/req, ${Math.round(r.nodeFloor.requestsPerSecond)} req/s` : '-', 24)}` +
+          `${pad(r.nodeFloor ? `${Math.round(r.nodeFloor.cpuMicrosPerRequest)} us/req (+${Math.round(r.floorGap!)}${verdict(r.floorGapMet)}), ${Math.round(r.nodeFloor.requestsPerSecond)} req/s` : '-', 36)}` +
           `${pad(`${Math.round(r.twoProxyWorkers.cpuMicrosPerRequest)} us/req, ${Math.round(r.twoProxyWorkers.requestsPerSecond)} req/s`, 24)}` +
           `${pad(`${Math.round(r.sixteenCores / 1000)}k req/s`, 12)}` +
           `${Math.round(r.httpProxy.cpuMicrosPerRequest)} us/req, ${Math.round(r.httpProxy.requestsPerSecond)} req/s`,
