@@ -1,24 +1,24 @@
 // The web-server role: every request gets a context (requestContext.ts) and an access-log line, and goes
 // through the ordered passes (passes/) until one answers it: framing and limits, the HTTPS redirect, the
 // body's limits, the route, the status pages, the files of www/public, forwarding to the host. This file
-// owns the listeners and their connections: HTTP/1.1 and HTTPS (HTTP/2 and HTTP/1.1 by ALPN), requests the
-// parser refuses, CONNECT, the connection cap, and the graceful stop.
+// owns the listeners and their connections (HTTP/1.1 and HTTPS: HTTP/2 and HTTP/1.1 by ALPN) and the
+// graceful stop; what never becomes a request is connectionRefusals.ts's, the connection cap connectionCap.ts's.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createSecureServer, type Http2SecureServer, type Http2Session } from 'node:http2';
 import { Server as NetServer, type AddressInfo, type BlockList, type Socket } from 'node:net';
 import { once } from 'node:events';
 import type { TLSSocket } from 'node:tls';
 import { join } from 'node:path';
-import { statusOfParserError } from '../common/protocol.ts';
 import type { Forward, ForwarderOptions } from './forwarding.ts';
 import type { AccessLog } from './accessLog.ts';
 import { http1Limits, type ClientLimits } from './clientLimits.ts';
 import type { CompressionSettings } from './compression.ts';
-import { errorPage, reasonOf } from './errorPages.ts';
-import { clientOf, type ErrorLog } from './errorLog.ts';
+import type { ErrorLog } from './errorLog.ts';
+import { capConnections } from './connectionCap.ts';
+import { connectionRefusals } from './connectionRefusals.ts';
 import { answeringOn, isHttp2 } from './protocols.ts';
 import { isLingering } from './lingeringClose.ts';
-import { KIND, metricsEndpoint, processMetricsJson, RequestMetrics, type MetricJson } from './metrics.ts';
+import { metricsEndpoint, processMetricsJson, RequestMetrics, type MetricJson } from './metrics.ts';
 import { bodyLimitsPass } from './passes/bodyLimits.ts';
 import { filesPass } from './passes/files.ts';
 import { forwardPass } from './passes/forward.ts';
@@ -26,7 +26,7 @@ import { framingPass } from './passes/framing.ts';
 import { httpsRedirectPass } from './passes/httpsRedirect.ts';
 import { routePass } from './passes/route.ts';
 import { statusPagesPass } from './passes/statusPages.ts';
-import { bodyBeingRead, bodyRefusedOn, noteBrokenBody, refuseBody, watchBody } from './requestBodies.ts';
+import { noteBrokenBody, watchBody } from './requestBodies.ts';
 import { RequestContext, type Pass } from './requestContext.ts';
 import { requestIdOf } from './requestId.ts';
 import { serverStatus } from './serverStatus.ts';
@@ -81,19 +81,6 @@ export interface ProxyServer {
   /** This process's share of /metrics and /server-status. */
   metrics: () => Promise<MetricJson[]>;
 }
-
-/** Node's parser error: the bytes it had of the request it refused. */
-type ParserError = NodeJS.ErrnoException & { rawPacket?: Buffer };
-
-/** Apache's %r for a refused request: its first line as it came, at most LimitRequestLine (8190) bytes. */
-function requestLineOf(rawPacket: Buffer | undefined): string {
-  if (!rawPacket) return '';
-  const head = rawPacket.subarray(0, 8190).toString('latin1');
-  return head.split(/\r?\n/, 1)[0];
-}
-
-/** Connections refused past --max-connections are logged as one line per this interval, not one each. */
-const DROP_REPORT_MS = 10_000;
 
 /**
  * Responses queued behind an earlier pipelined one have no socket yet, and Node never closes them when
@@ -253,102 +240,13 @@ export function createProxyServer({
   // Node's own field limit drops the fields past it silently, Host among them when it comes last (then
   // Node answers a bare 400 itself): keep every field, which maxHeaderSize bounds, and count them above.
   server.maxHeadersCount = 0;
-  // A cap keeps file descriptors for the host and the logs under a flood (0 = no cap). Counted here, not
-  // with Node's server.maxConnections: in a cluster worker (--proxy-workers) Node does not refuse a
-  // connection past that cap but queues it in the primary until the worker has room, and Node 21 and
-  // later read maxConnections 0 as "refuse all".
-  let connections = 0;
-  let dropped = 0;
-  if (limits.maxConnections > 0) for (const listener of servers) listener.on('connection', countConnection);
-  function countConnection(socket: Socket): void {
-    if (connections >= limits.maxConnections) {
-      socket.destroy();
-      reportDrop();
-      return;
-    }
-    connections += 1;
-    socket.once('close', () => (connections -= 1));
-  }
-  function reportDrop(): void {
-    if (dropped++ > 0) return;
-    setTimeout(() => {
-      errorLog.write({
-        module: 'mpm_event',
-        level: 'error',
-        message: `server reached --max-connections (${limits.maxConnections}): ${dropped} connection(s) refused in the last ${DROP_REPORT_MS / 1000} s`,
-      });
-      dropped = 0;
-    }, DROP_REPORT_MS).unref();
-  }
-
-  // A request Node's parser rejects never reaches the handler: answer 400 as Apache does, and log it.
-  // (HTTP/1.1 over TLS is parsed by the same code, which tells the HTTPS listener.)
-  for (const listener of servers) listener.on('clientError', refuseUnparsed);
-  function refuseUnparsed(err: NodeJS.ErrnoException, socket: Socket): void {
-    // node:http2 passes TLS handshake failures on as client errors (a scanner, an old client): Apache logs
-    // them at info (mod_ssl AH02008), and there is no HTTP to answer with.
-    if (err.code?.startsWith('ERR_SSL_') || err.code?.startsWith('ERR_TLS_')) {
-      errorLog.write({ module: 'ssl', level: 'info', client: clientOf(socket), message: `SSL handshake failed: ${err.message.trim()}` });
-      socket.destroy();
-      return;
-    }
-    if (bodyRefusedOn(socket)) return; // its request's failure is logged and answered already
-    // A body being dropped after its answer, past --request-timeout or malformed: the lingering ends.
-    if (isLingering(socket)) return void socket.destroy();
-    const reading = bodyBeingRead(socket);
-    if (reading) {
-      // The client closed its side mid-body: it left, the body is not malformed. Cut as a client that left:
-      // the request's close logs F5 (noteBrokenBody), and the engine's abort ends the host's body early.
-      if (err.code === 'HPE_INVALID_EOF_STATE') return void socket.destroy();
-      return refuseBody(reading, err, socket);
-    }
-    errorLog.write({ module: 'core', level: 'info', client: clientOf(socket), message: `Bad request: ${err.code ?? ''} ${err.message}` });
-    const answering = answeringOn(socket);
-    // Bytes after a `Connection: close` request are never parsed (so never served), but the request before
-    // them deserves its answer; that response closes the connection itself.
-    if (err.code === 'HPE_CLOSED_CONNECTION' && answering && socket.writable) return;
-    // A 400 written while an earlier pipelined request is still being answered would be read as that
-    // answer: cut the connection instead (as Node's own handler does once bytes went out).
-    if (err.code === 'ECONNRESET' || !socket.writable || answering || socket.bytesWritten > 0) {
-      socket.destroy();
-      return;
-    }
-    const status = statusOfParserError(err.code);
-    const bytes = answerAndClose(socket, status);
-    accessLog.recordRefused(socket.remoteAddress, requestLineOf((err as ParserError).rawPacket), status, bytes);
-    requestMetrics.count(KIND.refused, undefined, status, bytes);
-  }
-
-  // CONNECT (RFC 9110 §9.3.6) asks for a tunnel; this is no forward proxy. Node would drop the connection
-  // without a word: answer 405 as Apache without mod_proxy_connect does, and log it.
-  for (const listener of servers) listener.on('connect', refuseTunnel);
-  function refuseTunnel(req: IncomingMessage, socket: Socket): void {
-    // HTTP/2's CONNECT (RFC 9113 §8.5) comes here too, with a response for a socket: answered as any request.
-    if (isHttp2(req)) return handleRequest(req, socket as unknown as ServerResponse);
-    errorLog.write({
-      module: 'core',
-      level: 'info',
-      client: clientOf(socket),
-      message: `Method CONNECT not allowed for ${JSON.stringify(req.url)}`,
-    });
-    socket.on('error', () => {}); // the client may be gone already
-    const bytes = answerAndClose(socket, 405, 'Allow: GET, HEAD\r\n');
-    accessLog.recordRefused(socket.remoteAddress, `CONNECT ${req.url ?? ''} HTTP/${req.httpVersion}`, 405, bytes);
-    requestMetrics.count(KIND.refused, 'CONNECT', 405, bytes);
-  }
-
-  /**
-   * Writes Apache's page for `status` straight to a socket Node's server no longer answers on, then closes
-   * it; returns the page's length (the access log's %b).
-   */
-  const serverField = serverBanner === undefined ? '' : `Server: ${serverBanner}\r\n`;
-  function answerAndClose(socket: Socket, status: number, extraHeaders = ''): number {
-    const page = errorPage(status);
-    const head =
-      `HTTP/1.1 ${status} ${reasonOf(status)}\r\n${serverField}${extraHeaders}` +
-      `Content-Type: text/html; charset=iso-8859-1\r\nContent-Length: ${page.length}\r\nConnection: close\r\n\r\n`;
-    socket.end(Buffer.concat([Buffer.from(head, 'latin1'), page]));
-    return page.length;
+  capConnections(servers, limits.maxConnections, errorLog);
+  const refusals = connectionRefusals({ errorLog, accessLog, requestMetrics, serverBanner, answerHttp2Connect: handleRequest });
+  for (const listener of servers) {
+    // A request Node's parser rejects never reaches the handler. (HTTP/1.1 over TLS is parsed by the same code.)
+    listener.on('clientError', refusals.refuseUnparsed);
+    // CONNECT (RFC 9110 §9.3.6) asks for a tunnel; this is no forward proxy.
+    listener.on('connect', refusals.refuseTunnel);
   }
 
   let stopped: Promise<void> | undefined;
