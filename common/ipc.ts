@@ -82,7 +82,8 @@ export class IpcChannel<Mine extends Conversation, Theirs extends Conversation> 
           reject(err);
         },
       });
-      this.send({ extqs: 'request', kind, id, body }, (err) => this.settle(id, undefined, err.message));
+      // A send that failed rejects with its own error, code and all (EPIPE: the other side is dying).
+      this.send({ extqs: 'request', kind, id, body }, (err) => this.fail(id, err));
     });
   }
 
@@ -147,6 +148,13 @@ export class IpcChannel<Mine extends Conversation, Theirs extends Conversation> 
     this.pending.delete(id);
     if (error === undefined) waiter.resolve(body);
     else waiter.reject(new Error(error));
+  }
+
+  private fail(id: number, err: Error): void {
+    const waiter = this.pending.get(id);
+    if (!waiter) return;
+    this.pending.delete(id);
+    waiter.reject(err);
   }
 
   private send(message: Wire, onError: (err: Error) => void): void {

@@ -103,6 +103,21 @@ describe('the IPC channel', () => {
     expect(parentChannel.notify('hello', 'x')).to.equal(false);
   });
 
+  it("rejects a request whose send failed with the send's own error, code and all (EPIPE: the other side is dying)", async () => {
+    const epipe = Object.assign(new Error('write EPIPE'), { code: 'EPIPE' });
+    const failing: Endpoint = {
+      send: (_message, callback) => setImmediate(() => callback(epipe)),
+      on: () => undefined,
+      connected: () => true,
+    };
+    const err = await new IpcChannel<ParentSays, ChildSays>(failing).request('never', null, 5000).then(
+      () => undefined,
+      (e: NodeJS.ErrnoException) => e,
+    );
+    // host/pool.ts recycles a worker only for an error without a code (no answer in time), never for this one.
+    expect(err?.code).to.equal('EPIPE');
+  });
+
   it('ignores messages that are not its own', async () => {
     const { parent, child } = pair();
     const childChannel = new IpcChannel<ChildSays, ParentSays>(child);
