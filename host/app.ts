@@ -24,7 +24,7 @@ import { readRequestInput, type InputLimits } from './requestInput.ts';
 import type { ControllerRegistry, LoadedController } from './registry.ts';
 import { sendResult } from './respond.ts';
 import { routeController } from './route.ts';
-import { requestIdOrNew } from './requestId.ts';
+import { requestIdOrNew } from '../common/requestId.ts';
 import { refuseUnreadable } from './unreadableRequest.ts';
 import type { RunningCalls } from './runningCalls.ts';
 import { MISSING_CONTROLLERS, type PoolStatus, type WorkerStats } from './stats.ts';
@@ -67,9 +67,7 @@ export function createHostApp({
     forceCloseConnections: false,
     return503OnClosing: false,
     requestIdHeader: false,
-    genReqId: (req) => {
-      return requestIdOrNew(req.headers);
-    },
+    genReqId: (req) => requestIdOrNew(req.headers),
     routerOptions: { maxParamLength: 2048 },
     // Above anything a proxy lets through, forwarding fields included: a head the proxy accepted is never 431 here.
     http: { maxHeaderSize: HOST_MAX_HEADER_SIZE },

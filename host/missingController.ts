@@ -6,7 +6,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import { CONTROLLER_PREFIX, encodeStderr, ENDED_WITHOUT_HEADERS_FIELD, HOST_STDERR_FIELD } from '../common/protocol.ts';
 import type { HostLog } from './hostLog.ts';
-import { requestIdOrNew } from './requestId.ts';
+import { requestIdOrNew } from '../common/requestId.ts';
 import { routeController } from './route.ts';
 
 /** The files that may hold controller `name`, the first preferred when both exist. */

@@ -31,7 +31,7 @@ import { Dispatcher, WorkerSlot } from './dispatcher.ts';
 import { WATCHDOG_LOG_FD, type PoolSays, type WireHostEntry, type WorkerSays } from './poolMessages.ts';
 import { removeUploadsOf } from './uploadDir.ts';
 import { answerMissingController } from './missingController.ts';
-import { requestIdOf } from './requestId.ts';
+import { requestIdOf } from '../common/requestId.ts';
 import { addDeparted, countMissingAnswered, departedNone, summarize, type PoolFields, type WorkerSnapshot } from './stats.ts';
 import { refuseUnreadable } from './unreadableRequest.ts';
 

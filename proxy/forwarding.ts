@@ -1,9 +1,7 @@
-// What every forwarding engine shares: the request passes that make a request fit to forward, the
-// header hygiene in both directions, and the answers and error-log lines for each way forwarding fails
-// (docs/design.md §3). The engines (forwardHttpProxy.ts, forwardUndici.ts) only move bytes.
-import type { IncomingMessage, ServerResponse } from 'node:http';
+// What every forwarding engine shares besides a request's life (forwardingCore.ts): the header hygiene in
+// both directions, and the answers and error-log lines for each way forwarding fails (docs/design.md §3).
+// The engines (forwardHttpProxy.ts, forwardUndici.ts) only move bytes.
 import { constants } from 'node:os';
-import { PassThrough, type Readable } from 'node:stream';
 import { nullObject } from '../common/nullObject.ts';
 import {
   CONTROLLER_ANSWER_FIELD,
@@ -17,7 +15,7 @@ import {
 } from '../common/protocol.ts';
 import { sendErrorPage } from './errorPages.ts';
 import { isLoopback } from './loopback.ts';
-import { authorityOf, bodyFollows, responseGone, schemeOf } from './protocols.ts';
+import { authorityOf, responseGone, schemeOf } from './protocols.ts';
 import type { RequestContext } from './requestContext.ts';
 import type { Upstreams, UpstreamState } from './upstreams.ts';
 
@@ -40,41 +38,6 @@ export interface ForwarderOptions {
 
 /** Fields Node frames itself in a response to the client (and HTTP/2 forbids from anyone else). */
 export const NODE_FRAMED = ['transfer-encoding'] as const;
-
-/**
- * The request body as it goes to the host, counted against LimitRequestBody (a declared length past it
- * was refused before forwarding: server.ts). Past the limit it stops and `tooLarge` is called once. A body
- * still arriving when the answer has gone (a controller that ignored it) is read and dropped, as Node does
- * for a body nobody read, and as Apache and nginx discard one: the client is not left stalled until its
- * connection times out. The count goes on meanwhile.
- */
-export function limitedBody(req: IncomingMessage, res: ServerResponse, limit: number, tooLarge: (received: number) => void): Readable {
-  let received = 0;
-  const body = new PassThrough();
-  req.on('data', function count(chunk: Buffer) {
-    received += chunk.length;
-    if (limit > 0 && received > limit) {
-      req.off('data', count);
-      req.unpipe(body);
-      tooLarge(received);
-    }
-  });
-  res.once('finish', () => {
-    if (req.complete) return;
-    req.unpipe(body);
-    req.resume();
-  });
-  return req.pipe(body);
-}
-
-/**
- * Starts the wait for the host's answer once the client's whole body has arrived: an upload's time is
- * not the controller's (as PHP's max_execution_time does not count it).
- */
-export function afterBody(req: IncomingMessage, start: () => void): void {
-  if (req.complete || !bodyFollows(req)) start();
-  else req.once('end', start);
-}
 
 /**
  * The upstream's idle sockets are dropped after this long; the host keeps them longer (host/app.ts) and
@@ -132,14 +95,6 @@ function errnoText(err: NodeJS.ErrnoException): string {
 /** Nothing reached the host: another upstream may be tried. */
 export function isConnectError(err: NodeJS.ErrnoException): boolean {
   return CONNECT_ERRORS.has(err.code ?? '');
-}
-
-/**
- * A request another upstream may be sent when the first could not be reached (nginx
- * proxy_next_upstream for idempotent methods): without a body, so nothing was consumed.
- */
-export function mayRetry(req: IncomingMessage, hasBody: boolean): boolean {
-  return (req.method === 'GET' || req.method === 'HEAD') && !hasBody;
 }
 
 type Headers = Record<string, string | string[] | undefined>;

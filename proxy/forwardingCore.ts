@@ -1,9 +1,11 @@
-// One forwarded request's life, the same whichever engine moves its bytes: the upstream it goes to and
-// the next one when that cannot be reached, the deadline for the host's head, abandoning it when the client
-// leaves or the server answers it itself, the host's signals in its answer head, and the %b count of a
-// streamed answer. An engine (forwardUndici.ts, forwardHttpProxy.ts) only sends, aborts and relays bytes.
-import type { Readable } from 'node:stream';
-import { afterBody, failures, isConnectError, limitedBody, mayRetry, type Failures, type ForwarderOptions } from './forwarding.ts';
+// One forwarded request's life, the same whichever engine moves its bytes: the upstream it goes to and the
+// next one when that cannot be reached, the deadline for the host's head, abandoning it when the client leaves
+// or the server answers it itself, its body counted against LimitRequestBody, the host's signals in its answer
+// head, and the %b count of a streamed answer. An engine (forwardUndici.ts, forwardHttpProxy.ts) only sends,
+// aborts and relays bytes.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { PassThrough, type Readable } from 'node:stream';
+import { failures, isConnectError, type Failures, type ForwarderOptions } from './forwarding.ts';
 import type { RequestContext } from './requestContext.ts';
 import type { UpstreamState } from './upstreams.ts';
 
@@ -13,6 +15,32 @@ export interface EngineRequest {
   send(upstream: UpstreamState): void;
   /** Stops the host's request; whatever it answers is ignored. */
   abort(reason: string): void;
+}
+
+/**
+ * The request body as it goes to the host, counted against LimitRequestBody (a declared length past it was
+ * refused before forwarding: passes/bodyLimits.ts). Past the limit it stops and `tooLarge` is called once. A body
+ * still arriving when the answer has gone (a controller that ignored it) is read and dropped, as Node does
+ * for a body nobody read, and as Apache and nginx discard one: the client is not left stalled until its
+ * connection times out. The count goes on meanwhile.
+ */
+function limitedBody(req: IncomingMessage, res: ServerResponse, limit: number, tooLarge: (received: number) => void): Readable {
+  let received = 0;
+  const body = new PassThrough();
+  req.on('data', function count(chunk: Buffer) {
+    received += chunk.length;
+    if (limit > 0 && received > limit) {
+      req.off('data', count);
+      req.unpipe(body);
+      tooLarge(received);
+    }
+  });
+  res.once('finish', () => {
+    if (req.complete) return;
+    req.unpipe(body);
+    req.resume();
+  });
+  return req.pipe(body);
 }
 
 /** What every forwarded request shares: the engine's options and the answers to each failure. */
@@ -32,7 +60,7 @@ export class ForwardedRequest {
   private deadline: NodeJS.Timeout | undefined;
   private countBytes = false;
   private engine!: EngineRequest;
-  /** Whether another upstream may be tried when one cannot be reached (forwarding.ts mayRetry). */
+  /** Whether another upstream may be tried when one cannot be reached. */
   private readonly retryable: boolean;
   /** The target's path, without its query: what the log lines name. */
   readonly path: string;
@@ -44,7 +72,8 @@ export class ForwardedRequest {
     private readonly shared: ForwardingShared,
   ) {
     this.path = url.split('?', 1)[0];
-    this.retryable = mayRetry(ctx.req, ctx.withBody);
+    // nginx's proxy_next_upstream for idempotent methods: only a request without a body, so nothing was consumed.
+    this.retryable = (ctx.req.method === 'GET' || ctx.req.method === 'HEAD') && !ctx.withBody;
   }
 
   /**
@@ -69,9 +98,13 @@ export class ForwardedRequest {
     });
     const { upstreamTimeoutMs } = this.shared;
     if (upstreamTimeoutMs > 0) {
-      afterBody(req, () => {
+      // The wait for the host's answer starts once the client's whole body has arrived: an upload's time is not
+      // the controller's (as PHP's max_execution_time does not count it).
+      const startDeadline = () => {
         if (!this.settled && !res.writableEnded) this.deadline = setTimeout(() => this.timeout(), upstreamTimeoutMs);
-      });
+      };
+      if (req.complete || !this.ctx.withBody) startDeadline();
+      else req.once('end', startDeadline);
     }
     this.sendTo(this.shared.upstreams.pick()!);
     return () => this.abandon('request body malformed');

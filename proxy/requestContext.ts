@@ -43,7 +43,7 @@ export class RequestContext {
   constructor(
     readonly req: IncomingMessage,
     readonly res: ServerResponse,
-    /** X-Request-Id: the client's when well-formed (requestId.ts), else a new one. */
+    /** X-Request-Id: the client's when well-formed (common/requestId.ts), else a new one. */
     readonly id: string,
     private readonly errorLog: ErrorLog,
   ) {

@@ -28,7 +28,7 @@ import { routePass } from './passes/route.ts';
 import { statusPagesPass } from './passes/statusPages.ts';
 import { noteBrokenBody, watchBody } from './requestBodies.ts';
 import { RequestContext, type Pass } from './requestContext.ts';
-import { requestIdOf } from './requestId.ts';
+import { requestIdOrNew } from '../common/requestId.ts';
 import { serverStatus } from './serverStatus.ts';
 import type { StaticCache } from './staticCache.ts';
 import { staticFiles } from './staticFiles.ts';
@@ -196,7 +196,7 @@ export function createProxyServer({
   function handleRequest(req: IncomingMessage, res: ServerResponse): void {
     // Bytes after a body read only to be dropped, on a connection answered `Connection: close`: not served.
     if (!isHttp2(req) && isLingering(req.socket)) return void req.socket.destroy();
-    const ctx = new RequestContext(req, res, requestIdOf(req), errorLog);
+    const ctx = new RequestContext(req, res, requestIdOrNew(req.headers), errorLog);
     open.add(res);
     if (!res.socket) closeWithConnection(req.socket, res);
     watchBody(ctx);
