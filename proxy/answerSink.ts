@@ -105,7 +105,7 @@ export class EncodingSink implements AnswerSink {
     if (this.body === Body.Passed) return this.ctx.res.write(chunk);
     if (this.flushEachTurn && !this.flushPending) {
       this.flushPending = true;
-      setImmediate(this.flush);
+      setImmediate(flushEncoder, this);
     }
     return this.encoder!.write(chunk);
   }
@@ -130,11 +130,11 @@ export class EncodingSink implements AnswerSink {
   }
 
   /** A sync flush: what was written so far becomes decodable, without resetting the compression state. */
-  private readonly flush = () => {
+  flushTurn(): void {
     this.flushPending = false;
     const encoder = this.encoder!;
     if (!this.ended && !encoder.destroyed) (encoder as Transform & { flush(kind: number): void }).flush(FLUSH[this.coding]);
-  };
+  }
 
   private stream(length: number | undefined): void {
     const { ctx } = this;
@@ -161,6 +161,11 @@ export class EncodingSink implements AnswerSink {
     // A client that leaves mid-answer: the encoder's memory goes at once.
     res.once('close', () => encoder.destroy());
   }
+}
+
+/** At the end of a turn that wrote to a streamed encoder (a function, not a closure made for every sink). */
+function flushEncoder(sink: EncodingSink): void {
+  sink.flushTurn();
 }
 
 /**
