@@ -9,7 +9,7 @@
 // against it.
 import type { ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readFileSync, readSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { makeSandbox } from '../tools/sandbox.ts';
 import { measureIdleStack, memoryOfTree, totalMb, type IdleStack, type ProcessMemory } from './idleStack.ts';
@@ -72,12 +72,32 @@ async function hostRss(socket: string): Promise<number> {
 }
 
 /**
- * When the host installed each version, from its "Loaded controller" lines (host.log in JSON: times in ms),
- * by the version hash the line names.
+ * What a file holds past `from` bytes. host.log holds a line for every missing controller the scenarios asked for
+ * before the reloads (over 512 MB in a default run: more than one string can hold); only the reloads' lines are read.
  */
-function installedAt(hostLog: string): Map<string, number> {
+function readFrom(path: string, from: number): string {
+  const fd = openSync(path, 'r');
+  try {
+    const bytes = Buffer.alloc(statSync(path).size - from);
+    let read = 0;
+    while (read < bytes.length) {
+      const n = readSync(fd, bytes, read, bytes.length - read, from + read);
+      if (n === 0) break;
+      read += n;
+    }
+    return bytes.toString('utf8', 0, read);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * When the host installed each version, from its "Loaded controller" lines (host.log in JSON: times in ms)
+ * written past `from` bytes, by the version hash the line names.
+ */
+function installedAt(hostLog: string, from: number): Map<string, number> {
   const times = new Map<string, number>();
-  for (const line of readFileSync(hostLog, 'utf8').split('\n')) {
+  for (const line of readFrom(hostLog, from).split('\n')) {
     if (!line.startsWith('{')) continue;
     const { time, message } = JSON.parse(line) as { time: string; message: string };
     const version = /^Loaded controller Swap .*\(version ([0-9a-f]+), on reload\)$/.exec(message)?.[1];
@@ -108,6 +128,7 @@ interface ReloadFigures {
  */
 async function reloadLatency(url: string, controllers: string, socket: string, hostLog: string): Promise<ReloadFigures> {
   const file = join(controllers, 'Swap.ts');
+  const hostLogBefore = statSync(hostLog).size;
   writeFileSync(file, `export default () => ({ v: 0 });\n`);
   await getBody(`${url}/External/Swap`);
   const loadSeconds = Math.ceil(RELOADS_FOR_LATENCY * 0.15) + 3;
@@ -136,7 +157,7 @@ async function reloadLatency(url: string, controllers: string, socket: string, h
   }
   if (performance.now() - loadStarted > loadSeconds * 1000) throw new Error(`the reloads outlasted the ${loadSeconds} s load under them`);
   const underLoad = await load;
-  const installed = installedAt(hostLog);
+  const installed = installedAt(hostLog, hostLogBefore);
   const installLatencies = renames.map(({ version, at }) => {
     const time = installed.get(version);
     if (time === undefined) throw new Error(`no "Loaded controller Swap" line for version ${version} in ${hostLog}`);
