@@ -1,10 +1,11 @@
 // Log entries from a worker to its primary, the one writer of each log file (access.log and error.log
 // in the proxy's primary, host.log in the host's): several processes appending to one file cannot
 // rotate it by size (each would count only its own bytes) and would each have to reopen it on SIGHUP.
-// Entries travel structured, a turn's entries of every file in one message, and are formatted where
-// the file is written (deliver()).
+// Entries travel structured, LOG_FLUSH_MS of entries of every file in one message (as a file itself is
+// written: lineLog.ts), and are formatted where the file is written (deliver()).
+import { FLUSH_WINDOW, type FlushWindow } from './lineLog.ts';
 
-/** A turn's entries, by the file they are for. `Files` maps each file to the JSON shape of its entries. */
+/** LOG_FLUSH_MS of entries, by the file they are for. `Files` maps each file to the JSON shape of its entries. */
 export type EntryBatch<Files> = { [F in keyof Files]?: Files[F][] };
 
 /** How long a worker's drain() waits for the primary to confirm it has the entries. */
@@ -21,16 +22,19 @@ export interface LogRelay<Files> {
 export function logRelay<Files>(
   notify: (batch: EntryBatch<Files>) => void,
   flush: (batch: EntryBatch<Files>, timeoutMs: number) => Promise<unknown>,
+  window: FlushWindow = FLUSH_WINDOW,
 ): LogRelay<Files> {
   let batch: EntryBatch<Files> = {};
-  let scheduled = false;
+  let entries = 0;
+  let timer: NodeJS.Timeout | undefined;
   const orphanLines: { [F in keyof Files]?: (entry: Files[F]) => string } = {};
 
   /** The entries not sent yet; written to stderr when the primary is gone. */
   function take(): EntryBatch<Files> {
     const taken = batch;
     batch = {};
-    scheduled = false;
+    entries = 0;
+    clearTimeout(timer);
     if (process.connected) return taken;
     for (const file of Object.keys(taken) as (keyof Files)[]) {
       for (const entry of taken[file] ?? []) process.stderr.write(`${orphanLines[file]?.(entry) ?? JSON.stringify(entry)}\n`);
@@ -38,17 +42,19 @@ export function logRelay<Files>(
     return {};
   }
 
+  function send(): void {
+    const taken = take();
+    if (Object.keys(taken).length > 0) notify(taken);
+  }
+
   return {
     to(file, orphanLine) {
       orphanLines[file] = orphanLine;
       return (entry) => {
         (batch[file] ??= []).push(entry);
-        if (scheduled) return;
-        scheduled = true;
-        setImmediate(() => {
-          const taken = take();
-          if (Object.keys(taken).length > 0) notify(taken);
-        });
+        entries += 1;
+        if (entries >= window.lines) send();
+        else if (entries === 1) timer = setTimeout(send, window.ms);
       };
     },
     async drain() {

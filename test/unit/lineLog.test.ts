@@ -4,7 +4,8 @@ import { mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { openLineLog } from '../../common/lineLog.ts';
+import { LOG_FLUSH_MS, openLineLog } from '../../common/lineLog.ts';
+import { eventually } from '../helpers/stack.ts';
 
 describe('a line log', () => {
   let dir: string;
@@ -26,6 +27,27 @@ describe('a line log', () => {
     expect(lines[0]).to.equal('line 0');
     expect(lines[total - 1]).to.equal(`line ${total - 1}`);
     expect(lines.every((line, i) => line === `line ${i}`)).to.equal(true);
+  });
+
+  it("writes a window's lines together: none before the window is full, all of them once it is", async () => {
+    const log = openLineLog(dir, 'window.log', undefined, { ms: 60_000, lines: 3 });
+    const read = () => readFileSync(join(dir, 'window.log'), 'utf8');
+    log.write('line 1');
+    await new Promise((r) => setImmediate(r));
+    log.write('line 2');
+    await new Promise((r) => setImmediate(r));
+    expect(read()).to.equal('');
+    log.write('line 3');
+    // Long before the minute: the third line filled the window.
+    await eventually(() => (read() === 'line 1\nline 2\nline 3\n' ? true : undefined), 3000, 'the three lines');
+    await log.drain();
+  });
+
+  it('writes a line by itself once the window has passed, with no drain', async () => {
+    const log = openLineLog(dir, 'alone.log');
+    log.write('alone');
+    await eventually(() => (readFileSync(join(dir, 'alone.log'), 'utf8') === 'alone\n' ? true : undefined), 3000, 'the line');
+    await log.drain();
   });
 
   it('sends a line written after drain() to stderr instead of dropping it', async () => {
@@ -90,11 +112,9 @@ describe('a line log rotated by size', () => {
   });
 
   it('keeps the current file under its name and at most --log-max-files rotated ones', async () => {
-    const log = openLineLog(dir, 'kept.log', { maxSize: 4096, maxFiles: 3 });
-    for (let i = 0; i < 2000; i++) {
-      log.write(`line ${i} ${'y'.repeat(40)}`);
-      if (i % 50 === 0) await new Promise((r) => setImmediate(r));
-    }
+    // Batches of 50 lines (2.3 KB): a rotation every other batch.
+    const log = openLineLog(dir, 'kept.log', { maxSize: 4096, maxFiles: 3 }, { ms: LOG_FLUSH_MS, lines: 50 });
+    for (let i = 0; i < 2000; i++) log.write(`line ${i} ${'y'.repeat(40)}`);
     await log.drain();
     expect(readdirSync(dir).sort()).to.deep.equal(['kept.log', 'kept.log.1', 'kept.log.2', 'kept.log.3']);
     const { lines } = linesAcross('kept.log');
