@@ -1,8 +1,7 @@
 // The ways a controller can fail to load. Each carries the file it concerns; the host logs the message
 // and ends the request without headers, as PHP's fatal errors do.
-import { join } from 'node:path';
 import { LINK_REFUSED, type Refusal } from '../common/linkGuard.ts';
-import { missingControllerMessage } from './missingController.ts';
+import { controllerFiles, missingControllerMessage } from './missingController.ts';
 
 /** Neither `<Name>.ts` nor `<Name>.js` exists (PHP: "Failed opening controller script"). */
 export class ControllerMissingError extends Error {
@@ -15,7 +14,7 @@ export class ControllerMissingError extends Error {
     Error.stackTraceLimit = 0;
     super(missingControllerMessage(dir, name));
     Error.stackTraceLimit = stackTraceLimit;
-    this.file = join(dir, `${name}.ts`);
+    this.file = controllerFiles(dir, name)[0];
     this.name = 'ControllerMissingError';
   }
 }

@@ -16,7 +16,7 @@ export function controllerFiles(dir: string, name: string): readonly [ts: string
 
 /** PHP's words for a script that is not there (ControllerMissingError's message). */
 export function missingControllerMessage(dir: string, name: string): string {
-  return `Failed opening controller script ${join(dir, `${name}.ts`)}: No such file or directory (nor ${name}.js)`;
+  return `Failed opening controller script ${controllerFiles(dir, name)[0]}: No such file or directory (nor ${name}.js)`;
 }
 
 /**
