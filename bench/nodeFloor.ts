@@ -2,14 +2,29 @@
 // node:http and an undici Pool forwarding /External/ to the host, www/public's files from memory, a
 // bare 404 otherwise; no logs, no request ids, no limits. `nodeFloor.ts <host socket> <public dir>`
 // prints a ready line like extqs's.
-import { readdirSync, readFileSync } from 'node:fs';
-import { createServer, type ServerResponse } from 'node:http';
+//
+// With a logs directory as a third argument it is the logging floor: the same, plus what the legacy
+// deployment's answers and lines require of any front, done as plainly as Node allows: a request id to
+// the host and back, Apache's pages for a missing file and for a script that ended without headers, the
+// access line of every request and error.log's lines (the host's stderr, `End of script output before
+// headers`, AH00128), formatted by extqs's own functions and written every 10 ms. From the floor to it is
+// the seed's behaviour; from it to extqs, extqs's structure.
+//
+// It runs through tsx, which names every function it makes as an object's property or a variable
+// (esbuild's keepNames: a defineProperty call each): the handlers are classes, so a request makes none.
+import { openSync, readdirSync, readFileSync, writeSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { Pool, type Dispatcher } from 'undici';
+import { combinedLine, errorLine, nowMicros, type ErrorEntry } from '../common/logFormat.ts';
+import { decodeStderr, ENDED_WITHOUT_HEADERS_FIELD, HOST_STDERR_FIELD } from '../common/protocol.ts';
 import { readyLine } from '../common/ready.ts';
+import { errorPage } from '../proxy/errorPages.ts';
+import { serverBanner } from '../proxy/serverBanner.ts';
 
-const [socketPath, publicDir] = process.argv.slice(2);
+const [socketPath, publicDir, logsDir] = process.argv.slice(2);
 const files = new Map(readdirSync(publicDir).map((name) => [`/${name}`, readFileSync(join(publicDir, name))]));
 const notFound = Buffer.from(
   '<!DOCTYPE HTML PUBLIC "-//IETF//DTD HTML 2.0//EN">\n<html><head><title>404 Not Found</title></head></html>\n',
@@ -17,41 +32,189 @@ const notFound = Buffer.from(
 const pool = new Pool('http://localhost', { socketPath, connections: 64 });
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding']);
 
-function relay(res: ServerResponse): Dispatcher.DispatchHandler {
-  return {
-    onConnect: () => {},
-    onError: (err) => {
-      process.stderr.write(`${err.message}\n`);
-      if (!res.headersSent) res.statusCode = 502;
-      res.end();
-    },
-    onHeaders: (status, rawHeaders) => {
-      res.statusCode = status;
-      for (let i = 0; i < rawHeaders.length; i += 2) {
-        const name = rawHeaders[i].toString('latin1');
-        if (!HOP_BY_HOP.has(name.toLowerCase())) res.setHeader(name, rawHeaders[i + 1].toString('latin1'));
-      }
-      return true;
-    },
-    // The bench's bodies are small: never pausing the upstream keeps this handler minimal.
-    onData: (chunk) => {
-      res.write(chunk);
-      return true;
-    },
-    onComplete: () => res.end(),
-  };
+/** The host's answer, relayed as it comes. */
+class Relay implements Dispatcher.DispatchHandler {
+  constructor(protected readonly res: ServerResponse) {}
+
+  onConnect(): void {}
+
+  onError(err: Error): void {
+    process.stderr.write(`${err.message}\n`);
+    if (!this.res.headersSent) this.res.statusCode = 502;
+    this.res.end();
+  }
+
+  onHeaders(status: number, rawHeaders: Buffer[]): boolean {
+    this.res.statusCode = status;
+    for (let i = 0; i < rawHeaders.length; i += 2) {
+      const name = rawHeaders[i].toString('latin1');
+      if (!HOP_BY_HOP.has(name.toLowerCase())) this.res.setHeader(name, rawHeaders[i + 1].toString('latin1'));
+    }
+    return true;
+  }
+
+  // The bench's bodies are small: never pausing the upstream keeps this handler minimal.
+  onData(chunk: Buffer): boolean {
+    this.res.write(chunk);
+    return true;
+  }
+
+  onComplete(): void {
+    this.res.end();
+  }
 }
 
-const server = createServer((req, res) => {
+function bare(req: IncomingMessage, res: ServerResponse): void {
   const url = req.url ?? '/';
   if (url.startsWith('/External/')) {
-    pool.dispatch({ path: url, method: 'GET', headers: { host: 'localhost' } }, relay(res));
+    pool.dispatch({ path: url, method: 'GET', headers: { host: 'localhost' } }, new Relay(res));
     return;
   }
   const file = files.get(url);
   res.writeHead(file ? 200 : 404, { 'Content-Type': 'text/html', 'Content-Length': (file ?? notFound).length });
   res.end(file ?? notFound);
-});
+}
+
+const SERVER = serverBanner('full')!;
+
+/** An answer the front makes itself: Apache's page for its status. */
+interface Page {
+  status: number;
+  body: Buffer;
+}
+
+/** access.log and error.log as the legacy wrote them, each written every 10 ms. */
+class LegacyLogs {
+  private readonly accessFd: number;
+  private readonly errorFd: number;
+  private accessLines: string[] = [];
+  private errorLines: string[] = [];
+  private flushing: NodeJS.Timeout | undefined;
+
+  constructor(dir: string) {
+    this.accessFd = openSync(join(dir, 'access.log'), 'a');
+    this.errorFd = openSync(join(dir, 'error.log'), 'a');
+  }
+
+  error(req: IncomingMessage, requestId: string, entry: Pick<ErrorEntry, 'module' | 'level' | 'message'>): void {
+    const client = `${req.socket.remoteAddress}:${req.socket.remotePort}`;
+    this.errorLines.push(errorLine({ ...entry, client, requestId }, nowMicros(), process.pid));
+    this.flushing ??= setTimeout(flushLogs, 10, this);
+  }
+
+  access(req: IncomingMessage, time: Date, status: number, bytes: number): void {
+    const { remoteAddress = '-' } = req.socket;
+    const { method = 'GET', url = '/', httpVersion, headers } = req;
+    const { referer, 'user-agent': userAgent } = headers;
+    this.accessLines.push(combinedLine({ remoteAddress, time, method, url, httpVersion, status, bytes, referer, userAgent }));
+    this.flushing ??= setTimeout(flushLogs, 10, this);
+  }
+
+  /** Answers with `page` and logs it. */
+  answer(req: IncomingMessage, res: ServerResponse, requestId: string, time: Date, page: Page): void {
+    res.writeHead(page.status, {
+      'X-Request-Id': requestId,
+      Server: SERVER,
+      'Content-Type': 'text/html; charset=iso-8859-1',
+      'Content-Length': page.body.length,
+    });
+    res.end(page.body);
+    this.access(req, time, page.status, page.body.length);
+  }
+
+  flush(): void {
+    this.flushing = undefined;
+    if (this.accessLines.length > 0) writeSync(this.accessFd, `${this.accessLines.join('\n')}\n`);
+    if (this.errorLines.length > 0) writeSync(this.errorFd, `${this.errorLines.join('\n')}\n`);
+    this.accessLines = [];
+    this.errorLines = [];
+  }
+}
+
+function flushLogs(logs: LegacyLogs): void {
+  logs.flush();
+}
+
+const MISSING_FILE: Page = { status: 404, body: errorPage(404) };
+const ENDED_WITHOUT_HEADERS: Page = { status: 500, body: errorPage(500) };
+
+/** The host's answer relayed with the legacy's lines: its stderr to error.log, and Apache's 500 for a script that ended without headers. */
+class LoggedRelay extends Relay {
+  private bytes = 0;
+  private replaced = false;
+
+  constructor(
+    private readonly req: IncomingMessage,
+    res: ServerResponse,
+    private readonly logs: LegacyLogs,
+    private readonly requestId: string,
+    private readonly time: Date,
+  ) {
+    super(res);
+  }
+
+  onHeaders(status: number, rawHeaders: Buffer[]): boolean {
+    const { req, res, logs, requestId } = this;
+    let stderr: string | undefined;
+    let endedWithoutHeaders = false;
+    const relayed: number[] = [];
+    for (let i = 0; i < rawHeaders.length; i += 2) {
+      const name = rawHeaders[i].toString('latin1').toLowerCase();
+      if (name === HOST_STDERR_FIELD) stderr = rawHeaders[i + 1].toString('latin1');
+      else if (name === ENDED_WITHOUT_HEADERS_FIELD) endedWithoutHeaders = true;
+      else if (!HOP_BY_HOP.has(name)) relayed.push(i);
+    }
+    for (const line of decodeStderr(stderr)) logs.error(req, requestId, { module: 'fcgid', level: 'warn', message: `mod_fcgid: stderr: ${line}` });
+    if (endedWithoutHeaders) {
+      this.replaced = true;
+      const path = (req.url ?? '/').split('?', 1)[0];
+      logs.error(req, requestId, { module: 'core', level: 'error', message: `End of script output before headers: ${path}` });
+      logs.answer(req, res, requestId, this.time, ENDED_WITHOUT_HEADERS);
+      return true;
+    }
+    res.statusCode = status;
+    res.setHeader('X-Request-Id', requestId);
+    for (const i of relayed) res.setHeader(rawHeaders[i].toString('latin1'), rawHeaders[i + 1].toString('latin1'));
+    return true;
+  }
+
+  onData(chunk: Buffer): boolean {
+    if (this.replaced) return true;
+    this.bytes += chunk.length;
+    return super.onData(chunk);
+  }
+
+  onComplete(): void {
+    if (this.replaced) return;
+    super.onComplete();
+    this.logs.access(this.req, this.time, this.res.statusCode, this.bytes);
+  }
+}
+
+/** The logging floor's request handler: the bare one's work, with the legacy's answers and lines. */
+function logging(dir: string): (req: IncomingMessage, res: ServerResponse) => void {
+  const logs = new LegacyLogs(dir);
+  return (req, res) => {
+    const time = new Date();
+    const requestId = randomUUID();
+    const url = req.url ?? '/';
+    if (url.startsWith('/External/')) {
+      const headers = { host: 'localhost', 'x-request-id': requestId };
+      pool.dispatch({ path: url, method: 'GET', headers }, new LoggedRelay(req, res, logs, requestId, time));
+      return;
+    }
+    const file = files.get(url);
+    if (!file) {
+      logs.error(req, requestId, { module: 'core', level: 'info', message: `AH00128: File does not exist: ${join(publicDir, url)}` });
+      return logs.answer(req, res, requestId, time, MISSING_FILE);
+    }
+    res.writeHead(200, { 'X-Request-Id': requestId, Server: SERVER, 'Content-Type': 'text/html', 'Content-Length': file.length });
+    res.end(file);
+    logs.access(req, time, 200, file.length);
+  };
+}
+
+const server = createServer(logsDir === undefined ? bare : logging(logsDir));
 server.listen(0, '127.0.0.1', () => {
   process.stdout.write(`${readyLine(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)}\n`);
 });

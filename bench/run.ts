@@ -4,7 +4,9 @@
 // latency under load and memory over 1,000 reloads. Prints a table and writes bench/results/<time>.json.
 // The first figure is the front's CPU time per request (steady across runs); the req/s ratio is the default
 // engine (undici) against nginx. The Node floor (nodeFloor.ts) is the least a Node.js front does on each
-// path: what is left above it is extqs's own work. The host floor (hostFloor.ts) is the least a Node.js
+// path: what is left above it is extqs's own work; the logging floor (the same with a logs directory) is
+// the least that also answers and logs as the legacy did, which splits that work into what the seed's
+// behaviour requires and what extqs's structure adds. The host floor (hostFloor.ts) is the least a Node.js
 // host does for a controller with no file, behind the same proxy: the host's CPU on that path is weighed
 // against it.
 import type { ChildProcess } from 'node:child_process';
@@ -251,6 +253,13 @@ async function main(): Promise<void> {
     processes.push(twoWorkers);
     const nodeFloor = await startNode(['--import', 'tsx', join(ROOT, 'bench', 'nodeFloor.ts'), socket, sandbox.publicDir], 'nodeFloor.ts');
     processes.push(nodeFloor);
+    const loggingFloorLogs = join(sandbox.dir, 'logs-logging-floor');
+    mkdirSync(loggingFloorLogs);
+    const loggingFloor = await startNode(
+      ['--import', 'tsx', join(ROOT, 'bench', 'nodeFloor.ts'), socket, sandbox.publicDir, loggingFloorLogs],
+      'nodeFloor.ts (logging)',
+    );
+    processes.push(loggingFloor);
     // The host floor behind a proxy of its own, the same as the host's: each host is sent the same requests.
     const floorSocket = join(sandbox.dir, 'host-floor.sock');
     const hostFloor = await startNode(
@@ -262,7 +271,7 @@ async function main(): Promise<void> {
     processes.push(floorProxy);
     const hostPid = host.child.pid!;
     const fronts: {
-      name: 'extqs' | 'extqs-2-workers' | 'extqs-http-proxy' | 'node-floor' | 'host-floor' | 'nginx';
+      name: 'extqs' | 'extqs-2-workers' | 'extqs-http-proxy' | 'node-floor' | 'logging-floor' | 'host-floor' | 'nginx';
       url: string;
       pid: number;
       /** The host behind it, whose CPU is counted as the host's. */
@@ -272,6 +281,7 @@ async function main(): Promise<void> {
       { name: 'extqs-2-workers', url: twoWorkers.url, pid: twoWorkers.child.pid!, hostPid },
       { name: 'extqs-http-proxy', url: httpProxy.url, pid: httpProxy.child.pid!, hostPid },
       { name: 'node-floor', url: nodeFloor.url, pid: nodeFloor.child.pid!, hostPid },
+      { name: 'logging-floor', url: loggingFloor.url, pid: loggingFloor.child.pid!, hostPid },
       { name: 'host-floor', url: floorProxy.url, pid: floorProxy.child.pid!, hostPid: hostFloor.child.pid! },
     ];
     if (hasNginx()) {
@@ -290,7 +300,9 @@ async function main(): Promise<void> {
       results[scenario.name] = {};
       const expectedOf = (front: (typeof fronts)[number]) => scenario.expected[front.name === 'nginx' ? 'nginx' : 'extqs'];
       const taking = fronts.filter(
-        (front) => !(scenario.compressed && front.name === 'node-floor') && (front.name !== 'host-floor' || scenario.hostFloor),
+        (front) =>
+          !(scenario.compressed && (front.name === 'node-floor' || front.name === 'logging-floor')) &&
+          (front.name !== 'host-floor' || scenario.hostFloor),
       );
       for (const front of taking) await runLoad(front.url, scenario.paths, expectedOf(front), 1, 50, scenario.headers); // warm-up
       for (let round = 0; round < ROUNDS; round++) {
@@ -328,6 +340,7 @@ async function main(): Promise<void> {
       const twoProxyWorkers = summary('extqs-2-workers')!;
       const viaHttpProxy = summary('extqs-http-proxy')!;
       const floor = summary('node-floor');
+      const loggingFloor = summary('logging-floor');
       const hostFloorSummary = summary('host-floor');
       const hostFloorRatio = hostFloorSummary && extqs.hostCpuMicrosPerRequest / hostFloorSummary.hostCpuMicrosPerRequest;
       const nginxSummary = summary('nginx');
@@ -346,6 +359,9 @@ async function main(): Promise<void> {
         /** extqs's CPU per request above the Node floor's, in µs (target: FLOOR_GAP_TARGET_US). */
         floorGap: floor && extqs.cpuMicrosPerRequest - floor.cpuMicrosPerRequest,
         floorGapMet: floor && extqs.cpuMicrosPerRequest - floor.cpuMicrosPerRequest <= FLOOR_GAP_TARGET_US,
+        loggingFloor,
+        /** Of that gap, what the legacy's answers and lines cost a front at the least (the logging floor above the floor). */
+        loggingGap: floor && loggingFloor && loggingFloor.cpuMicrosPerRequest - floor.cpuMicrosPerRequest,
         /** The host floor's figures behind its own proxy: its CPU is `hostCpuMicrosPerRequest`. */
         hostFloor: hostFloorSummary,
         hostFloorRatio,
@@ -366,7 +382,7 @@ async function main(): Promise<void> {
       `${totalMb(processes, 'rssMb', role).toFixed(0)}/${totalMb(processes, 'pssMb', role).toFixed(0)}`;
     const lines = [
       `load generator ${LOAD_GENERATOR}, 50 connections, ${ROUNDS} rounds of ${SECONDS} s per front, medians`,
-      `${pad('scenario', 24)}${pad('CPU us/req extqs/nginx', 24)}${pad('extqs req/s', 13)}${pad('nginx req/s', 13)}${pad('ratio', 17)}${pad('p50/p99 ms', 14)}${pad('unexp/err', 11)}${pad('host us/req (floor)', 28)}${pad('Node floor (extqs +, <= 15)', 36)}${pad('2 proxy workers', 24)}${pad('16 cores', 12)}http-proxy engine`,
+      `${pad('scenario', 24)}${pad('CPU us/req extqs/nginx', 24)}${pad('extqs req/s', 13)}${pad('nginx req/s', 13)}${pad('ratio', 17)}${pad('p50/p99 ms', 14)}${pad('unexp/err', 11)}${pad('host us/req (floor)', 28)}${pad('Node floor (extqs +, <= 15)', 36)}${pad('logging floor (+ floor)', 26)}${pad('2 proxy workers', 24)}${pad('16 cores', 12)}http-proxy engine`,
       ...rows.map(
         (r) =>
           `${pad(r.scenario, 24)}` +
@@ -376,6 +392,7 @@ async function main(): Promise<void> {
           `${pad(`${fixed(r.extqs.p50, 1)}/${fixed(r.extqs.p99, 1)}`, 14)}${pad(`${r.extqs.unexpected}/${r.extqs.errors}`, 11)}` +
           `${pad(`${Math.round(r.extqs.hostCpuMicrosPerRequest)}${r.hostFloor ? ` (${Math.round(r.hostFloor.hostCpuMicrosPerRequest)}, ${fixed(r.hostFloorRatio)}x${verdict(r.hostFloorMet)})` : ''}`, 28)}` +
           `${pad(r.nodeFloor ? `${Math.round(r.nodeFloor.cpuMicrosPerRequest)} us/req (+${Math.round(r.floorGap!)}${verdict(r.floorGapMet)}), ${Math.round(r.nodeFloor.requestsPerSecond)} req/s` : '-', 36)}` +
+          `${pad(r.loggingFloor ? `${Math.round(r.loggingFloor.cpuMicrosPerRequest)} us/req (+${Math.round(r.loggingGap!)})` : '-', 26)}` +
           `${pad(`${Math.round(r.twoProxyWorkers.cpuMicrosPerRequest)} us/req, ${Math.round(r.twoProxyWorkers.requestsPerSecond)} req/s`, 24)}` +
           `${pad(`${Math.round(r.sixteenCores / 1000)}k req/s`, 12)}` +
           `${Math.round(r.httpProxy.cpuMicrosPerRequest)} us/req, ${Math.round(r.httpProxy.requestsPerSecond)} req/s`,
