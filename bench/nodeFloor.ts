@@ -4,28 +4,32 @@
 // prints a ready line like extqs's.
 //
 // With a logs directory as a third argument it is the logging floor: the same, plus what the legacy
-// deployment's answers and lines require of any front, done as plainly as Node allows: a request id to
-// the host and back, Apache's pages for a missing file and for a script that ended without headers, the
-// access line of every request and error.log's lines (the host's stderr, `End of script output before
-// headers`, AH00128), formatted by extqs's own functions and written every 10 ms. From the floor to it is
-// the seed's behaviour; from it to extqs, extqs's structure.
+// deployment's answers and lines require of any front, done as plainly as Node allows: the client's fields
+// and address to the host (PHP's $_SERVER) with a request id, and the id back; Apache's pages for a missing
+// file and for a script that ended without headers; a file's validators (ETag, Last-Modified: a 304 to a
+// client that has it); the access line of every answered request and error.log's lines (the host's stderr,
+// `End of script output before headers`, AH00128), formatted by extqs's own functions and written every
+// 10 ms. From the floor to it is the seed's behaviour; from it to extqs, extqs's structure.
 //
 // It runs through tsx, which names every function it makes as an object's property or a variable
 // (esbuild's keepNames: a defineProperty call each): the handlers are classes, so a request makes none.
-import { openSync, readdirSync, readFileSync, writeSync } from 'node:fs';
+import { openSync, readdirSync, readFileSync, statSync, writeSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { Pool, type Dispatcher } from 'undici';
 import { combinedLine, errorLine, nowMicros, type ErrorEntry } from '../common/logFormat.ts';
-import { decodeStderr, ENDED_WITHOUT_HEADERS_FIELD, HOST_STDERR_FIELD } from '../common/protocol.ts';
+import { CONTROLLER_ANSWER_FIELD, decodeStderr, ENDED_WITHOUT_HEADERS_FIELD, HOST_STDERR_FIELD } from '../common/protocol.ts';
 import { readyLine } from '../common/ready.ts';
 import { errorPage } from '../proxy/errorPages.ts';
 import { serverBanner } from '../proxy/serverBanner.ts';
+import { FILE_NOT_FOUND_STATUS } from '../proxy/staticFiles.ts';
 
 const [socketPath, publicDir, logsDir] = process.argv.slice(2);
 const files = new Map(readdirSync(publicDir).map((name) => [`/${name}`, readFileSync(join(publicDir, name))]));
+/** The host's fields no client sees: the signals to the front, and its own Server. */
+const HOST_ONLY = new Set([HOST_STDERR_FIELD, ENDED_WITHOUT_HEADERS_FIELD, CONTROLLER_ANSWER_FIELD, 'server']);
 const notFound = Buffer.from(
   '<!DOCTYPE HTML PUBLIC "-//IETF//DTD HTML 2.0//EN">\n<html><head><title>404 Not Found</title></head></html>\n',
 );
@@ -96,7 +100,7 @@ class LegacyLogs {
     this.errorFd = openSync(join(dir, 'error.log'), 'a');
   }
 
-  error(req: IncomingMessage, requestId: string, entry: Pick<ErrorEntry, 'module' | 'level' | 'message'>): void {
+  error(req: IncomingMessage, requestId: string, entry: Pick<ErrorEntry, 'module' | 'level' | 'message' | 'status'>): void {
     const client = `${req.socket.remoteAddress}:${req.socket.remotePort}`;
     this.errorLines.push(errorLine({ ...entry, client, requestId }, nowMicros(), process.pid));
     this.flushing ??= setTimeout(flushLogs, 10, this);
@@ -162,9 +166,10 @@ class LoggedRelay extends Relay {
       const name = rawHeaders[i].toString('latin1').toLowerCase();
       if (name === HOST_STDERR_FIELD) stderr = rawHeaders[i + 1].toString('latin1');
       else if (name === ENDED_WITHOUT_HEADERS_FIELD) endedWithoutHeaders = true;
-      else if (!HOP_BY_HOP.has(name)) relayed.push(i);
+      else if (!HOP_BY_HOP.has(name) && !HOST_ONLY.has(name)) relayed.push(i);
     }
-    for (const line of decodeStderr(stderr)) logs.error(req, requestId, { module: 'fcgid', level: 'warn', message: `mod_fcgid: stderr: ${line}` });
+    for (const line of decodeStderr(stderr))
+      logs.error(req, requestId, { module: 'fcgid', level: 'warn', message: `mod_fcgid: stderr: ${line}` });
     if (endedWithoutHeaders) {
       this.replaced = true;
       const path = (req.url ?? '/').split('?', 1)[0];
@@ -174,6 +179,7 @@ class LoggedRelay extends Relay {
     }
     res.statusCode = status;
     res.setHeader('X-Request-Id', requestId);
+    res.setHeader('Server', SERVER);
     for (const i of relayed) res.setHeader(rawHeaders[i].toString('latin1'), rawHeaders[i + 1].toString('latin1'));
     return true;
   }
@@ -191,6 +197,39 @@ class LoggedRelay extends Relay {
   }
 }
 
+/** The client's fields as they go to the host, with who the client is and the request's id. */
+function forwardedFields(req: IncomingMessage, requestId: string): Record<string, string | string[]> {
+  const fields: Record<string, string | string[]> = {};
+  for (const name in req.headers) {
+    const value = req.headers[name];
+    if (value !== undefined && !HOP_BY_HOP.has(name) && !name.startsWith('x-forwarded-')) fields[name] = value;
+  }
+  fields['x-forwarded-for'] = req.socket.remoteAddress ?? '';
+  fields['x-forwarded-proto'] = 'http';
+  if (req.headers.host !== undefined) fields['x-forwarded-host'] = req.headers.host;
+  fields['x-request-id'] = requestId;
+  return fields;
+}
+
+/** A file's head, made once: what send gives it (validators, ranges, caching), and its ETag for a 304. */
+const fileHeads = new Map(
+  [...files].map(([path, body]) => {
+    const { mtime } = statSync(join(publicDir, path));
+    const etag = `W/"${body.length.toString(16)}-${mtime.getTime().toString(16)}"`;
+    const notModified = {
+      Server: SERVER,
+      'Accept-Ranges': 'bytes',
+      'Cache-Control': 'public, max-age=0',
+      'Last-Modified': mtime.toUTCString(),
+      ETag: etag,
+    };
+    return [
+      path,
+      { etag, notModified, head: { ...notModified, 'Content-Type': 'text/html; charset=utf-8', 'Content-Length': body.length } },
+    ];
+  }),
+);
+
 /** The logging floor's request handler: the bare one's work, with the legacy's answers and lines. */
 function logging(dir: string): (req: IncomingMessage, res: ServerResponse) => void {
   const logs = new LegacyLogs(dir);
@@ -199,16 +238,24 @@ function logging(dir: string): (req: IncomingMessage, res: ServerResponse) => vo
     const requestId = randomUUID();
     const url = req.url ?? '/';
     if (url.startsWith('/External/')) {
-      const headers = { host: 'localhost', 'x-request-id': requestId };
+      const headers = forwardedFields(req, requestId);
       pool.dispatch({ path: url, method: 'GET', headers }, new LoggedRelay(req, res, logs, requestId, time));
       return;
     }
-    const file = files.get(url);
+    const path = url.split('?', 1)[0];
+    const file = files.get(path);
     if (!file) {
-      logs.error(req, requestId, { module: 'core', level: 'info', message: `AH00128: File does not exist: ${join(publicDir, url)}` });
+      const message = `AH00128: File does not exist: ${join(publicDir, path)}`;
+      logs.error(req, requestId, { module: 'core', level: 'info', status: FILE_NOT_FOUND_STATUS, message });
       return logs.answer(req, res, requestId, time, MISSING_FILE);
     }
-    res.writeHead(200, { 'X-Request-Id': requestId, Server: SERVER, 'Content-Type': 'text/html', 'Content-Length': file.length });
+    const { etag, notModified, head } = fileHeads.get(path)!;
+    res.setHeader('X-Request-Id', requestId);
+    if (req.headers['if-none-match'] === etag) {
+      res.writeHead(304, notModified).end();
+      return logs.access(req, time, 304, 0);
+    }
+    res.writeHead(200, head);
     res.end(file);
     logs.access(req, time, 200, file.length);
   };

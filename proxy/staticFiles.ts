@@ -23,7 +23,7 @@ import type { RequestContext } from './requestContext.ts';
 import { statEtag, type CacheEntry, type StaticCache } from './staticCache.ts';
 
 /** The OS status the observed Windows deployment logged for a missing file (Apache's %E). */
-const FILE_NOT_FOUND_STATUS = '(OS 2)The system cannot find the file specified.  ';
+export const FILE_NOT_FOUND_STATUS = '(OS 2)The system cannot find the file specified.  ';
 
 const ALLOWED_METHODS = 'GET, HEAD';
 
