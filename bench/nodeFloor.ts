@@ -216,16 +216,14 @@ const fileHeads = new Map(
   [...files].map(([path, body]) => {
     const { mtime } = statSync(join(publicDir, path));
     const etag = `W/"${body.length.toString(16)}-${mtime.getTime().toString(16)}"`;
-    const notModified = {
-      Server: SERVER,
-      'Accept-Ranges': 'bytes',
-      'Cache-Control': 'public, max-age=0',
-      'Last-Modified': mtime.toUTCString(),
-      ETag: etag,
-    };
+    const notModified = { Server: SERVER, 'Cache-Control': 'public, max-age=0', 'Last-Modified': mtime.toUTCString(), ETag: etag };
     return [
       path,
-      { etag, notModified, head: { ...notModified, 'Content-Type': 'text/html; charset=utf-8', 'Content-Length': body.length } },
+      {
+        etag,
+        notModified,
+        head: { ...notModified, 'Accept-Ranges': 'bytes', 'Content-Type': 'text/html; charset=utf-8', 'Content-Length': body.length },
+      },
     ];
   }),
 );
