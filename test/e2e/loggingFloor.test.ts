@@ -63,7 +63,7 @@ describe("the bench's logging floor", function () {
   });
 
   after(async () => {
-    for (const process of running.reverse()) await process.stop();
+    for (const child of running.reverse()) await child.stop();
     sandbox?.remove();
   });
 
