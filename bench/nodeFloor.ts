@@ -24,6 +24,7 @@ import { CONTROLLER_ANSWER_FIELD, decodeStderr, ENDED_WITHOUT_HEADERS_FIELD, HOS
 import { readyLine } from '../common/ready.ts';
 import { errorPage } from '../proxy/errorPages.ts';
 import { serverBanner } from '../proxy/serverBanner.ts';
+import { statEtag } from '../proxy/staticCache.ts';
 import { FILE_NOT_FOUND_STATUS } from '../proxy/staticFiles.ts';
 
 const [socketPath, publicDir, logsDir] = process.argv.slice(2);
@@ -211,26 +212,19 @@ function forwardedFields(req: IncomingMessage, requestId: string): Record<string
   return fields;
 }
 
-/** A file's head, made once: what send gives it (validators, ranges, caching), and its ETag for a 304. */
-const fileHeads = new Map(
-  [...files].map(([path, body]) => {
-    const { mtime } = statSync(join(publicDir, path));
-    const etag = `W/"${body.length.toString(16)}-${mtime.getTime().toString(16)}"`;
-    const notModified = { Server: SERVER, 'Cache-Control': 'public, max-age=0', 'Last-Modified': mtime.toUTCString(), ETag: etag };
-    return [
-      path,
-      {
-        etag,
-        notModified,
-        head: { ...notModified, 'Accept-Ranges': 'bytes', 'Content-Type': 'text/html; charset=utf-8', 'Content-Length': body.length },
-      },
-    ];
-  }),
-);
-
 /** The logging floor's request handler: the bare one's work, with the legacy's answers and lines. */
 function logging(dir: string): (req: IncomingMessage, res: ServerResponse) => void {
   const logs = new LegacyLogs(dir);
+  // A file's head, made once: what send gives it (validators, ranges, caching), and its ETag for a 304.
+  const fileHeads = new Map(
+    [...files].map(([path, body]) => {
+      const stats = statSync(join(publicDir, path));
+      const etag = statEtag(stats);
+      const notModified = { Server: SERVER, 'Cache-Control': 'public, max-age=0', 'Last-Modified': stats.mtime.toUTCString(), ETag: etag };
+      const head = { ...notModified, 'Accept-Ranges': 'bytes', 'Content-Type': 'text/html; charset=utf-8', 'Content-Length': body.length };
+      return [path, { etag, notModified, head }];
+    }),
+  );
   return (req, res) => {
     const time = new Date();
     const requestId = randomUUID();

@@ -1,7 +1,7 @@
 // A log file written through winston: callers hand over finished lines (see logFormat.ts), winston does
 // the ordered writing to the file, and drain() waits until every line is on disk.
 //
-// Lines are buffered for LOG_FLUSH_MS and go to winston as one message, as nginx's `access_log … flush=`
+// Lines are buffered for FLUSH_WINDOW (10 ms) and go to winston as one message, as nginx's `access_log … flush=`
 // and Apache's BufferedLogs do: under load one trip through winston's streams and one write(2) for a
 // hundred lines instead of one each (the favicon path spent more time in winston's per-call stream
 // machinery than in answering the request).
@@ -57,23 +57,20 @@ function loadWinston() {
   winstonLoaded = { winston, messageOnly: winston.format.printf((info) => String(info.message)) };
   return winstonLoaded;
 }
-/**
- * How long a line may wait for others to be written with it. Flushing every event-loop turn instead cost the
- * proxy 5 µs of a missing controller's 63 (two write(2)s and two trips through winston for the few requests
- * a turn ends); 10 ms cut that to 3 µs (--cpu-prof, wrk; docs/benchmarks.md), a lag nobody tailing a log
- * sees. A process killed outright loses its last 10 ms of lines, as nginx with `flush=` does.
- */
-export const LOG_FLUSH_MS = 10;
-/** A batch this long is written at once, before its time: bounds what waits in memory in a burst. */
-export const LOG_FLUSH_LINES = 1_000;
-
 /** When a batch of lines (or relayed entries, logRelay.ts) is written: after `ms`, or at once at `lines`. */
 export interface FlushWindow {
   ms: number;
   lines: number;
 }
 
-export const FLUSH_WINDOW: Readonly<FlushWindow> = Object.freeze({ ms: LOG_FLUSH_MS, lines: LOG_FLUSH_LINES });
+/**
+ * 10 ms: flushing every event-loop turn instead cost the proxy 5 µs of a missing controller's 63 (two
+ * write(2)s and two trips through winston for the few requests a turn ends); 10 ms cut that to 3 µs
+ * (--cpu-prof, wrk; docs/benchmarks.md), a lag nobody tailing a log sees. A process killed outright loses
+ * its last 10 ms of lines, as nginx with `flush=` does. 1,000 lines: a burst's batch is written before its
+ * time, which bounds what waits in memory.
+ */
+export const FLUSH_WINDOW: Readonly<FlushWindow> = Object.freeze({ ms: 10, lines: 1_000 });
 /** How often the log checks that its file still has a name (was not deleted). */
 const DELETED_CHECK_MS = 1_000;
 

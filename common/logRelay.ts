@@ -1,11 +1,11 @@
 // Log entries from a worker to its primary, the one writer of each log file (access.log and error.log
 // in the proxy's primary, host.log in the host's): several processes appending to one file cannot
 // rotate it by size (each would count only its own bytes) and would each have to reopen it on SIGHUP.
-// Entries travel structured, LOG_FLUSH_MS of entries of every file in one message (as a file itself is
+// Entries travel structured, FLUSH_WINDOW's worth of entries of every file in one message (as a file itself is
 // written: lineLog.ts), and are formatted where the file is written (deliver()).
 import { FLUSH_WINDOW, type FlushWindow } from './lineLog.ts';
 
-/** LOG_FLUSH_MS of entries, by the file they are for. `Files` maps each file to the JSON shape of its entries. */
+/** A FLUSH_WINDOW's worth of entries, by the file they are for. `Files` maps each file to the JSON shape of its entries. */
 export type EntryBatch<Files> = { [F in keyof Files]?: Files[F][] };
 
 /** How long a worker's drain() waits for the primary to confirm it has the entries. */

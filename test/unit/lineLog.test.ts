@@ -4,7 +4,7 @@ import { mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { LOG_FLUSH_MS, openLineLog } from '../../common/lineLog.ts';
+import { FLUSH_WINDOW, openLineLog } from '../../common/lineLog.ts';
 import { eventually } from '../helpers/stack.ts';
 
 describe('a line log', () => {
@@ -113,7 +113,7 @@ describe('a line log rotated by size', () => {
 
   it('keeps the current file under its name and at most --log-max-files rotated ones', async () => {
     // Batches of 50 lines (2.3 KB): a rotation every other batch.
-    const log = openLineLog(dir, 'kept.log', { maxSize: 4096, maxFiles: 3 }, { ms: LOG_FLUSH_MS, lines: 50 });
+    const log = openLineLog(dir, 'kept.log', { maxSize: 4096, maxFiles: 3 }, { ...FLUSH_WINDOW, lines: 50 });
     for (let i = 0; i < 2000; i++) log.write(`line ${i} ${'y'.repeat(40)}`);
     await log.drain();
     expect(readdirSync(dir).sort()).to.deep.equal(['kept.log', 'kept.log.1', 'kept.log.2', 'kept.log.3']);
