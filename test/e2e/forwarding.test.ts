@@ -2,12 +2,22 @@
 // conformance suite for both): headers, failures and their status codes, clients that leave.
 import { createServer, type Server } from 'node:http';
 import { connect } from 'node:net';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { get } from '../helpers/http.ts';
 import { FORWARDERS } from '../../common/settings.ts';
-import { callMarker, eventually, makeSandbox, readLog, startProxy, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
+import {
+  callMarker,
+  eventually,
+  makeSandbox,
+  readLog,
+  startProxy,
+  startStack,
+  writtenText,
+  type Running,
+  type Sandbox,
+} from '../helpers/stack.ts';
 
 /** Sends `raw` bytes (ending in `Connection: close`) and resolves with all the server sent until it closed. */
 function rawExchange(url: string, raw: string): Promise<string> {
@@ -163,9 +173,7 @@ for (const forwarder of FORWARDERS) {
       const socket = connect(Number(port), hostname, () => socket.write('GET /External/Patient HTTP/1.1\r\nHost: x\r\n\r\n'));
       await called.reached();
       socket.destroy();
-      expect(await eventually(() => (existsSync(marker) ? readFileSync(marker, 'utf8') : undefined), 3000, 'the abort')).to.equal(
-        'aborted',
-      );
+      expect(await eventually(() => writtenText(marker), 3000, 'the abort')).to.equal('aborted');
     });
 
     it('closes the pipelined requests queued behind it: logged, and none left in flight', async function () {

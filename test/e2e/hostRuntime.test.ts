@@ -1,11 +1,11 @@
 // The host as a production runtime (php-fpm's guarantees): worker pool, recycling, execution limit,
 // status and ping, dispose hooks. Driven through the real launcher, or the host alone where the test
 // needs its private socket.
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { get } from '../helpers/http.ts';
-import { eventually, makeSandbox, readLog, startProcess, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
+import { eventually, makeSandbox, readLog, startProcess, startStack, writtenText, type Running, type Sandbox } from '../helpers/stack.ts';
 
 const workerPids = (sandbox: Sandbox) =>
   readLog(sandbox, 'host.log')
@@ -206,9 +206,7 @@ describe('a controller dispose() hook', function () {
     expect((await get(stack.url, '/External/Timed')).body).to.equal('{"v":1}');
     expect(existsSync(marker)).to.equal(false);
     writeFileSync(join(sandbox.controllers, 'Timed.ts'), source(2));
-    expect(await eventually(() => (existsSync(marker) ? readFileSync(marker, 'utf8') : undefined), 3000, 'dispose')).to.equal(
-      'disposed v1',
-    );
+    expect(await eventually(() => writtenText(marker), 3000, 'dispose')).to.equal('disposed v1');
     expect((await get(stack.url, '/External/Timed')).body).to.equal('{"v":2}');
   });
 });

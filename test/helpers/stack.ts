@@ -2,7 +2,7 @@
 // read from the process's own ready line, and every child killed and awaited in teardown.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -116,6 +116,14 @@ export async function eventually<T>(check: () => T | undefined | Promise<T | und
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 20));
   }
+}
+
+/**
+ * The text a controller wrote to `file`, once it is there. writeFileSync creates the file before it writes, so a
+ * reader can find it empty; empty counts as not yet written.
+ */
+export function writtenText(file: string): string | undefined {
+  return (existsSync(file) && readFileSync(file, 'utf8')) || undefined;
 }
 
 /**
