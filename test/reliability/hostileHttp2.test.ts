@@ -100,10 +100,13 @@ async function attack(port: number, chunks: Buffer[], done: (outcome: Outcome) =
   });
   socket.on('error', () => {}); // a reset after the GOAWAY is part of the answer
   socket.write(Buffer.concat([PREFACE, frame(FRAME.SETTINGS, 0, 0)]));
+  // The attack stops writing once the outcome is in; aborting also takes back once()'s drain and error listeners.
+  const over = new AbortController();
+  void ended.then(() => over.abort());
   for (const chunk of chunks) {
-    if (socket.destroyed) break;
+    if (socket.destroyed || over.signal.aborted) break;
     // once() rejects on the EPIPE of a connection the server has closed: that is the end of the attack.
-    if (!socket.write(chunk)) await Promise.race([once(socket, 'drain').catch(() => undefined), ended]);
+    if (!socket.write(chunk)) await once(socket, 'drain', { signal: over.signal }).catch(() => undefined);
   }
   const bound = setTimeout(finish, ATTACK_BOUND_MS);
   await ended;
