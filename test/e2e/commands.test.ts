@@ -244,7 +244,7 @@ describe('the extqs command', function () {
         'extqs: deprecated setting names read: WORKERS -> EXTQS_WORKERS, LOG_LEVEL -> EXTQS_LOG_LEVEL; the names without EXTQS_ are read until extqs 0.2',
       ]);
       running.child.kill('SIGHUP');
-      await eventually(() => running!.stderr().includes('SIGHUP: the children reopen their logs'), 5000, 'the SIGHUP line');
+      await eventually(() => running!.stderr().includes('SIGHUP: the children reopen their logs') || undefined, 5000, 'the SIGHUP line');
       expect(deprecation(running.stderr())).to.have.length(1);
     });
   });
@@ -262,7 +262,7 @@ describe('the extqs command', function () {
       expect(readFileSync(pidFile, 'utf8')).to.equal(`${running.child.pid}\n`);
       // What the logrotate postrotate of docs/operations.md does: kill -HUP "$(cat the pid file)".
       process.kill(Number(readFileSync(pidFile, 'utf8')), 'SIGHUP');
-      await eventually(() => running!.stderr().includes('SIGHUP: the children reopen their logs'), 5000, 'the SIGHUP line');
+      await eventually(() => running!.stderr().includes('SIGHUP: the children reopen their logs') || undefined, 5000, 'the SIGHUP line');
       expect(await running.stop()).to.equal(0);
       expect(existsSync(pidFile)).to.equal(false);
     });
@@ -301,7 +301,7 @@ describe('the extqs command', function () {
       const lines: string[] = [];
       const reader = createInterface({ input: listener.stdout! });
       reader.on('line', (line) => lines.push(line));
-      await eventually(() => lines.includes('bound'), 5000, 'the notify socket');
+      await eventually(() => lines.includes('bound') || undefined, 5000, 'the notify socket');
       return { path, lines };
     }
 
@@ -309,7 +309,7 @@ describe('the extqs command', function () {
       const socket = await notifySocket();
       const stack = await startStack(sandbox, [], { NOTIFY_SOCKET: socket.path });
       running.push(stack);
-      await eventually(() => socket.lines.includes('READY=1'), 5000, 'READY=1');
+      await eventually(() => socket.lines.includes('READY=1') || undefined, 5000, 'READY=1');
       expect(stack.stdout()).to.match(/^listening on /m);
       // A host or proxy child that also spoke would have done so before the launcher's ready line.
       expect(await stack.stop()).to.equal(0);

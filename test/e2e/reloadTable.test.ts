@@ -106,7 +106,7 @@ const everyWorker = (check: () => Promise<unknown>) =>
   eventually(
     () =>
       check().then(
-        () => true,
+        () => true as const,
         () => undefined,
       ),
     5000,

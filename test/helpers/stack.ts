@@ -107,8 +107,18 @@ export function readHostEvents(sandbox: Sandbox): string[] {
   return events;
 }
 
-/** Polls `check` until it returns a value other than undefined, or fails after `timeoutMs`. */
-export async function eventually<T>(check: () => T | undefined | Promise<T | undefined>, timeoutMs = 3000, what = 'condition'): Promise<T> {
+/** What a check may return once its condition holds. A false or null would end the wait before it holds. */
+type Found<T> = T extends false | null ? never : T;
+
+/**
+ * Polls `check` until it returns a value other than undefined, or fails after `timeoutMs`. "Not yet" is undefined
+ * only: `() => lines.includes(x)` does not type-check, since its false would end the wait at once.
+ */
+export async function eventually<T>(
+  check: () => Found<T> | undefined | Promise<Found<T> | undefined>,
+  timeoutMs = 3000,
+  what = 'condition',
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();
