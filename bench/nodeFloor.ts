@@ -8,8 +8,8 @@
 // and address to the host (PHP's $_SERVER) with a request id, and the id back; Apache's pages for a missing
 // file and for a script that ended without headers; a file's validators (ETag, Last-Modified: a 304 to a
 // client that has it); the access line of every answered request and error.log's lines (the host's stderr,
-// `End of script output before headers`, AH00128), formatted by extqs's own functions and written every
-// 10 ms. From the floor to it is the seed's behaviour; from it to extqs, extqs's structure.
+// `End of script output before headers`, AH00128), formatted by extqs's own functions and written once a
+// FLUSH_WINDOW, as extqs writes them. From the floor to it is the seed's behaviour; from it to extqs, extqs's structure.
 //
 // It runs through tsx, which names every function it makes as an object's property or a variable
 // (esbuild's keepNames: a defineProperty call each): the handlers are classes, so a request makes none.
@@ -19,6 +19,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { Pool, type Dispatcher } from 'undici';
+import { FLUSH_WINDOW } from '../common/lineLog.ts';
 import { combinedLine, errorLine, nowMicros, type ErrorEntry } from '../common/logFormat.ts';
 import { CONTROLLER_ANSWER_FIELD, decodeStderr, ENDED_WITHOUT_HEADERS_FIELD, HOST_STDERR_FIELD } from '../common/protocol.ts';
 import { readyLine } from '../common/ready.ts';
@@ -88,7 +89,7 @@ interface Page {
   body: Buffer;
 }
 
-/** access.log and error.log as the legacy wrote them, each written every 10 ms. */
+/** access.log and error.log as the legacy wrote them, written once a FLUSH_WINDOW (its line bound never comes into play here). */
 class LegacyLogs {
   private readonly accessFd: number;
   private readonly errorFd: number;
@@ -104,7 +105,7 @@ class LegacyLogs {
   error(req: IncomingMessage, requestId: string, entry: Pick<ErrorEntry, 'module' | 'level' | 'message' | 'status'>): void {
     const client = `${req.socket.remoteAddress}:${req.socket.remotePort}`;
     this.errorLines.push(errorLine({ ...entry, client, requestId }, nowMicros(), process.pid));
-    this.flushing ??= setTimeout(flushLogs, 10, this);
+    this.flushLater();
   }
 
   access(req: IncomingMessage, time: Date, status: number, bytes: number): void {
@@ -112,7 +113,11 @@ class LegacyLogs {
     const { method = 'GET', url = '/', httpVersion, headers } = req;
     const { referer, 'user-agent': userAgent } = headers;
     this.accessLines.push(combinedLine({ remoteAddress, time, method, url, httpVersion, status, bytes, referer, userAgent }));
-    this.flushing ??= setTimeout(flushLogs, 10, this);
+    this.flushLater();
+  }
+
+  private flushLater(): void {
+    this.flushing ??= setTimeout(flushLogs, FLUSH_WINDOW.ms, this);
   }
 
   /** Answers with `page` and logs it. */

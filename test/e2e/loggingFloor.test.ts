@@ -88,42 +88,25 @@ describe("the bench's logging floor", function () {
     expect(floorAnswers).to.deep.equal(extqsAnswers);
     expect(extqsAnswers.map((answer) => answer.status)).to.deep.equal([500, 500, 404, 200, 304]);
 
+    /** `file`'s lines that `keep` keeps, once there are `count` of them. */
+    const linesOnce = (file: string, count: number, keep: (line: string) => boolean, what: string) =>
+      eventually(
+        () => {
+          const lines = linesOf(file).filter(keep);
+          return lines.length === count ? lines : undefined;
+        },
+        5_000,
+        what,
+      );
+    const every = () => true;
     // The proxy's first GET of the file (for its ETag) is in its access log only.
-    const extqsAccess = await eventually(
-      () => {
-        const lines = linesOf(join(sandbox.logs, 'access.log'));
-        return lines.length === asked.length + 1 ? lines.slice(1) : undefined;
-      },
-      5_000,
-      "extqs's access lines",
-    );
-    const floorAccess = await eventually(
-      () => {
-        const lines = linesOf(join(floorLogs, 'access.log'));
-        return lines.length === asked.length ? lines : undefined;
-      },
-      5_000,
-      "the floor's access lines",
-    );
-    expect(floorAccess).to.deep.equal(extqsAccess);
+    const extqsAccess = await linesOnce(join(sandbox.logs, 'access.log'), asked.length + 1, every, "extqs's access lines");
+    const floorAccess = await linesOnce(join(floorLogs, 'access.log'), asked.length, every, "the floor's access lines");
+    expect(floorAccess).to.deep.equal(extqsAccess.slice(1));
 
-    const requestLines = (file: string) => linesOf(file).filter((line) => line.includes('request_id:'));
-    const extqsErrors = await eventually(
-      () => {
-        const lines = requestLines(join(sandbox.logs, 'error.log'));
-        return lines.length === 5 ? lines : undefined;
-      },
-      5_000,
-      "extqs's error lines",
-    );
-    const floorErrors = await eventually(
-      () => {
-        const lines = requestLines(join(floorLogs, 'error.log'));
-        return lines.length === 5 ? lines : undefined;
-      },
-      5_000,
-      "the floor's error lines",
-    );
+    const ofRequest = (line: string) => line.includes('request_id:');
+    const extqsErrors = await linesOnce(join(sandbox.logs, 'error.log'), 5, ofRequest, "extqs's error lines");
+    const floorErrors = await linesOnce(join(floorLogs, 'error.log'), 5, ofRequest, "the floor's error lines");
     expect(floorErrors).to.deep.equal(extqsErrors);
   });
 });
