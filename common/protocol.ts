@@ -76,3 +76,32 @@ export function decodeStderr(value: string | string[] | undefined): string[] {
  * this field from every client request; the host outside `extqs dev` never reads it.
  */
 export const LOCAL_CLIENT_FIELD = 'x-extqs-local-client';
+
+/**
+ * The host primary's table of its workers, for a proxy on the same machine: `GET /workers` answers one JSON
+ * line of it at once and another whenever it changes, for as long as the proxy keeps the request open. The
+ * proxy sends a controller request straight to a worker of it (the least busy among those not blocked), and
+ * through the primary when there is none, as with `concurrency` > 0, where the primary alone routes so that no
+ * worker ever runs more than that many (docs/design.md §7.1). Only a primary on a unix socket lists its
+ * workers: their private sockets are on its machine.
+ */
+export const WORKERS_PATH = '/workers';
+
+export interface WorkerTable {
+  /** --worker-concurrency: the most requests one worker runs at once; 0 = unlimited. */
+  concurrency: number;
+  workers: WorkerRoute[];
+}
+
+export interface WorkerRoute {
+  pid: number;
+  /** Its private socket. */
+  socket: string;
+  /** Its event loop has not turned for a while (a controller in a synchronous loop): send it nothing new. */
+  blocked: boolean;
+  /**
+   * While blocked, the request ids of the calls it was running: any other request sent to it has not started
+   * there, and a proxy may send it elsewhere.
+   */
+  running: string[];
+}

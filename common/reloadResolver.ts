@@ -103,10 +103,9 @@ const RULES: Partial<Record<SettingKey, Rule>> = {
   tlsRedirect: sameHttpsListener,
   proxyWorkers: proxyWorkerCount,
   ...Object.fromEntries(
-    (['workers', 'startWorkers', 'listenBacklog', 'minSpareWorkers', 'maxSpareWorkers', 'workerIdleTimeout'] as const).map((key) => [
-      key,
-      byThePool,
-    ]),
+    (
+      ['workers', 'workerConcurrency', 'startWorkers', 'listenBacklog', 'minSpareWorkers', 'maxSpareWorkers', 'workerIdleTimeout'] as const
+    ).map((key) => [key, byThePool]),
   ),
   ...Object.fromEntries(
     (

@@ -274,6 +274,17 @@ export const SETTINGS = {
     help: 'host worker processes, the most at once with --pm dynamic or ondemand (php-fpm pm.max_children)',
     group: 'host',
   }),
+  workerConcurrency: setting({
+    flag: 'worker-concurrency',
+    env: 'EXTQS_WORKER_CONCURRENCY',
+    default: '0',
+    defaultText: '0 (unlimited)',
+    parse: integer(0, 100_000),
+    roles: ['host'],
+    placeholder: 'N',
+    help: "the most requests one host worker runs at once (Passenger's force_max_concurrent_requests_per_process); 0 = unlimited, 1 = one at a time, as php-fpm, for controllers that keep global state",
+    group: 'host',
+  }),
   pm: setting({
     flag: 'pm',
     env: 'EXTQS_PM',

@@ -1,22 +1,32 @@
-// The host primary's dispatcher, php-fpm's model: the primary owns the public socket and relays each
-// request to one idle worker over that worker's private socket, one request per worker at a time (busy
-// from the request's start to its controller's end, async controllers included). With no worker idle the
-// request waits in one FIFO queue (php-fpm's listen queue) bounded by --listen-backlog; past it the host
-// answers 503 with POOL_FULL_FIELD. So a request never waits behind a busy worker while another is idle.
+// The host primary's dispatcher: the primary owns the host socket and relays a request to one of its
+// workers over that worker's private socket: the least busy among those not blocked and below
+// --worker-concurrency (common/leastBusy.ts, Passenger's router). A worker runs many requests at once
+// (0, the default, is no limit; 1 is php-fpm's one request per worker). With none able to take it the request
+// waits in one FIFO queue (php-fpm's listen queue) bounded by --listen-backlog; past it the host answers 503
+// with POOL_FULL_FIELD. A proxy on the same machine sends most requests straight to the workers
+// (WORKERS_PATH): those that reach the primary are the ones it could not place, and every request when the
+// concurrency is bounded, since only one router can keep a bound.
 // The relay moves bytes only: heads as raw field lists, bodies piped both ways, trailers, and a
 // worker's reset or close passed on as a reset or close. A request for a controller with no file is
 // answered by the primary itself (missingController.ts), taking no worker.
 import { Agent, request as httpRequest, type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import { route, type RouteCandidate } from '../common/leastBusy.ts';
 import { POOL_FULL_FIELD } from '../common/protocol.ts';
 
 /** One worker as the dispatcher sees it. */
-export class WorkerSlot {
-  /** One keep-alive connection to the worker: it runs one request at a time. */
-  readonly agent = new Agent({ keepAlive: true, maxSockets: 1 });
-  /** `GET /External/Name` while it runs a request, for the lines of requests that waited. */
-  running: string | undefined;
-  /** When it last became idle (ondemand stops one idle past --worker-idle-timeout). */
+export class WorkerSlot implements RouteCandidate {
+  /** Keep-alive connections to the worker, one per request it runs through the primary. */
+  readonly agent = new Agent({ keepAlive: true });
+  /** Requests relayed to it and not yet ended (those a proxy sends it directly are not counted here). */
+  inFlight = 0;
+  /** `GET /External/Name` of each request relayed to it that runs, for the lines of requests that waited. */
+  readonly running: string[] = [];
+  /** Its event loop has not turned for a while (its watchdog says so): it is sent nothing new. */
+  blocked = false;
+  /** While blocked: the request ids of the calls it runs (the watchdog's table). */
+  blockedRunning: string[] = [];
+  /** When it last had nothing in flight (ondemand stops one idle past --worker-idle-timeout). */
   idleSince = performance.now();
   /** False once it is to retire or stop: it finishes what it runs and is sent nothing more. */
   accepting = true;
@@ -40,11 +50,11 @@ export interface DispatcherEvents {
    * the body is read (or streaming), before a worker is taken, so such a request never waits in the queue.
    */
   answerWithoutWorker(req: IncomingMessage, res: ServerResponse): boolean;
-  /** A request found no idle worker (it is queued, or refused when the queue is full). */
+  /** A request found no worker able to take it (it is queued, or refused when the queue is full). */
   noIdleWorker(): void;
   /** The queue held --listen-backlog requests: this one is answered 503. */
   queueFull(req: IncomingMessage, bound: number): void;
-  /** A queued request's client left before a worker took it; `running` is what every worker ran then. */
+  /** A queued request's client left before a worker took it; `running` is what the workers ran for the primary then. */
   leftQueue(req: IncomingMessage, waitedMs: number, running: string[]): void;
   /**
    * A request ended without its answer completing (the proxy left, the worker failed): resolves once the
@@ -88,9 +98,8 @@ function endLike(socket: Socket | null, err: NodeJS.ErrnoException | undefined):
 }
 
 export class Dispatcher {
-  /** Idle workers, the one idle longest first (ondemand stops the last ones to be used). */
-  private readonly idle: WorkerSlot[] = [];
-  private readonly busy = new Set<WorkerSlot>();
+  /** Workers that listen, in the order they came. */
+  private readonly workers: WorkerSlot[] = [];
   private readonly queue: Waiting[] = [];
   /** php-fpm's "max listen queue" and "max active processes", since the pool started. */
   maxQueued = 0;
@@ -99,6 +108,8 @@ export class Dispatcher {
   constructor(
     /** --listen-backlog: requests that may wait; a SIGHUP may change it. */
     public bound: number,
+    /** --worker-concurrency; a SIGHUP may change it (setConcurrency). */
+    private concurrency: number,
     private readonly events: DispatcherEvents,
   ) {}
 
@@ -106,37 +117,48 @@ export class Dispatcher {
     return this.queue.length;
   }
 
-  get idleCount(): number {
-    return this.idle.length;
-  }
-
+  /** Workers with a request relayed to them in flight. */
   get activeCount(): number {
-    return this.busy.size;
+    return this.workers.filter((slot) => slot.inFlight > 0).length;
   }
 
-  /** Idle workers, for the maintenance of dynamic and ondemand pools. */
-  idleWorkers(): readonly WorkerSlot[] {
-    return this.idle;
+  /** The workers that take requests, for the pool's maintenance and the table it publishes. */
+  serving(): readonly WorkerSlot[] {
+    return this.workers;
   }
 
-  /** A worker that listens: it takes the first queued request, or waits. */
+  /** A new --worker-concurrency: a higher one lets queued requests go at once. */
+  setConcurrency(concurrency: number): void {
+    this.concurrency = concurrency;
+    this.drain();
+  }
+
+  /** A worker that listens: it takes queued requests, or waits. */
   add(slot: WorkerSlot): void {
-    this.makeIdle(slot);
+    this.workers.push(slot);
+    this.drain();
+  }
+
+  /** Its event loop stopped or started turning again. */
+  setBlocked(slot: WorkerSlot, blocked: boolean): void {
+    slot.blocked = blocked;
+    if (!blocked) this.drain();
   }
 
   /** A worker that is to take no more requests (retiring, stopping, gone). */
   remove(slot: WorkerSlot): void {
     slot.accepting = false;
-    const at = this.idle.indexOf(slot);
-    if (at >= 0) this.idle.splice(at, 1);
-    // Its connection is closed once its request (if any) ends.
-    if (!this.busy.has(slot)) slot.agent.destroy();
+    const at = this.workers.indexOf(slot);
+    if (at >= 0) this.workers.splice(at, 1);
+    // Its connections are closed once its requests (if any) end.
+    if (slot.inFlight === 0) slot.agent.destroy();
   }
 
   /** Forgets a worker that exited; what it ran has failed with its connection. */
   gone(slot: WorkerSlot): void {
     this.remove(slot);
-    this.busy.delete(slot);
+    slot.inFlight = 0;
+    slot.running.length = 0;
     slot.agent.destroy();
   }
 
@@ -157,10 +179,10 @@ export class Dispatcher {
 
   private dispatch(req: IncomingMessage, res: ServerResponse, body: ReadBody | undefined): void {
     if (this.events.answerWithoutWorker(req, res)) return;
-    const slot = this.idle.pop();
-    if (slot) return this.relay(slot, req, res, body);
+    const decision = route(this.workers, this.concurrency, this.queue.length, this.bound);
+    if ('send' in decision) return this.relay(decision.send, req, res, body);
     this.events.noIdleWorker();
-    if (this.queue.length >= this.bound) {
+    if ('refuse' in decision) {
       this.events.queueFull(req, this.bound);
       res.writeHead(503, { [POOL_FULL_FIELD]: '1', 'content-length': 0 });
       res.end();
@@ -176,29 +198,39 @@ export class Dispatcher {
       this.events.leftQueue(
         req,
         performance.now() - waiting.queuedAt,
-        [...this.busy].map((s) => s.running ?? '?'),
+        this.workers.flatMap((slot) => slot.running),
       );
     });
   }
 
-  private makeIdle(slot: WorkerSlot): void {
-    if (!slot.accepting) return void slot.agent.destroy();
-    const next = this.queue.shift();
-    if (next) return this.relay(slot, next.req, next.res, next.body);
-    slot.running = undefined;
-    slot.idleSince = performance.now();
-    this.idle.push(slot);
+  /** Sends queued requests to workers with room, first come first served. */
+  private drain(): void {
+    while (this.queue.length > 0) {
+      const slot = route(this.workers, this.concurrency, 0, this.bound);
+      if (!('send' in slot)) return;
+      const next = this.queue.shift()!;
+      this.relay(slot.send, next.req, next.res, next.body);
+    }
   }
 
-  private release(slot: WorkerSlot): void {
-    if (!this.busy.delete(slot)) return; // gone meanwhile
-    this.makeIdle(slot);
+  private release(slot: WorkerSlot, label: string): void {
+    const at = slot.running.indexOf(label);
+    if (at < 0) return; // gone meanwhile
+    slot.running.splice(at, 1);
+    slot.inFlight -= 1;
+    if (slot.inFlight === 0) {
+      slot.idleSince = performance.now();
+      if (!slot.accepting) slot.agent.destroy();
+    }
+    this.drain();
   }
 
   private relay(slot: WorkerSlot, req: IncomingMessage, res: ServerResponse, body: ReadBody | undefined): void {
-    this.busy.add(slot);
-    if (this.busy.size > this.maxActive) this.maxActive = this.busy.size;
-    slot.running = `${req.method} ${req.url}`;
+    const label = `${req.method} ${req.url}`;
+    slot.inFlight += 1;
+    slot.running.push(label);
+    const active = this.activeCount;
+    if (active > this.maxActive) this.maxActive = active;
     let clean = false;
     let early = false;
     const upstream = httpRequest({
@@ -237,10 +269,11 @@ export class Dispatcher {
     });
     upstream.on('error', (err: NodeJS.ErrnoException) => endLike(req.socket, err));
     upstream.on('close', () => {
-      if (clean && !early) return this.release(slot);
-      // The worker may still run the controller (the proxy left mid-request): it is busy until it ends.
+      // At one request a worker, one whose answer did not complete may still run its controller (the proxy
+      // left mid-request): it stays busy until it ends, as php-fpm's child. A worker that runs many needs no wait.
+      if ((clean && !early) || this.concurrency !== 1) return this.release(slot, label);
       this.events.whenIdle(slot).then(
-        () => this.release(slot),
+        () => this.release(slot, label),
         () => undefined,
       );
     });

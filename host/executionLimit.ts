@@ -12,6 +12,7 @@
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { runsFromSource, siblingFile } from '../common/entryFile.ts';
+import { BLOCKED_AFTER_MS } from './poolMessages.ts';
 import type { SlowCall } from './slowlog.ts';
 
 /** The watchdog thread's module. Run from the sources (under tsx), a thread does not inherit tsx's
@@ -27,8 +28,6 @@ const CHECK_EVERY_MS = 100;
 export const DROP_GRACE_MS = 500;
 /** How long the event loop must be blocked, past the limit, before the watchdog kills the worker. */
 const BLOCKED_GRACE_MS = 1000;
-/** A heartbeat older than this means the thread is running JavaScript now, not waiting (3 checks missed). */
-const BLOCKED_AFTER_MS = 3 * CHECK_EVERY_MS;
 
 export interface Tracked {
   name: string;

@@ -1,5 +1,6 @@
-// The host's primary process (php-fpm's master): owns the public socket and dispatches each request to
-// an idle worker (host/dispatcher.ts); keeps its workers as --pm says (static: --workers; dynamic: idle
+// The host's primary process (php-fpm's master): owns the public socket, publishes its workers to the proxies
+// on its machine (WORKERS_PATH), and dispatches each request that reaches it to the least busy worker
+// (host/dispatcher.ts); keeps its workers as --pm says (static: --workers; dynamic: idle
 // ones between the spare bounds; ondemand: started by requests, stopped when idle), replaces a worker
 // that dies, recycles one that asks (max requests, an overrun) by starting its replacement first,
 // answers /status and /ping itself, and stops them all on SIGTERM.
@@ -26,9 +27,16 @@ import type { HostConfig } from '../common/settings.ts';
 import { onShutdownSignal } from '../common/shutdown.ts';
 import { Supervisor, type Launched } from '../common/supervisor.ts';
 import { openHostLog } from './hostLogFile.ts';
-import { HOST_MAX_HEADER_SIZE } from '../common/protocol.ts';
+import { HOST_MAX_HEADER_SIZE, WORKERS_PATH, type WorkerTable } from '../common/protocol.ts';
 import { Dispatcher, WorkerSlot } from './dispatcher.ts';
-import { WATCHDOG_LOG_FD, type PoolSays, type WireHostEntry, type WorkerSays } from './poolMessages.ts';
+import {
+  BLOCKED_AFTER_MS,
+  WATCHDOG_LOG_FD,
+  type PoolSays,
+  type WatchdogLine,
+  type WireHostEntry,
+  type WorkerSays,
+} from './poolMessages.ts';
 import { removeUploadsOf } from './uploadDir.ts';
 import { answerMissingController } from './missingController.ts';
 import { requestIdOf } from '../common/requestId.ts';
@@ -84,6 +92,8 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
   const socketDir = await mkdtemp(join(tmpdir(), 'extqs-host-'));
   let socketSerial = 0;
   let maxChildrenReached = 0;
+  /** php-fpm's "max active processes", as the workers count themselves. */
+  let maxActive = 0;
   /** php-fpm warns once until the pool has room again. */
   let warnedMaxChildren = false;
   // A request whose controller outlives its answer keeps its worker busy at most this long.
@@ -97,6 +107,8 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
     retire: (worker) => {
       const slot = slots.get(worker);
       if (slot) dispatcher.remove(slot);
+      // The proxies first: they stop sending it requests and close their connections to it as they end.
+      publishTable();
       channels.get(worker)?.notify('retire', null);
     },
     events: {
@@ -105,6 +117,7 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
         // What it ran failed with its connection (a reset, as before); what waits in the queue does not.
         if (slot) {
           dispatcher.gone(slot);
+          publishTable();
           rm(slot.socketPath, { force: true }).catch(() => undefined);
         }
         const last = lastReported.get(worker);
@@ -140,7 +153,7 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
     log.warn(`[pool extqs-host] server reached max_children setting (${current.workers}), consider raising it`);
   }
 
-  const dispatcher = new Dispatcher(config.listenBacklog, {
+  const dispatcher = new Dispatcher(config.listenBacklog, config.workerConcurrency, {
     // Counted in the pool's own totals, as the worker that answered it before counted it.
     answerWithoutWorker: answerMissingController(join(config.www, 'controllers'), log, () => countMissingAnswered(departed)),
     noIdleWorker() {
@@ -181,24 +194,72 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
 
   let processManagerSettings = describeProcessManager(config);
 
-  function poolFields(): PoolFields {
+  /** php-fpm's pool fields; idle and active as the workers count themselves, since a proxy sends most requests straight to them. */
+  function poolFields(snapshots: readonly WorkerSnapshot[]): PoolFields {
+    const active = snapshots.filter((s) => s.state === 'busy').length;
+    maxActive = Math.max(maxActive, active, dispatcher.maxActive);
     return {
       processManager: config.pm,
       processManagerSettings,
+      workerConcurrency: current.workerConcurrency,
       listenQueue: dispatcher.queued,
       maxListenQueue: dispatcher.maxQueued,
       listenQueueLen: dispatcher.bound,
-      idleProcesses: dispatcher.idleCount,
-      activeProcesses: dispatcher.activeCount,
+      idleProcesses: snapshots.filter((s) => s.state === 'idle').length,
+      activeProcesses: active,
+      blockedProcesses: dispatcher.serving().filter((slot) => slot.blocked).length,
       totalProcesses: workers.handles.length,
-      maxActiveProcesses: dispatcher.maxActive,
+      maxActiveProcesses: maxActive,
       maxChildrenReached,
     };
   }
 
   async function poolStatus(full: boolean) {
     const snapshots = await Promise.all(workers.handles.filter((w) => !handedOver.has(w)).map(snapshotOf));
-    return summarize(process.pid, startedAt, snapshots, departed, poolFields(), full);
+    return summarize(process.pid, startedAt, snapshots, departed, poolFields(snapshots), full);
+  }
+
+  /**
+   * Since when each worker has run nothing, as it last said: requests a proxy sends it directly pass the
+   * primary by, so a dynamic or ondemand pool asks its workers (once a second) before it stops an idle one.
+   */
+  const quietSince = new WeakMap<Worker, { requests: number; since: number }>();
+  function observed(worker: Worker, snapshot: WorkerSnapshot): void {
+    const last = quietSince.get(worker);
+    if (snapshot.inFlight > 0 || !last || last.since === Infinity || last.requests !== snapshot.requests)
+      quietSince.set(worker, { requests: snapshot.requests, since: snapshot.inFlight > 0 ? Infinity : performance.now() });
+  }
+
+  /** Workers running nothing, the one idle longest first (ondemand and dynamic stop those first). */
+  function idleSlots(): WorkerSlot[] {
+    const sinceOf = (slot: WorkerSlot) => Math.max(slot.idleSince, quietSince.get(workerOf.get(slot)!)?.since ?? 0);
+    return dispatcher
+      .serving()
+      .filter((slot) => slot.inFlight === 0 && sinceOf(slot) !== Infinity)
+      .map((slot) => ({ slot, since: sinceOf(slot) }))
+      .sort((a, b) => a.since - b.since)
+      .map(({ slot, since }) => Object.assign(slot, { idleSince: since }));
+  }
+
+  /** Workers below --worker-concurrency (all of them when it is 0): Passenger starts another only when none is. */
+  const spareSlots = () =>
+    dispatcher.serving().filter((slot) => !slot.blocked && (current.workerConcurrency === 0 || slot.inFlight < current.workerConcurrency));
+
+  /** Proxies on this machine following the table of workers (WORKERS_PATH). */
+  const followers = new Set<ServerResponse>();
+  function workerTable(): WorkerTable {
+    // A host on TCP may be on another machine than its proxies: its workers' unix sockets are not theirs to reach.
+    const workers = config.socket
+      ? dispatcher
+          .serving()
+          .map((slot) => ({ pid: slot.pid, socket: slot.socketPath, blocked: slot.blocked, running: slot.blockedRunning }))
+      : [];
+    return { concurrency: current.workerConcurrency, workers };
+  }
+  function publishTable(): void {
+    if (followers.size === 0) return;
+    const line = `${JSON.stringify(workerTable())}\n`;
+    for (const res of followers) res.write(line);
   }
 
   function snapshotOf(worker: Worker): Promise<WorkerSnapshot> {
@@ -218,6 +279,7 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
     return channel.request('stats', null, SNAPSHOT_TIMEOUT_MS).then(
       (snapshot) => {
         lastReported.set(worker, snapshot);
+        observed(worker, snapshot);
         return snapshot;
       },
       () => placeholder('unresponsive'),
@@ -245,18 +307,37 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
     channel.on('listening', () => {
       up.add(worker);
       // One retired while it started (the pool was made smaller) takes no request.
-      if (!workers.isRetiring(worker)) dispatcher.add(slots.get(worker)!);
+      if (!workers.isRetiring(worker)) {
+        dispatcher.add(slots.get(worker)!);
+        publishTable();
+      }
       listened.get(worker)?.();
     });
     channel.on('retire-me', ({ reason }) => retire(worker, reason));
     // The watchdog thread's line, written while the worker's thread (and its IPC) was blocked.
     createInterface({ input: worker.process.stdio[WATCHDOG_LOG_FD] as Readable }).on('line', (line) => {
       try {
-        writeWireEntry(JSON.parse(line) as WireHostEntry);
+        const said = JSON.parse(line) as WatchdogLine;
+        if ('blocked' in said) return blockedChanged(worker, said.blocked, said.running);
+        writeWireEntry(said);
       } catch {
         log.error(`Unreadable line from the watchdog of worker ${worker.process.pid}: ${line}`);
       }
     });
+  }
+
+  /** A worker's event loop stopped turning while it ran calls, or turns again: it is routed around meanwhile. */
+  function blockedChanged(worker: Worker, blocked: boolean, running: string[]): void {
+    const slot = slots.get(worker);
+    if (!slot || !slot.accepting) return;
+    slot.blockedRunning = running;
+    if (blocked)
+      log.warn(
+        `Worker ${worker.process.pid} is blocked (its event loop has not turned for ${BLOCKED_AFTER_MS} ms): it is sent no new request until it turns again`,
+      );
+    else log.info(`Worker ${worker.process.pid} turns again: it takes requests`);
+    dispatcher.setBlocked(slot, blocked);
+    publishTable();
   }
 
   /** Replaces a worker that asked to: the old one keeps serving until the new one listens, so no request finds nobody. */
@@ -273,10 +354,12 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
   /** After a SIGHUP: the pool's bounds as read again; workers past --workers retired (idle ones first), a static pool filled. */
   fitPool = (previousWorkers) => {
     dispatcher.bound = current.listenBacklog;
+    dispatcher.setConcurrency(current.workerConcurrency);
+    publishTable();
     processManagerSettings = describeProcessManager(current);
     // Only a new count resizes: a worker being restarted after an exit is not yet counted as serving.
     if (current.workers === previousWorkers) return;
-    const idle = new Set(dispatcher.idleWorkers().map((slot) => workerOf.get(slot)));
+    const idle = new Set(idleSlots().map((slot) => workerOf.get(slot)));
     const byIdleFirst = serving().sort((a, b) => Number(idle.has(b)) - Number(idle.has(a)));
     for (const worker of byIdleFirst.slice(current.workers)) {
       log.info(`Stopping worker ${worker.process.pid} (--workers is now ${current.workers})`);
@@ -311,9 +394,21 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
 
   // php-fpm's maintenance, once a second.
   let spawnRate = 1;
-  function maintain(): void {
-    if (workers.stopped) return;
-    const idle = dispatcher.idleWorkers();
+  let maintaining = false;
+  async function maintain(): Promise<void> {
+    if (workers.stopped || maintaining) return;
+    maintaining = true;
+    try {
+      // Proxies send requests straight to the workers: only these know what they run.
+      if (current.workerConcurrency === 0) await Promise.all(dispatcher.serving().map((slot) => snapshotOf(workerOf.get(slot)!)));
+      if (!workers.stopped) fitSpares();
+    } finally {
+      maintaining = false;
+    }
+  }
+
+  function fitSpares(): void {
+    const idle = idleSlots();
     if (config.pm === 'ondemand') {
       // The one idle longest, past the timeout (php-fpm stops one a second).
       const oldest = idle[0];
@@ -321,7 +416,7 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
         const worker = workerOf.get(oldest);
         if (worker) reap(worker, `idle more than ${current.workerIdleTimeout} s`);
       }
-      if (dispatcher.idleCount > 0) warnedMaxChildren = false;
+      if (spareSlots().length > 0) warnedMaxChildren = false;
       return;
     }
     // dynamic
@@ -331,7 +426,8 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
       spawnRate = 1;
       return;
     }
-    const spare = idle.length + starting();
+    // Spare: below the concurrency limit (idle, at one request a worker, as php-fpm counts it).
+    const spare = spareSlots().length + starting();
     if (spare >= current.minSpareWorkers) {
       spawnRate = 1;
       warnedMaxChildren = false;
@@ -344,10 +440,17 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
     spawnRate = Math.min(spawnRate * 2, MAX_SPAWN_RATE);
   }
 
-  /** /status and /ping are the pool's own (php-fpm's master answers them); the rest goes to a worker. */
+  /** /status and /ping are the pool's own (php-fpm's master answers them), and the table of workers; the rest goes to a worker. */
   function serve(req: IncomingMessage, res: ServerResponse): void {
     const url = req.url ?? '';
     const path = url.split('?', 1)[0];
+    if (req.method === 'GET' && path === WORKERS_PATH) {
+      res.writeHead(200, { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' });
+      res.write(`${JSON.stringify(workerTable())}\n`);
+      followers.add(res);
+      res.once('close', () => followers.delete(res));
+      return;
+    }
     if ((req.method === 'GET' || req.method === 'HEAD') && (path === '/status' || path === '/ping')) {
       if (path === '/ping') return void res.writeHead(200, { 'content-type': 'text/plain' }).end('pong');
       const full = new URLSearchParams(url.slice(path.length + 1)).has('full');
@@ -398,7 +501,7 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
   if (config.socket) await chmod(config.socket, 0o600);
   const port = (server.address() as AddressInfo).port;
   const url = config.socket ? `unix:${config.socket}` : formatUpstream({ kind: 'tcp', host: config.hostListen, port });
-  const maintenance = config.pm === 'static' ? undefined : setInterval(maintain, MAINTENANCE_MS);
+  const maintenance = config.pm === 'static' ? undefined : setInterval(() => void maintain(), MAINTENANCE_MS);
   log.notice(
     `Host pool ${process.pid} serving ${config.www}/controllers on ${url} with ${config.pm === 'static' ? `${config.workers} workers` : `pm ${config.pm}, up to ${config.workers} workers, ${initial} started`}`,
   );
@@ -413,6 +516,8 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
     // it retries on another host) instead of a backlog that nobody accepts and that is reset when this
     // process exits (a reset before headers, which the proxy must answer 500).
     if (config.socket) await rm(config.socket, { force: true });
+    // The proxies stop sending requests straight to the workers: what they send next finds no socket too.
+    for (const res of followers) res.end();
     // Answer what still arrives with `Connection: close`, and leave idle connections for the proxy to close:
     // closing one ourselves races with the proxy reusing it, and the request it sends then would fail. The
     // proxy drops idle sockets within 10 s.

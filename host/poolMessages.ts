@@ -46,5 +46,17 @@ export interface PoolSays extends Conversation {
   };
 }
 
+/**
+ * A worker's heartbeat older than this means its thread is running JavaScript now, not waiting (3 of its 100 ms
+ * beats missed): the watchdog takes its stack for the slowlog, and tells the primary it is blocked.
+ */
+export const BLOCKED_AFTER_MS = 300;
+
+/**
+ * A line of the watchdog's pipe: a host.log event, or whether the worker's event loop has stopped turning
+ * while it runs calls (the primary then routes around it).
+ */
+export type WatchdogLine = WireHostEntry | { blocked: boolean; running: string[] };
+
 /** The worker's file descriptor of the pipe to the primary on which its watchdog thread writes host.log events. */
 export const WATCHDOG_LOG_FD = 4;

@@ -120,12 +120,16 @@ export interface PoolFields {
   processManager: string;
   /** The settings that shape the pool in its mode (`--pm dynamic --workers 4 --start-workers 2 …`). */
   processManagerSettings: string;
+  /** --worker-concurrency: the most requests a worker runs at once; 0 = unlimited. */
+  workerConcurrency: number;
   /** Requests waiting for a free worker now, the most ever, and the bound (--listen-backlog). */
   listenQueue: number;
   maxListenQueue: number;
   listenQueueLen: number;
   idleProcesses: number;
   activeProcesses: number;
+  /** Workers whose event loop has not turned for a while: they are sent nothing new until it does. */
+  blockedProcesses: number;
   totalProcesses: number;
   maxActiveProcesses: number;
   /** Times the pool wanted another worker and was at --workers (dynamic, ondemand). */

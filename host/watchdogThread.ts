@@ -6,7 +6,7 @@ import { writeSync } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
 import { readCall, viewSharedTable, type WatchdogData, type WatchdogMap } from './executionLimit.ts';
 import { mainThreadStack } from './mainThreadStack.ts';
-import type { WireHostEntry } from './poolMessages.ts';
+import type { WatchdogLine, WireHostEntry } from './poolMessages.ts';
 import { formatFrames, slowlogMessage, SourceMaps, type SlowCall, type SlowCause, type StackReport } from './slowlog.ts';
 
 const { buffer, limitMs, graceMs, slowlogMs, blockedAfterMs, logFd } = workerData as WatchdogData;
@@ -66,17 +66,34 @@ async function kill(slots: number[], now: number, blockedMs: number): Promise<vo
   process.kill(process.pid, 'SIGKILL');
 }
 
+/** What the primary was last told: a blocked worker is sent no new request until it turns again. */
+let saidBlocked = false;
+
+/**
+ * Tells the primary when the worker's loop stops and starts turning while calls run (docs/design.md §7.1), with the
+ * request ids of the calls running then: a proxy sends a request it sent that worker, not one of them, elsewhere.
+ */
+function sayBlocked(blocked: boolean, slots: number[]): void {
+  if (blocked === saidBlocked) return;
+  saidBlocked = blocked;
+  const running = blocked ? callsIn(slots).map(({ call }) => call.requestId) : [];
+  writeSync(logFd, `${JSON.stringify({ blocked, running } satisfies WatchdogLine)}\n`);
+}
+
 function check(): Promise<void> | undefined {
   const now = Date.now();
   const blockedMs = now - table.heartbeat[0];
   const overruns: number[] = [];
   const slow: number[] = [];
+  const running: number[] = [];
   for (let slot = 0; slot < table.startedAt.length; slot++) {
     const startedAt = table.startedAt[slot];
     if (startedAt === 0) continue;
+    running.push(slot);
     if (limitMs > 0 && blockedMs >= graceMs && now - startedAt >= limitMs + graceMs) overruns.push(slot);
     if (slowlogMs > 0 && now - startedAt >= slowlogMs && slowlogged.get(slot) !== startedAt) slow.push(slot);
   }
+  sayBlocked(running.length > 0 && blockedMs >= blockedAfterMs, running);
   if (overruns.length > 0) return kill(overruns, now, blockedMs);
   if (slow.length === 0) return undefined;
   for (const slot of slow) slowlogged.set(slot, table.startedAt[slot]);

@@ -17,7 +17,6 @@ import {
 import { ForwardedRequest, forwardingShared, type EngineRequest } from './forwardingCore.ts';
 import { isHttp2 } from './protocols.ts';
 import type { Readable } from 'node:stream';
-import type { UpstreamState } from './upstreams.ts';
 
 /**
  * Not forwarded: http-proxy emits 'proxyReq' only for a request without `expect`, and without it this
@@ -34,10 +33,17 @@ interface ProxiedRequest extends EngineRequest {
   forwarded: ForwardedRequest;
   /** The request to the host, once http-proxy made it. */
   upstreamRequest?: ClientRequest;
+  /** Sends so far: only the last one's failure reaches the core (an aborted one may have been sent again). */
+  attempts: number;
 }
 
 export function createHttpProxyForwarder(options: ForwarderOptions): Forward {
-  const shared = forwardingShared(options);
+  // A worker that left its host's table retires once its connections close: the idle ones are closed here
+  // (the agent names a unix socket's connections after its path, last).
+  const shared = forwardingShared(options, (worker) => {
+    for (const [name, sockets] of Object.entries(agent.freeSockets))
+      if (name.endsWith(`:${worker.socket}`)) for (const socket of sockets ?? []) socket.destroy();
+  });
   // `timeout` is what makes the agent drop idle sockets; Node sets it on busy sockets too, where it only
   // emits 'timeout', which nothing here listens to (the response deadline is the core's).
   const agent = new Agent({ keepAlive: true, maxSockets: 512, maxFreeSockets: 256, scheduling: 'lifo', timeout: IDLE_UPSTREAM_SOCKET_MS });
@@ -97,15 +103,22 @@ export function createHttpProxyForwarder(options: ForwarderOptions): Forward {
     const body: Readable | undefined = forwarded.body() ?? undefined;
     const request: ProxiedRequest = {
       forwarded,
-      send(upstream: UpstreamState) {
+      attempts: 0,
+      send(target: Upstream) {
+        const attempt = ++request.attempts;
+        const failed = (err: NodeJS.ErrnoException) => {
+          if (attempt === request.attempts) forwarded.failed(err);
+        };
         try {
-          proxy.web(req, res, { target: targetOf(upstream.upstream), buffer: body }, (err) => forwarded.failed(err));
+          proxy.web(req, res, { target: targetOf(target), buffer: body }, failed);
         } catch (err) {
           // http.request throws synchronously on headers Node refuses to send.
-          forwarded.failed(err as NodeJS.ErrnoException);
+          failed(err as NodeJS.ErrnoException);
         }
       },
       abort() {
+        // Whatever the aborted request reports is not this request's any more.
+        request.attempts += 1;
         request.upstreamRequest?.destroy();
       },
     };

@@ -16,38 +16,56 @@ import {
   type ForwarderOptions,
 } from './forwarding.ts';
 import { ForwardedRequest, forwardingShared, type EngineRequest } from './forwardingCore.ts';
-import type { UpstreamState } from './upstreams.ts';
 
 /** Fields undici frames or refuses itself (the other hop-by-hop ones are never forwarded). */
 const ENGINE_FRAMED = ['transfer-encoding', 'expect'] as const;
 
-/** One forwarded request as undici dispatches it: the host's answer is written to the request's answer sink as it arrives. */
-class UndiciRequest implements Dispatcher.DispatchHandler, EngineRequest {
-  private controller: Dispatcher.DispatchController | undefined;
+/** One forwarded request as undici dispatches it; each send is an attempt of its own. */
+class UndiciRequest implements EngineRequest {
+  private attempt: UndiciAttempt | undefined;
 
   constructor(
     private readonly forwarded: ForwardedRequest,
-    private readonly poolFor: (upstream: UpstreamState) => Pool,
+    private readonly poolFor: (target: Upstream) => Pool,
     private readonly options: Dispatcher.DispatchOptions,
   ) {}
 
-  send(upstream: UpstreamState): void {
-    this.controller = undefined;
+  send(target: Upstream): void {
+    const attempt = (this.attempt = new UndiciAttempt(this.forwarded));
     try {
-      this.poolFor(upstream).dispatch(this.options, this);
+      this.poolFor(target).dispatch(this.options, attempt);
     } catch (err) {
       // undici refuses some requests synchronously (invalid header values).
-      this.onResponseError(undefined as unknown as Dispatcher.DispatchController, err as Error & { code?: string });
+      attempt.onResponseError(undefined as unknown as Dispatcher.DispatchController, err as Error & { code?: string });
     }
   }
 
   abort(reason: string): void {
-    this.controller?.abort(new Error(reason));
+    this.attempt?.drop(reason);
+  }
+}
+
+/** One send of a forwarded request: the host's answer is written to the request's answer sink as it arrives. */
+class UndiciAttempt implements Dispatcher.DispatchHandler {
+  private controller: Dispatcher.DispatchController | undefined;
+  /** Set once it is aborted: nothing it hears from then on reaches the request (it may have been sent again). */
+  private dropped: Error | undefined;
+
+  constructor(private readonly forwarded: ForwardedRequest) {}
+
+  drop(reason: string): void {
+    this.dropped ??= new Error(reason);
+    this.controller?.abort(this.dropped);
+  }
+
+  /** Whether what it hears is to be ignored: it was dropped, or the request was answered otherwise. */
+  private get over(): boolean {
+    return this.dropped !== undefined || this.forwarded.settled;
   }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.controller = controller;
-    if (this.forwarded.settled) controller.abort(new Error('abandoned before it started'));
+    if (this.over) controller.abort(this.dropped ?? new Error('abandoned before it started'));
   }
 
   onResponseStart(
@@ -55,14 +73,14 @@ class UndiciRequest implements Dispatcher.DispatchHandler, EngineRequest {
     statusCode: number,
     headers: Record<string, string | string[] | undefined>,
   ): void {
-    if (this.forwarded.settled) return controller.abort(new Error('answered already'));
+    if (this.over) return controller.abort(this.dropped ?? new Error('answered already'));
     // Not relayed: its body is read and dropped below, so the connection stays for the next request.
     if (!this.forwarded.answerHead(statusCode, headers)) return;
     this.forwarded.ctx.answer.head(statusCode, responseHeaders(headers, NODE_FRAMED));
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    if (this.forwarded.settled) return;
+    if (this.over) return;
     this.forwarded.passed(chunk.length);
     const { answer } = this.forwarded.ctx;
     if (!answer.write(chunk)) {
@@ -72,11 +90,12 @@ class UndiciRequest implements Dispatcher.DispatchHandler, EngineRequest {
   }
 
   onResponseEnd(_controller: Dispatcher.DispatchController, trailers: Record<string, string | string[] | undefined>): void {
-    if (this.forwarded.settled || this.forwarded.answerEnded(trailers)) return;
+    if (this.over || this.forwarded.answerEnded(trailers)) return;
     this.forwarded.ctx.answer.end();
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, cause: Error & { code?: string }): void {
+    if (this.dropped) return;
     // undici says UND_ERR_SOCKET ("other side closed") where Node's client says ECONNRESET.
     this.forwarded.failed(Object.assign(new Error(cause.message), { code: cause.code === 'UND_ERR_SOCKET' ? 'ECONNRESET' : cause.code }));
   }
@@ -87,22 +106,31 @@ function originOf(upstream: Upstream): string {
 }
 
 export function createUndiciForwarder(options: ForwarderOptions): Forward {
-  const shared = forwardingShared(options);
-  const pools = new Map(
-    options.upstreams.all.map((state) => [
-      state,
-      new UndiciPool(originOf(state.upstream), {
-        socketPath: state.upstream.kind === 'unix' ? state.upstream.path : undefined,
-        connections: 512,
-        keepAliveTimeout: IDLE_UPSTREAM_SOCKET_MS,
-        keepAliveMaxTimeout: IDLE_UPSTREAM_SOCKET_MS,
-        // The deadline is ours (exact, and logged as a 504); undici's timers are coarse.
-        headersTimeout: 0,
-        bodyTimeout: 0,
-      }),
-    ]),
-  );
-  const poolFor = (upstream: UpstreamState) => pools.get(upstream)!;
+  const newPool = (target: Upstream) =>
+    new UndiciPool(originOf(target), {
+      socketPath: target.kind === 'unix' ? target.path : undefined,
+      connections: 512,
+      keepAliveTimeout: IDLE_UPSTREAM_SOCKET_MS,
+      keepAliveMaxTimeout: IDLE_UPSTREAM_SOCKET_MS,
+      // The deadline is ours (exact, and logged as a 504); undici's timers are coarse.
+      headersTimeout: 0,
+      bodyTimeout: 0,
+    });
+  /** A pool per host primary and per host worker, by address. */
+  const pools = new Map<string, Pool>();
+  const poolFor = (target: Upstream) => {
+    const name = formatUpstream(target);
+    let pool = pools.get(name);
+    if (!pool) pools.set(name, (pool = newPool(target)));
+    return pool;
+  };
+  // A worker that left its host's table retires: its connections close as their requests end.
+  const shared = forwardingShared(options, (worker) => {
+    const name = formatUpstream(worker.upstream);
+    const pool = pools.get(name);
+    pools.delete(name);
+    pool?.close().catch(() => undefined);
+  });
 
   return function forward(ctx, url) {
     const forwarded = new ForwardedRequest(ctx, url, shared);

@@ -192,6 +192,8 @@ export function forwardedHeaders(
 export interface Failures {
   /** No response headers within the limit: 504 naming the controller and the limit. */
   timedOut(ctx: RequestContext, path: string): void;
+  /** The connection to a host worker failed (a connect, or before any answer) and the request goes again: logged only. */
+  workerFailed(err: NodeJS.ErrnoException, ctx: RequestContext, path: string, pid: number, how: 'unreachable' | 'closed' | 'blocked'): void;
   /** A connect to `upstream` failed and the request goes to another one: logged only. */
   connectFailed(err: NodeJS.ErrnoException, ctx: RequestContext, path: string, upstream: UpstreamState): void;
   /** The request could not be forwarded or the host ended it without headers: 503 or 500. */
@@ -283,6 +285,10 @@ export function failures({ upstreamTimeoutMs, limitRequestBody }: ForwarderOptio
       sendErrorPage(res, 413);
     },
     connectFailed: logConnectFailure,
+    workerFailed(err, ctx, path, pid, how) {
+      const what = { unreachable: 'could not be reached', closed: 'closed the connection before answering', blocked: 'is blocked' }[how];
+      ctx.log('proxy', 'warn', `host worker ${pid} ${what} for ${path}; sent again`, `(${err.code ?? 'ECONNRESET'})${err.message}`);
+    },
     failed(err, ctx, path, upstream) {
       const { res } = ctx;
       if (responseGone(res)) return; // nobody left to answer (the server logged why, if the request broke off)

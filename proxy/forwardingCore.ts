@@ -7,13 +7,15 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { PassThrough, type Readable } from 'node:stream';
 import { failures, isConnectError, type Failures, type ForwarderOptions } from './forwarding.ts';
 import type { RequestContext } from './requestContext.ts';
+import type { Upstream } from '../common/settingParsers.ts';
 import type { UpstreamState } from './upstreams.ts';
+import { HostWorkers, type SentRequest, type WorkerTarget } from './workerRoutes.ts';
 
 /** What an engine does for the core. */
 export interface EngineRequest {
-  /** Sends the request to this upstream (again, after a connect failure). */
-  send(upstream: UpstreamState): void;
-  /** Stops the host's request; whatever it answers is ignored. */
+  /** Sends the request to `target`: the upstream's address, or one of its workers' (again, after a failure). */
+  send(target: Upstream): void;
+  /** Stops the host's request as last sent; whatever it answers or reports from then on is ignored. */
   abort(reason: string): void;
 }
 
@@ -43,18 +45,33 @@ function limitedBody(req: IncomingMessage, res: ServerResponse, limit: number, t
   return req.pipe(body);
 }
 
-/** What every forwarded request shares: the engine's options and the answers to each failure. */
+/** What every forwarded request shares: the engine's options, the answers to each failure, and each host's workers. */
 export interface ForwardingShared extends ForwarderOptions {
   fail: Failures;
+  workersOf: Map<UpstreamState, HostWorkers>;
 }
 
-export const forwardingShared = (options: ForwarderOptions): ForwardingShared => ({ ...options, fail: failures(options) });
+/** `workerLeft`: a host's worker left its table, and the engine closes its connections to it once they are idle. */
+export function forwardingShared(options: ForwarderOptions, workerLeft: (target: WorkerTarget) => void): ForwardingShared {
+  const workersOf = new Map(
+    options.upstreams.all.map((state) => {
+      const workers = new HostWorkers(state.upstream, { left: workerLeft });
+      workers.follow();
+      return [state, workers];
+    }),
+  );
+  return { ...options, fail: failures(options), workersOf };
+}
 
-export class ForwardedRequest {
+export class ForwardedRequest implements SentRequest {
   /** Answered by the proxy itself (504, a refused body, a host error page) or nobody left: the host's answer is dropped. */
   settled = false;
   /** The upstream it was sent to last. */
   upstream!: UpstreamState;
+  /** The worker of that upstream it went to straight, if it did not go through the upstream's primary. */
+  private worker: WorkerTarget | undefined;
+  /** Sent once more after its worker's connection failed before an answer (a worker that died). */
+  private resent = false;
   /** Upstreams that could not be reached for it. */
   private tried: Set<UpstreamState> | undefined;
   private deadline: NodeJS.Timeout | undefined;
@@ -64,6 +81,7 @@ export class ForwardedRequest {
   private readonly retryable: boolean;
   /** The target's path, without its query: what the log lines name. */
   readonly path: string;
+  readonly requestId: string;
 
   constructor(
     readonly ctx: RequestContext,
@@ -72,6 +90,7 @@ export class ForwardedRequest {
     private readonly shared: ForwardingShared,
   ) {
     this.path = url.split('?', 1)[0];
+    this.requestId = ctx.id;
     // nginx's proxy_next_upstream for idempotent methods: only a request without a body, so nothing was consumed.
     this.retryable = (ctx.req.method === 'GET' || ctx.req.method === 'HEAD') && !ctx.withBody;
   }
@@ -95,6 +114,7 @@ export class ForwardedRequest {
     const { req, res } = this.ctx;
     res.once('close', () => {
       if (!res.writableFinished) this.abandon('client closed the request');
+      this.leaveWorker();
     });
     const { upstreamTimeoutMs } = this.shared;
     if (upstreamTimeoutMs > 0) {
@@ -110,10 +130,37 @@ export class ForwardedRequest {
     return () => this.abandon('request body malformed');
   }
 
-  private sendTo(upstream: UpstreamState): void {
+  private sendTo(upstream: UpstreamState, except?: WorkerTarget): void {
     this.upstream = upstream;
     upstream.requests += 1;
-    this.engine.send(upstream);
+    const worker = this.shared.workersOf.get(upstream)?.pick(except);
+    this.worker = worker;
+    worker?.sent.add(this);
+    this.engine.send(worker ? worker.upstream : upstream.upstream);
+  }
+
+  /** The request no longer counts towards its worker's load (least-busy routing). */
+  private leaveWorker(): WorkerTarget | undefined {
+    const worker = this.worker;
+    worker?.sent.delete(this);
+    this.worker = undefined;
+    return worker;
+  }
+
+  reroute(): void {
+    // Only a request that consumed nothing and has no answer yet: it may run twice if it had started after all.
+    if (this.settled || this.ctx.res.headersSent || !this.retryable) return;
+    const worker = this.leaveWorker();
+    if (!worker) return;
+    this.engine.abort('its worker is blocked');
+    this.shared.fail.workerFailed(
+      Object.assign(new Error('its event loop does not turn'), { code: 'EBUSY' }),
+      this.ctx,
+      this.path,
+      worker.pid,
+      'blocked',
+    );
+    this.sendTo(this.upstream, worker);
   }
 
   /** The client went away, the deadline passed or the server answers it itself: the host's work stops (its signal fires). */
@@ -166,15 +213,25 @@ export class ForwardedRequest {
   failed(err: NodeJS.ErrnoException): void {
     if (this.settled) return;
     const { upstreams, fail } = this.shared;
-    if (isConnectError(err)) {
+    const { req, res } = this.ctx;
+    const connect = isConnectError(err);
+    // Nothing reached the host: a request without a body may go again (an ended request stream pipes into
+    // the next upstream request as an immediate end).
+    const again = this.retryable && !res.headersSent && !req.socket?.destroyed;
+    const worker = this.leaveWorker();
+    if (worker) {
+      // A worker that cannot be reached (it retired a moment ago) is left out; one whose connection failed
+      // before an answer most likely died, and takes the requests it ran with it: a request that consumed
+      // nothing goes once more to another worker or the primary, as nginx's proxy_next_upstream error.
+      if (connect) this.shared.workersOf.get(this.upstream)!.unreachable(worker);
+      if (again && (connect || !this.resent)) {
+        if (!connect) this.resent = true;
+        fail.workerFailed(err, this.ctx, this.path, worker.pid, connect ? 'unreachable' : 'closed');
+        return this.sendTo(this.upstream, worker);
+      }
+    } else if (connect) {
       upstreams.connectFailed(this.upstream);
-      const { req, res } = this.ctx;
-      // Nothing reached the host: a request without a body may go again (an ended request stream pipes into
-      // the next upstream request as an immediate end).
-      const next =
-        this.retryable && !res.headersSent && !req.socket?.destroyed
-          ? upstreams.pick((this.tried ??= new Set()).add(this.upstream))
-          : undefined;
+      const next = again ? upstreams.pick((this.tried ??= new Set()).add(this.upstream)) : undefined;
       if (next) {
         fail.connectFailed(err, this.ctx, this.path, this.upstream);
         return this.sendTo(next);

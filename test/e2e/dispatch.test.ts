@@ -1,7 +1,8 @@
-// Request-level dispatch in the host (php-fpm's model): a request never waits behind a busy worker while
-// another is idle; when every worker is busy it waits in one FIFO queue bounded by --listen-backlog
-// (past it: 503 and mod_fcgid's line); a stuck worker's kill fails only its own request. And the
-// process manager modes (--pm static|dynamic|ondemand). Real processes through the launcher.
+// Request-level dispatch in the host: a request never waits behind a stuck worker while another can take it;
+// at --worker-concurrency 1 (php-fpm's model, one request a worker), when every worker is busy it waits in one
+// FIFO queue bounded by --listen-backlog (past it: 503 and mod_fcgid's line); a stuck worker's kill fails only
+// its own request. And the process manager modes (--pm static|dynamic|ondemand). Real processes through the
+// launcher. Concurrency within a worker (the default) is test/e2e/concurrency.test.ts's.
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -56,6 +57,8 @@ function workerProcesses(pid: number): number {
 }
 
 describe('request-level dispatch (--workers 2 --max-execution-time 2)', function () {
+  // Five rounds, each waiting for a stuck call's 504 and, for a loop, its worker's kill and replacement.
+  this.timeout(60_000);
   let sandbox: Sandbox;
   let stack: Running;
 
@@ -110,7 +113,7 @@ describe('request-level dispatch (--workers 2 --max-execution-time 2)', function
   });
 });
 
-describe('the listen queue (--workers 1)', function () {
+describe('the listen queue (--workers 1 --worker-concurrency 1)', function () {
   let sandbox: Sandbox;
   let stack: Running;
   /** A held request is let go before the stop, which would otherwise wait for it (--shutdown-timeout). */
@@ -128,7 +131,7 @@ describe('the listen queue (--workers 1)', function () {
     writeFileSync(join(sandbox.controllers, 'Quick.ts'), `export default () => 'quick';\n`);
     const hold = holdController(sandbox, 'Hold');
     release = hold.release;
-    stack = await startStack(sandbox, ['--workers', '1', '--listen-backlog', '1', '--proxy-workers', '1']);
+    stack = await startStack(sandbox, ['--workers', '1', '--worker-concurrency', '1', '--listen-backlog', '1', '--proxy-workers', '1']);
     const held = get(stack.url, '/External/Hold');
     await hold.reached();
     const queued = get(stack.url, '/External/Quick?queued');
@@ -176,7 +179,7 @@ describe('the listen queue (--workers 1)', function () {
     const hold = holdController(sandbox, 'Hold');
     release = hold.release;
     // No request may wait: one that needed a worker now is refused 503 at once.
-    stack = await startStack(sandbox, ['--workers', '1', '--listen-backlog', '0', '--proxy-workers', '1']);
+    stack = await startStack(sandbox, ['--workers', '1', '--worker-concurrency', '1', '--listen-backlog', '0', '--proxy-workers', '1']);
     const held = get(stack.url, '/External/Hold');
     await hold.reached();
 
@@ -235,7 +238,18 @@ describe('the listen queue (--workers 1)', function () {
     const spin = callMarker(sandbox, 'Spin');
     writeFileSync(join(sandbox.controllers, 'Spin.ts'), `export default () => { ${spin.statement} for (;;) {} };\n`);
     // The proxy waits longer than the watchdog: the queued requests outlive the kill.
-    stack = await startStack(sandbox, ['--workers', '1', '--max-execution-time', '1', '--upstream-timeout', '20', '--proxy-workers', '1']);
+    stack = await startStack(sandbox, [
+      '--workers',
+      '1',
+      '--worker-concurrency',
+      '1',
+      '--max-execution-time',
+      '1',
+      '--upstream-timeout',
+      '20',
+      '--proxy-workers',
+      '1',
+    ]);
     const stuck = get(stack.url, '/External/Spin');
     await spin.reached();
     const queued = [1, 2, 3].map((i) => get(stack.url, `/External/Quick?${i}`));
@@ -284,7 +298,7 @@ describe('process manager modes', function () {
     sandbox = makeSandbox();
     const hold = holdController(sandbox, 'Hold');
     writeFileSync(join(sandbox.controllers, 'Quick.ts'), `export default () => 'quick';\n`);
-    stack = await startStack(sandbox, ['--pm', 'ondemand', '--workers', '1', '--proxy-workers', '1']);
+    stack = await startStack(sandbox, ['--pm', 'ondemand', '--workers', '1', '--worker-concurrency', '1', '--proxy-workers', '1']);
     const held = get(stack.url, '/External/Hold');
     await hold.reached(10_000);
     const queued = get(stack.url, '/External/Quick');
@@ -296,17 +310,21 @@ describe('process manager modes', function () {
     expect(readLog(sandbox, 'host.log').some((l) => l.includes('server reached max_children setting (1)'))).to.equal(true);
   });
 
-  it('dynamic: keeps --min-spare-workers idle under load and stops those past --max-spare-workers', async function () {
+  it('dynamic: starts a worker when all are at --worker-concurrency, and stops those past --max-spare-workers', async function () {
     sandbox = makeSandbox();
     const hold = holdController(sandbox, 'Hold');
     stack = await startStack(sandbox, [
       ...['--pm', 'dynamic', '--workers', '4', '--start-workers', '2', '--min-spare-workers', '1', '--max-spare-workers', '2'],
-      ...['--proxy-workers', '1'],
+      ...['--worker-concurrency', '2', '--proxy-workers', '1'],
     ]);
     expect(workerProcesses(hostPid(sandbox))).to.equal(2);
-    const held = [get(stack.url, '/External/Hold'), get(stack.url, '/External/Hold')];
-    await hold.reached(5000, 2);
-    // Both busy: the maintenance starts one to have a spare again.
+    const held = [1, 2, 3].map(() => get(stack.url, '/External/Hold'));
+    await hold.reached(5000, 3);
+    // One worker at its limit and one below it: that one is the spare, and none is started.
+    await poolWhen(stack, (p) => p.activeProcesses === 2 && p.totalProcesses === 2, 'both workers busy');
+    held.push(get(stack.url, '/External/Hold'));
+    await hold.reached(5000, 4);
+    // Both at their limit (Passenger's rule): the maintenance starts one to have a spare again.
     await poolWhen(stack, (p) => p.activeProcesses === 2 && p.idleProcesses === 1 && p.totalProcesses === 3, 'a spare worker started');
     hold.release();
     await Promise.all(held);
