@@ -224,6 +224,8 @@ export function createHostApp({
           sourceMap: controller.sourceMap,
           what: `${request.method} ${request.url}`,
           startedAt: Date.now(),
+          // Read by the controller (php://input) while it still arrives: a listener takes its data.
+          receiving: () => !request.raw.complete && request.raw.listenerCount('data') > 0,
           onOverrun: () => {
             overran = true;
             aborter.abort(new Error('max_execution_time exceeded'));
@@ -231,6 +233,8 @@ export function createHostApp({
           },
         };
         limit.track(tracked);
+        const timed = tracked;
+        if (!request.raw.complete) request.raw.once('end', () => limit.restart(timed));
       }
       // As this call: its console lines carry the request id and the controller's name (consoleCapture.ts).
       const call = { requestId: request.id, controller: controller.name, mapStack: controller.mapStack };

@@ -10,7 +10,11 @@
 // worker's reset or close passed on as a reset or close. A request for a controller with no file is
 // answered by the primary itself (missingController.ts), taking no worker.
 import { Agent, request as httpRequest, type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import type { Socket } from 'node:net';
+import { join } from 'node:path';
+import { pipeline } from 'node:stream/promises';
 import { route, type RouteCandidate } from '../common/leastBusy.ts';
 import { POOL_FULL_FIELD } from '../common/protocol.ts';
 
@@ -61,17 +65,21 @@ export interface DispatcherEvents {
    * worker's controller has ended, so it is sent nothing while it still runs one.
    */
   whenIdle(slot: WorkerSlot): Promise<void>;
+  /** A body could not be written to the spool directory: the request is cut. */
+  spoolFailed(req: IncomingMessage, err: Error): void;
 }
 
 /**
- * A body whose Content-Length is at most this is read whole before a worker is taken (mod_fcgid's
+ * A body whose Content-Length is at most this is read whole into memory before a worker is taken (mod_fcgid's
  * FcgidMaxRequestInMem; nginx buffers a body before php-fpm sees it): a client sending it slowly holds a
- * connection, not a worker. A longer or chunked body is streamed to its worker as it arrives, holding it.
+ * connection, not a worker. A longer or chunked one is written to a file first when the workers' concurrency is
+ * bounded (mod_fcgid spools it so; a slow sender would hold one of few places), and streamed to its worker as it
+ * arrives when it is not (a worker takes other requests meanwhile, and a controller can answer before it ends).
  */
 const BODY_READ_FIRST = 64 * 1024;
 
-/** A body read whole before its worker was chosen. */
-type ReadBody = Buffer[];
+/** A body read whole before its worker was chosen: in memory, or spooled to a file. */
+type ReadBody = Buffer[] | { file: string };
 
 /** Fields about this hop's connection: each hop has its own. */
 const HOP_FIELDS = new Set(['connection', 'keep-alive']);
@@ -101,6 +109,8 @@ export class Dispatcher {
   /** Workers that listen, in the order they came. */
   private readonly workers: WorkerSlot[] = [];
   private readonly queue: Waiting[] = [];
+  /** Bodies spooled since start: each file's name. */
+  private spooled = 0;
   /** php-fpm's "max listen queue" and "max active processes", since the pool started. */
   maxQueued = 0;
   maxActive = 0;
@@ -110,6 +120,8 @@ export class Dispatcher {
     public bound: number,
     /** --worker-concurrency; a SIGHUP may change it (setConcurrency). */
     private concurrency: number,
+    /** A private directory for bodies read before their worker is chosen. */
+    private readonly spoolDir: string,
     private readonly events: DispatcherEvents,
   ) {}
 
@@ -163,11 +175,10 @@ export class Dispatcher {
   }
 
   handle(req: IncomingMessage, res: ServerResponse): void {
-    // Read first: only a body of a known length that fits. A longer or chunked one is streamed at once, so a
-    // controller can still answer before it arrives (post_max_size, a 413).
     const length = req.headers['transfer-encoding'] === undefined ? Number(req.headers['content-length'] ?? 0) : Infinity;
-    if (length === 0 || !(length <= BODY_READ_FIRST)) return this.dispatch(req, res, undefined);
-    const body: ReadBody = [];
+    if (length === 0) return this.dispatch(req, res, undefined);
+    if (!(length <= BODY_READ_FIRST)) return this.concurrency > 0 ? this.spool(req, res) : this.dispatch(req, res, undefined);
+    const body: Buffer[] = [];
     const read = (chunk: Buffer) => body.push(chunk);
     // A client that leaves meanwhile ends nothing: no 'end', and no worker was taken.
     req.on('data', read);
@@ -175,6 +186,22 @@ export class Dispatcher {
       req.off('data', read);
       this.dispatch(req, res, body);
     });
+  }
+
+  /** Writes the body to a file of the spool directory, then dispatches it; a client that leaves takes it away. */
+  private spool(req: IncomingMessage, res: ServerResponse): void {
+    const file = join(this.spoolDir, `body-${++this.spooled}`);
+    const out = createWriteStream(file, { flags: 'wx', mode: 0o600 });
+    const drop = () => void rm(file, { force: true });
+    res.once('close', drop);
+    pipeline(req, out).then(
+      () => this.dispatch(req, res, { file }),
+      (err: Error) => {
+        // The client left mid-body, or the disk refused it (then the proxy answers its 500 page).
+        if (!res.destroyed && !req.destroyed) this.events.spoolFailed(req, err);
+        res.destroy();
+      },
+    );
   }
 
   private dispatch(req: IncomingMessage, res: ServerResponse, body: ReadBody | undefined): void {
@@ -281,9 +308,10 @@ export class Dispatcher {
     res.once('close', () => {
       if (!res.writableFinished) upstream.destroy();
     });
-    if (body) {
+    if (Array.isArray(body)) {
       for (const chunk of body) upstream.write(chunk);
       upstream.end();
-    } else req.pipe(upstream);
+    } else if (body) createReadStream(body.file).pipe(upstream);
+    else req.pipe(upstream);
   }
 }

@@ -38,6 +38,11 @@ export interface Tracked {
   sourceMap: string;
   what: string;
   startedAt: number;
+  /**
+   * True while the controller reads a request body that is still arriving: an upload's time is not the
+   * script's (PHP reads the body before the script starts), so the clock waits, and starts again once it is in.
+   */
+  receiving?: () => boolean;
   /** Ends the request (drop + abort); called once, at the limit. */
   onOverrun: () => void;
 }
@@ -166,6 +171,13 @@ export class ExecutionLimit {
     this.slots.set(tracked, slot);
   }
 
+  /** Starts the call's clock again from now (its body has just arrived). */
+  restart(tracked: Tracked): void {
+    tracked.startedAt = Date.now();
+    const slot = this.slots.get(tracked);
+    if (slot !== undefined) this.table.startedAt[slot] = tracked.startedAt;
+  }
+
   release(tracked: Tracked): void {
     const slot = this.slots.get(tracked);
     if (slot === undefined) return;
@@ -180,6 +192,7 @@ export class ExecutionLimit {
     this.table.heartbeat[0] = now;
     if (this.limitMs === 0) return;
     for (const tracked of this.running.values()) {
+      if (tracked.receiving?.()) continue;
       if (now - tracked.startedAt >= this.limitMs + DROP_GRACE_MS) {
         this.release(tracked);
         this.events.overrun(tracked);

@@ -153,7 +153,10 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
     log.warn(`[pool extqs-host] server reached max_children setting (${current.workers}), consider raising it`);
   }
 
-  const dispatcher = new Dispatcher(config.listenBacklog, config.workerConcurrency, {
+  const dispatcher = new Dispatcher(config.listenBacklog, config.workerConcurrency, socketDir, {
+    spoolFailed(req, err) {
+      log.error(`Could not keep the body of ${req.method} ${req.url} until a worker takes it: ${err.message}`, requestIdOf(req.headers));
+    },
     // Counted in the pool's own totals, as the worker that answered it before counted it.
     answerWithoutWorker: answerMissingController(join(config.www, 'controllers'), log, () => countMissingAnswered(departed)),
     noIdleWorker() {

@@ -102,6 +102,7 @@ describe('config', () => {
         startWorkers: Math.floor(1 + (Math.min(3, Math.min(availableParallelism(), 256)) - 1) / 2),
         minSpareWorkers: 1,
         maxSpareWorkers: Math.min(3, Math.min(availableParallelism(), 256)),
+        workerConcurrency: 0,
         workerIdleTimeout: 10,
         listenBacklog: 511,
         proxyWorkers: Math.min(availableParallelism(), 256),
