@@ -211,6 +211,7 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
       idleProcesses: snapshots.filter((s) => s.state === 'idle').length,
       activeProcesses: active,
       blockedProcesses: dispatcher.serving().filter((slot) => slot.blocked).length,
+      requestsInFlight: snapshots.reduce((sum, s) => sum + s.inFlight, 0),
       totalProcesses: workers.handles.length,
       maxActiveProcesses: maxActive,
       maxChildrenReached,

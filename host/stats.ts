@@ -130,6 +130,8 @@ export interface PoolFields {
   activeProcesses: number;
   /** Workers whose event loop has not turned for a while: they are sent nothing new until it does. */
   blockedProcesses: number;
+  /** Controller requests the workers run now, as each counts them (a proxy sends most of them straight there). */
+  requestsInFlight: number;
   totalProcesses: number;
   maxActiveProcesses: number;
   /** Times the pool wanted another worker and was at --workers (dynamic, ondemand). */

@@ -283,6 +283,17 @@ export async function hostMetricsJson(hosts: StatusReport['hosts']): Promise<Met
     maxActiveProcesses: gauge('extqs_host_max_active_processes', 'The most host workers running requests at once since the pool started.', [
       'upstream',
     ]),
+    blockedProcesses: gauge(
+      'extqs_host_blocked_processes',
+      'Host workers whose event loop has not turned for a while: they are sent nothing new until it does.',
+      ['upstream'],
+    ),
+    requestsInFlight: gauge('extqs_host_requests_in_flight', 'Controller requests the host workers run now, summed.', ['upstream']),
+    workerConcurrency: gauge(
+      'extqs_host_worker_concurrency',
+      'The most requests one host worker runs at once (--worker-concurrency; 0 = unlimited).',
+      ['upstream'],
+    ),
     maxChildrenReached: counter(
       'extqs_host_max_children_reached_total',
       'Times the pool wanted another worker and was at --workers (dynamic and ondemand).',

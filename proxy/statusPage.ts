@@ -22,6 +22,9 @@ export interface HostSummary {
   totalProcesses?: number;
   maxActiveProcesses?: number;
   maxChildrenReached?: number;
+  blockedProcesses?: number;
+  requestsInFlight?: number;
+  workerConcurrency?: number;
 }
 
 /** php-fpm's words for the pool fields of a host's /status, in its order. */
@@ -35,6 +38,9 @@ export const POOL_FIELDS = [
   ['totalProcesses', 'total processes'],
   ['maxActiveProcesses', 'max active processes'],
   ['maxChildrenReached', 'max children reached'],
+  ['blockedProcesses', 'blocked processes'],
+  ['requestsInFlight', 'requests in flight'],
+  ['workerConcurrency', 'worker concurrency'],
 ] as const;
 
 /** `process manager: static, listen queue: 0, …` (`process_manager=static …` for ?auto). */

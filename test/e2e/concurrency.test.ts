@@ -6,6 +6,7 @@ import { connect } from 'node:net';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { get, type Reply } from '../helpers/http.ts';
+import { total } from '../helpers/metrics.ts';
 import { steadyLoad } from '../helpers/steadyLoad.ts';
 import { callMarker, eventually, makeSandbox, readLog, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
 
@@ -166,6 +167,7 @@ describe('concurrency in a host worker (--workers 2, --proxy-workers 2)', functi
       'the blocked line',
     );
     const spinner = Number(/Worker (\d+) is blocked/.exec(blocked)![1]);
+    expect(total((await get(stack.url, '/metrics')).body, 'extqs_host_blocked_processes'), 'blocked workers on /metrics').to.equal(1);
     const pids = new Set(replies.map((r) => (JSON.parse(r.body) as { pid: number }).pid));
     expect([...pids], 'served by the other worker only').to.deep.equal([...pids].filter((pid) => pid !== spinner));
     expect(existsSync(release), 'the spinner still spins').to.equal(false);

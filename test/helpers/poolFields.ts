@@ -11,6 +11,7 @@ export const NO_POOL: PoolFields = {
   idleProcesses: 0,
   activeProcesses: 0,
   blockedProcesses: 0,
+  requestsInFlight: 0,
   totalProcesses: 0,
   maxActiveProcesses: 0,
   maxChildrenReached: 0,
