@@ -74,12 +74,14 @@ function treesCpu(front: number, host: number, whole: number[] = [front, host]):
 }
 
 function summarise(runs: StackRun[]): StackSummary {
+  // A run with no answer has no latency or cost per answer (wrk reads its latencies as 0): left out.
   const answered = runs.filter((run) => run.total > 0);
-  const cpu = (part: keyof CpuSample) => (answered.length > 0 ? median(answered.map((run) => run.cpu[part])) : Number.NaN);
+  const ofAnswered = (figure: (run: StackRun) => number) => (answered.length > 0 ? median(answered.map(figure)) : Number.NaN);
+  const cpu = (part: keyof CpuSample) => ofAnswered((run) => run.cpu[part]);
   return {
     requestsPerSecond: median(runs.map((run) => run.requestsPerSecond)),
-    p50: median(runs.map((run) => run.p50)),
-    p99: median(runs.map((run) => run.p99)),
+    p50: ofAnswered((run) => run.p50),
+    p99: ofAnswered((run) => run.p99),
     failed: runs.reduce((sum, run) => sum + run.unexpected + run.errors + run.timeouts, 0),
     cpuMicrosPerRequest: { front: cpu('front'), host: cpu('host'), whole: cpu('whole') },
   };
@@ -171,7 +173,6 @@ async function main(): Promise<void> {
           const before = stack.cpu();
           const result = await load(stack, SECONDS);
           const after = stack.cpu();
-          // A run with no answer (php-fpm on the awaiting path) has no cost per answer: summarise leaves it out.
           const perRequest = (part: keyof CpuSample) => (after[part] - before[part]) / result.total;
           (runs[stack.name] ??= []).push({
             ...result,
@@ -190,6 +191,7 @@ async function main(): Promise<void> {
 
     const pad = (text: string, width: number) => text.padEnd(width);
     const micros = (value: number) => (Number.isFinite(value) ? String(Math.round(value)) : '-');
+    const milliseconds = (value: number) => (Number.isFinite(value) ? value.toFixed(1) : '-');
     const lines = [
       `whole stack, npm start defaults (${CPUS} proxy workers, ${CPUS} host workers), ${LOAD_GENERATOR}, ${ROUNDS} rounds of ${SECONDS} s per stack, medians`,
       `${pad('scenario', 36)}${pad('stack', 18)}${pad('conns', 7)}${pad('req/s', 9)}${pad('p50/p99 ms', 16)}${pad('failed', 8)}CPU us/req front/host/whole`,
@@ -198,7 +200,7 @@ async function main(): Promise<void> {
           const { front, host, whole } = s.cpuMicrosPerRequest;
           return (
             `${pad(i === 0 ? row.scenario : '', 36)}${pad(LABELS[name as StackName], 18)}${pad(String(row.connections), 7)}` +
-            `${pad(String(Math.round(s.requestsPerSecond)), 9)}${pad(`${s.p50.toFixed(1)}/${s.p99.toFixed(1)}`, 16)}${pad(String(s.failed), 8)}` +
+            `${pad(String(Math.round(s.requestsPerSecond)), 9)}${pad(`${milliseconds(s.p50)}/${milliseconds(s.p99)}`, 16)}${pad(String(s.failed), 8)}` +
             [front, host, whole].map(micros).join('/')
           );
         }),
