@@ -2,6 +2,7 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { request } from 'node:http';
+import { descendants } from './processes.ts';
 
 export function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
@@ -19,19 +20,21 @@ const CLOCK_TICKS_PER_SECOND = (() => {
   }
 })();
 
+/** CPU time (user + system, all threads) of one process, in clock ticks; 0 once it is gone. */
+function ticksOf(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return Number(fields[11]) + Number(fields[12]); // utime, stime
+  } catch {
+    return 0;
+  }
+}
+
 /**
  * CPU time (user + system, all threads) of a process and its direct children, from /proc, in µs: the
  * front's cost per request is far steadier across runs than req/s on a shared 2-core machine.
  */
 export function cpuMicros(pid: number): number {
-  const ticksOf = (p: number) => {
-    try {
-      const fields = readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1].split(' ');
-      return Number(fields[11]) + Number(fields[12]); // utime, stime
-    } catch {
-      return 0;
-    }
-  };
   let children: number[];
   try {
     children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
@@ -39,6 +42,11 @@ export function cpuMicros(pid: number): number {
     children = [];
   }
   return ((ticksOf(pid) + children.reduce((sum, child) => sum + ticksOf(child), 0)) * 1e6) / CLOCK_TICKS_PER_SECOND;
+}
+
+/** The same over every process under `pid`, however deep (a launcher's proxy workers are its grandchildren). */
+export function treeCpuMicros(pid: number): number {
+  return ([pid, ...descendants(pid)].reduce((sum, p) => sum + ticksOf(p), 0) * 1e6) / CLOCK_TICKS_PER_SECOND;
 }
 
 export function getBody(url: string, socketPath?: string): Promise<{ status: number; body: string }> {

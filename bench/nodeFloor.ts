@@ -35,7 +35,8 @@ const HOST_ONLY = new Set([HOST_STDERR_FIELD, ENDED_WITHOUT_HEADERS_FIELD, CONTR
 const notFound = Buffer.from(
   '<!DOCTYPE HTML PUBLIC "-//IETF//DTD HTML 2.0//EN">\n<html><head><title>404 Not Found</title></head></html>\n',
 );
-const pool = new Pool('http://localhost', { socketPath, connections: 64 });
+// Up to a connection per client connection of the stack bench's 100 (bench/stack.ts); undici opens them only as needed.
+const pool = new Pool('http://localhost', { socketPath, connections: 128 });
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding']);
 
 /** The host's answer, relayed as it comes. */

@@ -6,9 +6,9 @@
 // engine (undici) against nginx. The Node floor (nodeFloor.ts) is the least a Node.js front does on each
 // path: what is left above it is extqs's own work; the logging floor (the same with a logs directory) is
 // the least that also answers and logs as the legacy did, which splits that work into what the seed's
-// behaviour requires and what extqs's structure adds. The host floor (hostFloor.ts) is the least a Node.js
-// host does for a controller with no file, behind the same proxy: the host's CPU on that path is weighed
-// against it.
+// behaviour requires and what extqs's structure adds: the front is held to the logging floor + 15 µs. The
+// host floor (hostFloor.ts) is the least a Node.js host does for a controller with no file, behind the same
+// proxy: the host's CPU on that path is weighed against it. bench/stack.ts measures the whole stack.
 import type { ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { closeSync, mkdirSync, openSync, readFileSync, readSync, renameSync, statSync, writeFileSync } from 'node:fs';
@@ -37,7 +37,10 @@ const RELOADS_WARM_UP = 500;
 const CPU_TARGET = 2;
 /** The host's CPU per request at most this many times the host floor's, where it is measured. */
 const HOST_FLOOR_TARGET = 1.5;
-/** The front's CPU per request at most the Node floor's plus this many µs, on every path the floor serves. */
+/**
+ * The front's CPU per request at most the logging floor's plus this many µs, on every path the floor serves: the
+ * logging floor does what the legacy's answers and lines require, so what is above it is extqs's structure (issue 30).
+ */
 const FLOOR_GAP_TARGET_US = 15;
 const RELOAD_P99_TARGET_MS = 50;
 const RELOAD_GROWTH_TARGET_MB = 10;
@@ -201,9 +204,11 @@ function nginxRole(pid: number): string {
 async function main(): Promise<void> {
   // Measured first, while nothing else runs: `extqs start --workers 2` as an operator starts it.
   process.stderr.write(`load generator: ${LOAD_GENERATOR}\n`);
+  const scenarios = SCENARIOS.filter((scenario) => !ONLY || scenario.name.includes(ONLY));
+  // BENCH_ONLY naming another part of the bench (`stack`): nothing to start here.
+  if (scenarios.length === 0) return;
   const idle = ONLY ? undefined : await measureIdleStack(ROOT, 2);
   const idleOneProxy = ONLY ? undefined : await measureIdleStack(ROOT, 2, ['--proxy-workers', '1']);
-  const scenarios = SCENARIOS.filter((scenario) => !ONLY || scenario.name.includes(ONLY));
   const sandbox = makeSandbox();
   writeSite(sandbox);
   const socket = join(sandbox.dir, 'host.sock');
@@ -356,10 +361,12 @@ async function main(): Promise<void> {
         sixteenCores: SIXTEEN_CORES_US / (twoProxyWorkers.cpuMicrosPerRequest + twoProxyWorkers.hostCpuMicrosPerRequest),
         httpProxy: viaHttpProxy,
         nodeFloor: floor,
-        /** extqs's CPU per request above the Node floor's, in µs (target: FLOOR_GAP_TARGET_US). */
+        /** extqs's CPU per request above the Node floor's, in µs. */
         floorGap: floor && extqs.cpuMicrosPerRequest - floor.cpuMicrosPerRequest,
-        floorGapMet: floor && extqs.cpuMicrosPerRequest - floor.cpuMicrosPerRequest <= FLOOR_GAP_TARGET_US,
         loggingFloor,
+        /** extqs's CPU per request above the logging floor's, in µs (target: FLOOR_GAP_TARGET_US). */
+        loggingFloorGap: loggingFloor && extqs.cpuMicrosPerRequest - loggingFloor.cpuMicrosPerRequest,
+        loggingFloorGapMet: loggingFloor && extqs.cpuMicrosPerRequest - loggingFloor.cpuMicrosPerRequest <= FLOOR_GAP_TARGET_US,
         /** Of that gap, what the legacy's answers and lines cost a front at the least (the logging floor above the floor). */
         loggingGap: floor && loggingFloor && loggingFloor.cpuMicrosPerRequest - floor.cpuMicrosPerRequest,
         /** The host floor's figures behind its own proxy: its CPU is `hostCpuMicrosPerRequest`. */
@@ -382,7 +389,7 @@ async function main(): Promise<void> {
       `${totalMb(processes, 'rssMb', role).toFixed(0)}/${totalMb(processes, 'pssMb', role).toFixed(0)}`;
     const lines = [
       `load generator ${LOAD_GENERATOR}, 50 connections, ${ROUNDS} rounds of ${SECONDS} s per front, medians`,
-      `${pad('scenario', 24)}${pad('CPU us/req extqs/nginx', 24)}${pad('extqs req/s', 13)}${pad('nginx req/s', 13)}${pad('ratio', 17)}${pad('p50/p99 ms', 14)}${pad('unexp/err', 11)}${pad('host us/req (floor)', 28)}${pad('Node floor (extqs +, <= 15)', 36)}${pad('logging floor (+ floor)', 26)}${pad('2 proxy workers', 24)}${pad('16 cores', 12)}http-proxy engine`,
+      `${pad('scenario', 24)}${pad('CPU us/req extqs/nginx', 24)}${pad('extqs req/s', 13)}${pad('nginx req/s', 13)}${pad('ratio', 17)}${pad('p50/p99 ms', 14)}${pad('unexp/err', 11)}${pad('host us/req (floor)', 28)}${pad('Node floor (extqs +)', 32)}${pad(`logging floor (extqs +, <= ${FLOOR_GAP_TARGET_US})`, 34)}${pad('2 proxy workers', 24)}${pad('16 cores', 12)}http-proxy engine`,
       ...rows.map(
         (r) =>
           `${pad(r.scenario, 24)}` +
@@ -391,8 +398,8 @@ async function main(): Promise<void> {
           `${pad(`${fixed(r.ratio)}${r.target === undefined ? '' : ` >=${r.target}${verdict(r.met)}`}`, 17)}` +
           `${pad(`${fixed(r.extqs.p50, 1)}/${fixed(r.extqs.p99, 1)}`, 14)}${pad(`${r.extqs.unexpected}/${r.extqs.errors}`, 11)}` +
           `${pad(`${Math.round(r.extqs.hostCpuMicrosPerRequest)}${r.hostFloor ? ` (${Math.round(r.hostFloor.hostCpuMicrosPerRequest)}, ${fixed(r.hostFloorRatio)}x${verdict(r.hostFloorMet)})` : ''}`, 28)}` +
-          `${pad(r.nodeFloor ? `${Math.round(r.nodeFloor.cpuMicrosPerRequest)} us/req (+${Math.round(r.floorGap!)}${verdict(r.floorGapMet)}), ${Math.round(r.nodeFloor.requestsPerSecond)} req/s` : '-', 36)}` +
-          `${pad(r.loggingFloor ? `${Math.round(r.loggingFloor.cpuMicrosPerRequest)} us/req (+${Math.round(r.loggingGap!)})` : '-', 26)}` +
+          `${pad(r.nodeFloor ? `${Math.round(r.nodeFloor.cpuMicrosPerRequest)} us/req (+${Math.round(r.floorGap!)}), ${Math.round(r.nodeFloor.requestsPerSecond)} req/s` : '-', 32)}` +
+          `${pad(r.loggingFloor ? `${Math.round(r.loggingFloor.cpuMicrosPerRequest)} us/req (+${Math.round(r.loggingFloorGap!)}${verdict(r.loggingFloorGapMet)})` : '-', 34)}` +
           `${pad(`${Math.round(r.twoProxyWorkers.cpuMicrosPerRequest)} us/req, ${Math.round(r.twoProxyWorkers.requestsPerSecond)} req/s`, 24)}` +
           `${pad(`${Math.round(r.sixteenCores / 1000)}k req/s`, 12)}` +
           `${Math.round(r.httpProxy.cpuMicrosPerRequest)} us/req, ${Math.round(r.httpProxy.requestsPerSecond)} req/s`,
