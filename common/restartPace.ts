@@ -1,13 +1,19 @@
 // How a supervisor (common/supervisor.ts) paces the replacement of children that die: the first
 // `freeExits` exits within `windowMs` of one another are replaced at once; past them the replacement
 // waits `firstDelayMs`, doubling with each further exit up to `maxDelayMs`, so a child that dies at start
-// cannot spin its parent. An exit with no other within the window starts afresh.
+// cannot spin its parent. An exit with no other within the window starts afresh. With `readyExitsAtOnce`
+// only children that could not start are paced: one that was ready and died is replaced at once.
 
 export interface PacePolicy {
   freeExits: number;
   windowMs: number;
   firstDelayMs: number;
   maxDelayMs: number;
+  /**
+   * A child that was ready and then died is replaced at once and not counted (php-fpm forks a replacement for a
+   * child that died): pacing is for a child that cannot start, and waiting would hold every request back.
+   */
+  readyExitsAtOnce?: boolean;
 }
 
 const CRASH_WINDOW_MS = 10_000;
@@ -16,8 +22,8 @@ const CRASH_WINDOW_MS = 10_000;
 export const LAUNCHER_PACE: PacePolicy = { freeExits: 0, windowMs: CRASH_WINDOW_MS, firstDelayMs: 100, maxDelayMs: 5_000 };
 
 /** A primary's N workers: at once, unless more than 2×N died within 10 s; then 1 s. */
-export function poolPace(workers: number): PacePolicy {
-  return { freeExits: workers * 2, windowMs: CRASH_WINDOW_MS, firstDelayMs: 1_000, maxDelayMs: 1_000 };
+export function poolPace(workers: number, readyExitsAtOnce = false): PacePolicy {
+  return { freeExits: workers * 2, windowMs: CRASH_WINDOW_MS, firstDelayMs: 1_000, maxDelayMs: 1_000, readyExitsAtOnce };
 }
 
 export class RestartPace {

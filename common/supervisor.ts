@@ -147,7 +147,7 @@ export class Supervisor<H, R> {
     this.options.events?.left?.(child.handle, how, child.state);
     // One that was never ready is reported by its ready promise; one retiring was replaced already.
     if (this.stopping || child.state !== 'ready') return;
-    const delay = this.pace.delayAfterExit();
+    const delay = this.options.pace.readyExitsAtOnce ? 0 : this.pace.delayAfterExit();
     this.options.events?.exited?.(child.handle, how, delay);
     this.later(delay, () => this.restart());
   }

@@ -81,6 +81,9 @@ const BODY_READ_FIRST = 64 * 1024;
 /** A body read whole before its worker was chosen: in memory, or spooled to a file. */
 type ReadBody = Buffer[] | { file: string };
 
+/** What connecting to a worker's socket says when nobody listens there any more. */
+const NOT_LISTENING = new Set(['ECONNREFUSED', 'ENOENT']);
+
 /** Fields about this hop's connection: each hop has its own. */
 const HOP_FIELDS = new Set(['connection', 'keep-alive']);
 
@@ -294,7 +297,17 @@ export class Dispatcher {
         if (!answer.complete) endLike(res.socket, undefined);
       });
     });
-    upstream.on('error', (err: NodeJS.ErrnoException) => endLike(req.socket, err));
+    upstream.on('error', (err: NodeJS.ErrnoException) => {
+      // Nothing reached a worker that is gone (it exited a moment ago, and its exit is not handled yet): another takes
+      // the request, if its body can be sent again (it has none, or it was read before a worker was chosen).
+      const resendable =
+        body !== undefined || (req.headers['transfer-encoding'] === undefined && Number(req.headers['content-length'] ?? 0) === 0);
+      if (NOT_LISTENING.has(err.code ?? '') && resendable && !res.headersSent && !res.destroyed) {
+        this.remove(slot);
+        return this.dispatch(req, res, body);
+      }
+      endLike(req.socket, err);
+    });
     upstream.on('close', () => {
       // At one request a worker, one whose answer did not complete may still run its controller (the proxy
       // left mid-request): it stays busy until it ends, as php-fpm's child. A worker that runs many needs no wait.

@@ -102,7 +102,8 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
   // The handles are cluster workers; the events are host.log's lines and /status's counters.
   const workers: Supervisor<Worker, void> = new Supervisor({
     launch: fork,
-    pace: poolPace(config.workers),
+    // A worker that served and died (a controller's process.exit, a crash) is replaced at once, as php-fpm does.
+    pace: poolPace(config.workers, true),
     // Sent nothing more, then told to leave once its request (if any) ends; its successor, if any, listens.
     retire: (worker) => {
       const slot = slots.get(worker);

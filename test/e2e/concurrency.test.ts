@@ -320,6 +320,36 @@ describe('--worker-concurrency 1 --workers 1: a body is in before its worker is 
   });
 });
 
+describe('a controller that ends its worker (--workers 1)', function () {
+  this.timeout(60_000);
+  let sandbox: Sandbox;
+  let stack: Running;
+
+  after(async function () {
+    await stack?.stop();
+    sandbox?.remove();
+  });
+
+  it('has its worker replaced at once every time, however often, and the next request answered', async function () {
+    sandbox = makeSandbox();
+    writeFileSync(join(sandbox.controllers, 'Quick.ts'), `export default () => 'quick';\n`);
+    writeFileSync(join(sandbox.controllers, 'Exit.ts'), `export default () => { process.exit(0); };\n`);
+    stack = await startStack(sandbox, ['--workers', '1', '--proxy-workers', '1']);
+    for (let i = 0; i < 6; i++) expect((await get(stack.url, `/External/Exit?i=${i}`)).status).to.equal(500);
+    expect((await get(stack.url, '/External/Quick')).body).to.equal('quick');
+    const exits = await eventually(
+      () => {
+        const lines = readLog(sandbox, 'host.log').filter((l) => / Worker \d+ exited with code 0; starting a new one/.test(l));
+        return lines.length >= 6 ? lines : undefined;
+      },
+      10_000,
+      'six exit lines',
+    );
+    // Past twice --workers exits in 10 s a start used to wait 1 s: "starting a new one in 1000 ms".
+    expect(exits.filter((l) => !l.endsWith('starting a new one'))).to.deep.equal([]);
+  });
+});
+
 describe('SIGHUP changing --worker-concurrency under load', function () {
   this.timeout(60_000);
   let sandbox: Sandbox;

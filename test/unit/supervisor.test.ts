@@ -73,6 +73,19 @@ describe('Supervisor', function () {
     expect(log.filter((line) => line.startsWith('exited'))[0]).to.match(/^exited \d+ code 1 restart in 0$/);
   });
 
+  it('with readyExitsAtOnce, replaces a child that was ready at once every time, and paces only one that cannot start', async function () {
+    const { supervisor, log } = supervise(['die', 'die', 'die', 'die', 'fail', 'fail', 'serve'], { ...quick, readyExitsAtOnce: true });
+    await supervisor.start(1);
+    await until(log, /^ready/, 5);
+    const told = log.filter((line) => !line.startsWith('left')).map((line) => line.replace(/\d{3,}/g, 'PID'));
+    expect(told.filter((line) => line.startsWith('exited'))).to.deep.equal(Array(4).fill('exited PID code 1 restart in 0'));
+    // One free failed start (freeExits 1), then the paced ones.
+    expect(told.filter((line) => line.startsWith('restart failed'))).to.deep.equal([
+      'restart failed: exited with code 3 before it was ready; again in 0',
+      'restart failed: exited with code 3 before it was ready; again in 20',
+    ]);
+  });
+
   it('retries a replacement that cannot become ready, paced as an exit', async function () {
     const { supervisor, log } = supervise(['die', 'fail', 'serve']);
     await supervisor.start(1);
