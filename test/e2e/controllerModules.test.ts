@@ -22,7 +22,8 @@ describe('controllers that import their own modules', function () {
 
   before(async function () {
     sandbox = makeSandbox();
-    write('lib/greet.ts', `export const greet = (who: string): string => \`hello \${who}\`;\n`);
+    // Its default export has a controller's shape: served, it would answer.
+    write('lib/greet.ts', `export const greet = (who: string): string => \`hello \${who}\`;\nexport default () => 'a helper';\n`);
     write('lib/deep/shout.js', `exports.shout = (s) => s.toUpperCase();\n`);
     write('_shared/thrower.ts', `export function fail(why: string): never {\n  throw new Error(why);\n}\n`);
     // A package of the application, found from www/controllers as Node finds it.
@@ -57,8 +58,14 @@ describe('controllers that import their own modules', function () {
   });
 
   it('never serves a folder of helpers as a route', async function () {
-    expect((await get(stack.url, '/External/lib')).status).to.equal(500);
-    expect((await get(stack.url, '/External/greet')).status).to.equal(500);
+    for (const name of ['lib', 'greet']) {
+      const reply = await get(stack.url, `/External/${name}`);
+      expect(reply.status, name).to.equal(500);
+      expect(reply.body, name).not.to.contain('a helper');
+      // The missing controller's own line, not a load failure of lib/greet.ts.
+      const missing = `Failed opening controller script ${join(sandbox.controllers, `${name}.ts`)}: No such file or directory`;
+      await eventually(() => readLog(sandbox, 'host.log').find((l) => l.includes(missing)), 3000, `the missing-controller line of ${name}`);
+    }
   });
 
   it("maps a helper's stack frames to the helper's own file and line", async function () {
