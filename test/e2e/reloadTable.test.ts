@@ -5,17 +5,27 @@
 // they answer (at --proxy-workers 2; at 1 the same settings need a restart), one it says needs a restart is not
 // (the old value still in effect, and in the settings line). One stack per group of settings, SIGHUPs in sequence,
 // each adding its change to the file.
-import { mkdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
+import { mkdirSync, writeFileSync, existsSync } from 'node:fs';
 import { once } from 'node:events';
 import { connect as connectTls } from 'node:tls';
-import { join, sep } from 'node:path';
+import { join } from 'node:path';
 import { expect } from 'chai';
 import { SETTING_KEYS, specOf, type SettingKey } from '../../common/settings.ts';
 import { makeCertificate, type CertificateFiles } from '../../tools/certificate.ts';
 import { accepts, freePort } from '../../tools/ports.ts';
 import { get } from '../helpers/http.ts';
 import { total } from '../helpers/metrics.ts';
-import { descendants, eventually, makeSandbox, readLog, spawnReady, startProxy, type Running, type Sandbox } from '../helpers/stack.ts';
+import {
+  descendants,
+  eventually,
+  makeSandbox,
+  readLog,
+  roleOf,
+  spawnReady,
+  startProxy,
+  type Running,
+  type Sandbox,
+} from '../helpers/stack.ts';
 
 /** What the line must say of a setting, and so what must have happened. */
 type Said = 'applied' | 'replaced' | 'restart' | 'not taken' | 'not read';
@@ -110,18 +120,8 @@ const newHostWorkers = (values: Partial<Record<SettingKey, string>>, workers = 2
 /** What a step's line says at this many proxy workers. */
 const saidAt = (step: Step, proxyWorkers: number): Said => (typeof step.said === 'function' ? step.said(proxyWorkers) : step.said);
 
-/** The pids of the proxy's workers under `pid` (the launcher or `extqs proxy`), from /proc. */
-function proxyWorkerPids(pid: number): number[] {
-  const cmdline = (child: number) => {
-    try {
-      return readFileSync(`/proc/${child}/cmdline`, 'utf8');
-    } catch {
-      return ''; // it exited since it was listed
-    }
-  };
-  // The cluster runs them from proxy/workerMain; the host's workers from host/workerMain.
-  return descendants(pid).filter((child) => cmdline(child).includes(`proxy${sep}workerMain`));
-}
+/** The pids of the proxy's workers under `pid` (the launcher or `extqs proxy`). */
+const proxyWorkerPids = (pid: number): number[] => descendants(pid).filter((child) => roleOf(child) === 'proxy worker');
 
 /** Enough answers that each of three workers, handed new connections in turn, gives several. */
 const ANSWERS_IN_A_ROW = 20;
