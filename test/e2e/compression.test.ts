@@ -5,12 +5,13 @@
 import { execFile } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
-import { delimiter, join } from 'node:path';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { brotliCompressSync, brotliDecompressSync, constants, createBrotliDecompress, createGunzip, gunzipSync, gzipSync } from 'node:zlib';
 import { expect } from 'chai';
 import { FORWARDERS } from '../../common/settings.ts';
 import { eventually, makeSandbox, readLog, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
+import { requireTool } from '../helpers/tools.ts';
 
 interface RawReply {
   status: number;
@@ -235,11 +236,7 @@ describe('compression of static files', function () {
   });
 
   it('is decoded by curl --compressed, a real client', async function () {
-    const curl = (process.env.PATH ?? '')
-      .split(delimiter)
-      .map((dir) => join(dir, 'curl'))
-      .find((path) => existsSync(path));
-    if (!curl) this.skip();
+    const curl = requireTool(this, 'curl');
     for (const path of ['/page.html', '/big.txt']) {
       const { stdout } = await promisify(execFile)(curl, ['-sS', '--compressed', '-D', '-', `${stack.url}${path}`], {
         maxBuffer: 4 * 1024 * 1024,

@@ -22,7 +22,8 @@ describe('controllers that import their own modules', function () {
 
   before(async function () {
     sandbox = makeSandbox();
-    write('lib/greet.ts', `export const greet = (who: string): string => \`hello \${who}\`;\n`);
+    // Its default export has a controller's shape: served, it would answer.
+    write('lib/greet.ts', `export const greet = (who: string): string => \`hello \${who}\`;\nexport default () => 'a helper';\n`);
     write('lib/deep/shout.js', `exports.shout = (s) => s.toUpperCase();\n`);
     write('_shared/thrower.ts', `export function fail(why: string): never {\n  throw new Error(why);\n}\n`);
     // A package of the application, found from www/controllers as Node finds it.
@@ -57,8 +58,14 @@ describe('controllers that import their own modules', function () {
   });
 
   it('never serves a folder of helpers as a route', async function () {
-    expect((await get(stack.url, '/External/lib')).status).to.equal(500);
-    expect((await get(stack.url, '/External/greet')).status).to.equal(500);
+    for (const name of ['lib', 'greet']) {
+      const reply = await get(stack.url, `/External/${name}`);
+      expect(reply.status, name).to.equal(500);
+      expect(reply.body, name).not.to.contain('a helper');
+      // The missing controller's own line, not a load failure of lib/greet.ts.
+      const missing = `Failed opening controller script ${join(sandbox.controllers, `${name}.ts`)}: No such file or directory`;
+      await eventually(() => readLog(sandbox, 'host.log').find((l) => l.includes(missing)), 3000, `the missing-controller line of ${name}`);
+    }
   });
 
   it("maps a helper's stack frames to the helper's own file and line", async function () {
@@ -70,8 +77,9 @@ describe('controllers that import their own modules', function () {
   });
 
   it('reloads exactly the controllers that import an edited helper', async function () {
+    // Each is loaded here, whatever ran before (the line reaches host.log through the pool, a moment later).
     expect(await body('/External/Plain')).to.equal('plain');
-    // Each has been loaded once (the line reaches host.log through the pool, a moment later).
+    expect((await get(stack.url, '/External/Greeter?who=x')).status).to.equal(200);
     const greeterLoads = await eventually(() => loadLines('Greeter').length || undefined, 3000, 'Greeter loaded');
     const plainLoads = await eventually(() => loadLines('Plain').length || undefined, 3000, 'Plain loaded');
     write('lib/greet.ts', `export const greet = (who: string): string => \`bonjour \${who}\`;\n`);
@@ -85,6 +93,7 @@ describe('controllers that import their own modules', function () {
   });
 
   it('keeps the last good version when a helper breaks, names the helper file:line, and loads the fix', async function () {
+    write('lib/deep/shout.js', `exports.shout = (s) => s.toLowerCase();\n`);
     write('lib/greet.ts', `export const greet = (who: string): string => \`hi \${who}\`;\n`);
     await eventually(async () => (JSON.parse(await body('/External/Greeter?who=a')).text === 'hi a' ? true : undefined), 3000);
     write('lib/greet.ts', `export const greet = (who: string): string => {\n  return who +;\n};\n`);

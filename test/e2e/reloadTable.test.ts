@@ -15,7 +15,17 @@ import { makeCertificate, type CertificateFiles } from '../../tools/certificate.
 import { accepts, freePort } from '../../tools/ports.ts';
 import { get } from '../helpers/http.ts';
 import { total } from '../helpers/metrics.ts';
-import { eventually, makeSandbox, readLog, spawnReady, startProxy, type Running, type Sandbox } from '../helpers/stack.ts';
+import {
+  descendants,
+  eventually,
+  makeSandbox,
+  readLog,
+  roleOf,
+  spawnReady,
+  startProxy,
+  type Running,
+  type Sandbox,
+} from '../helpers/stack.ts';
 
 /** What the line must say of a setting, and so what must have happened. */
 type Said = 'applied' | 'replaced' | 'restart' | 'not taken' | 'not read';
@@ -28,6 +38,8 @@ interface Stage {
   renewed: CertificateFiles;
   /** A port nothing listens on: the HTTPS port of the group started without a certificate. */
   idlePort: number;
+  /** The proxy workers running when the step's SIGHUP was sent. */
+  workersAtSighup: number[];
 }
 
 interface Step {
@@ -75,9 +87,16 @@ const restartOnly = (values: Partial<Record<SettingKey, string>>): Step[] =>
 /** A proxy setting new workers take: applied by replacing them where there are two, a restart with one process. */
 const byWorkers = (proxyWorkers: number): Said => (proxyWorkers > 1 ? 'replaced' : 'restart');
 
-/** Steps of proxy settings new workers take, seen in the settings lines only. */
+/**
+ * Steps of proxy settings new workers take, seen in the settings lines and, where there are two workers, in the
+ * old ones retiring: each step's new workers are all listening before the next SIGHUP.
+ */
 const newWorkersOnly = (values: Partial<Record<SettingKey, string>>): Step[] =>
-  Object.entries(values).map(([key, value]) => ({ set: () => ({ [key]: value }), said: byWorkers }));
+  Object.entries(values).map(([key, value]) => ({
+    set: () => ({ [key]: value }),
+    said: byWorkers,
+    observe: ({ sandbox, proxyWorkers, workersAtSighup }) => (proxyWorkers > 1 ? oldWorkersRetired(sandbox, workersAtSighup) : undefined),
+  }));
 
 /**
  * Steps of the host's worker limits: the pool replaces each of its workers (two, since the --workers step) with
@@ -101,17 +120,32 @@ const newHostWorkers = (values: Partial<Record<SettingKey, string>>, workers = 2
 /** What a step's line says at this many proxy workers. */
 const saidAt = (step: Step, proxyWorkers: number): Said => (typeof step.said === 'function' ? step.said(proxyWorkers) : step.said);
 
-/** Waits until every worker answers as `check` expects: the old ones may still answer while the new ones start. */
-const everyWorker = (check: () => Promise<unknown>) =>
+/** The pids of the proxy's workers under `pid` (the launcher or `extqs proxy`). */
+const proxyWorkerPids = (pid: number): number[] => descendants(pid).filter((child) => roleOf(child) === 'proxy worker');
+
+/** Enough answers that each of three workers, handed new connections in turn, gives several. */
+const ANSWERS_IN_A_ROW = 20;
+
+/** Waits until every proxy worker of `before` has finished what it held and exited. */
+const oldWorkersRetired = (sandbox: Sandbox, before: number[]) =>
   eventually(
-    () =>
-      check().then(
-        () => true as const,
-        () => undefined,
-      ),
-    5000,
-    'the new workers to answer so',
+    () => {
+      const log = messages(sandbox, 'error.log');
+      return before.every((pid) => log.some((m) => m.includes(`proxy worker ${pid} retired`))) || undefined;
+    },
+    15_000,
+    `proxy workers ${before.join(', ')} to retire`,
   );
+
+/**
+ * Waits until every proxy worker of `before` has retired, then requires ANSWERS_IN_A_ROW answers in a row to pass
+ * `check`: a worker left on the old settings never retires, and would fail its share of the answers.
+ */
+async function everyWorkerRenewed(sandbox: Sandbox, before: number[], check: () => Promise<unknown>): Promise<void> {
+  expect(before, 'proxy workers before the SIGHUP').not.to.deep.equal([]);
+  await oldWorkersRetired(sandbox, before);
+  for (let answer = 0; answer < ANSWERS_IN_A_ROW; answer++) await check();
+}
 
 const GROUPS: Group[] = [
   {
@@ -199,7 +233,12 @@ const GROUPS: Group[] = [
             for (let scrape = 0; scrape < 2; scrape++) expect(await workers()).to.equal(1);
             return;
           }
-          await everyWorker(async () => expect(await workers()).to.equal(proxyWorkers + 1));
+          // The primary sums the workers' shares: any worker's answer counts them all.
+          await eventually(
+            async () => ((await workers()) === proxyWorkers + 1 ? true : undefined),
+            5000,
+            `${proxyWorkers + 1} proxy workers counted`,
+          );
         },
       },
       {
@@ -211,10 +250,10 @@ const GROUPS: Group[] = [
       {
         set: () => ({ serverTokens: 'prod' }),
         said: byWorkers,
-        observe: async ({ stack, proxyWorkers }) => {
+        observe: async ({ stack, sandbox, proxyWorkers, workersAtSighup }) => {
           const server = async () => (await get(stack.url, '/hello.txt')).headers.server;
           if (proxyWorkers === 1) expect(await server()).to.match(/^extqs\/\S+ \(Node\.js /);
-          else for (let turn = 0; turn < 4; turn++) await everyWorker(async () => expect(await server()).to.equal('extqs'));
+          else await everyWorkerRenewed(sandbox, workersAtSighup, async () => expect(await server()).to.equal('extqs'));
         },
       },
       {
@@ -266,10 +305,10 @@ const GROUPS: Group[] = [
         // 127.0.0.1 is refused from now on by the new workers.
         set: () => ({ statusAllow: '10.0.0.0/8' }),
         said: byWorkers,
-        observe: async ({ stack, proxyWorkers }) => {
+        observe: async ({ stack, sandbox, proxyWorkers, workersAtSighup }) => {
           const status = async () => (await get(stack.url, '/server-status?auto')).status;
           if (proxyWorkers === 1) expect(await status()).to.equal(200);
-          else for (let turn = 0; turn < 4; turn++) await everyWorker(async () => expect(await status()).to.equal(403));
+          else await everyWorkerRenewed(sandbox, workersAtSighup, async () => expect(await status()).to.equal(403));
         },
       },
       ...newWorkersOnly({
@@ -283,20 +322,20 @@ const GROUPS: Group[] = [
       {
         set: () => ({ maxHeaderFields: '5' }),
         said: byWorkers,
-        observe: async ({ stack, proxyWorkers }) => {
+        observe: async ({ stack, sandbox, proxyWorkers, workersAtSighup }) => {
           const headers = Object.fromEntries(Array.from({ length: 10 }, (_, i) => [`x-field-${i}`, 'x']));
           const status = async () => (await get(stack.url, '/hello.txt', { headers })).status;
           if (proxyWorkers === 1) expect(await status()).to.equal(200);
-          else for (let turn = 0; turn < 4; turn++) await everyWorker(async () => expect(await status()).to.equal(400));
+          else await everyWorkerRenewed(sandbox, workersAtSighup, async () => expect(await status()).to.equal(400));
         },
       },
       {
         set: () => ({ limitRequestBody: '1k' }),
         said: byWorkers,
-        observe: async ({ stack, proxyWorkers }) => {
+        observe: async ({ stack, sandbox, proxyWorkers, workersAtSighup }) => {
           const status = async () => (await get(stack.url, '/hello.txt', { method: 'POST', body: 'x'.repeat(2048) })).status;
           if (proxyWorkers === 1) expect(await status()).not.to.equal(413);
-          else for (let turn = 0; turn < 4; turn++) await everyWorker(async () => expect(await status()).to.equal(413));
+          else await everyWorkerRenewed(sandbox, workersAtSighup, async () => expect(await status()).to.equal(413));
         },
       },
       ...newWorkersOnly({ maxConnections: '10' }),
@@ -378,7 +417,7 @@ for (const proxyWorkers of [1, 2]) {
           for (const sub of ['public', 'controllers']) mkdirSync(join(sandbox.dir, 'www2', sub), { recursive: true });
           const pair = makeCertificate(sandbox.dir, 'first', '/CN=first');
           const renewed = makeCertificate(sandbox.dir, 'renewed', '/CN=renewed');
-          const base = { sandbox, proxyWorkers, pair, renewed, idlePort: await freePort() };
+          const base = { sandbox, proxyWorkers, pair, renewed, idlePort: await freePort(), workersAtSighup: [] };
           Object.assign(file, {
             port: '0',
             listen: '127.0.0.1',
@@ -404,6 +443,7 @@ for (const proxyWorkers of [1, 2]) {
             const { sandbox, stack } = stage;
             const changes = step.set(stage);
             writeConfig(sandbox, { ...file, ...changes });
+            stage.workersAtSighup = proxyWorkerPids(stack.child.pid!);
             stack.child.kill('SIGHUP');
             sighups += 1;
             const count = (texts: string[], what: string) => texts.filter((t) => t.includes(what)).length;
@@ -518,6 +558,7 @@ describe('a SIGHUP sent to extqs proxy on its own', function () {
       const proxy = await startProxy(sandbox, ['--proxy-workers', String(proxyWorkers), '--config', conf]);
       try {
         writeFileSync(conf, `EXTQS_UPSTREAM=${upstream('b.sock')}\nEXTQS_SERVER_TOKENS=prod\n`);
+        const workersAtSighup = proxyWorkerPids(proxy.child.pid!);
         proxy.child.kill('SIGHUP');
         const line = await eventually(
           () => readLog(sandbox, 'error.log').find((l) => l.includes('SIGHUP received')),
@@ -531,7 +572,8 @@ describe('a SIGHUP sent to extqs proxy on its own', function () {
           expect(await server()).to.match(/^extqs\/\S+ \(Node\.js /);
         } else {
           expect(line).to.contain(`applied by starting new workers: ${changes}`);
-          for (let turn = 0; turn < 4; turn++) await everyWorker(async () => expect(await server()).to.equal('extqs'));
+          expect(workersAtSighup, 'one per --proxy-workers').to.have.length(proxyWorkers);
+          await everyWorkerRenewed(sandbox, workersAtSighup, async () => expect(await server()).to.equal('extqs'));
         }
       } finally {
         await proxy.stop();

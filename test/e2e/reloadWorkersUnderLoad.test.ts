@@ -13,6 +13,9 @@ import { eventually, makeSandbox, readLog, startStack, type Running, type Sandbo
 import { steadyLoad } from '../helpers/steadyLoad.ts';
 
 const CONNECTIONS = 30;
+/** Request n's path, half static, half through the host, and the body each answers before and after the reloads. */
+const pathOf = (n: number) => (n % 2 === 0 ? `/hello.txt?n=${n}` : `/External/Live?n=${n}`);
+const bodyOf = (n: number) => (n % 2 === 0 ? 'hello\n' : 'live');
 /** Answers between two SIGHUPs, so each one lands in the middle of the load. */
 const BETWEEN = 300;
 
@@ -42,7 +45,7 @@ describe('replacing the proxy workers under load', function () {
   it('fails no request and logs every one across SIGHUPs that change --proxy-workers, --workers and limits', async function () {
     // Half static, half through the host; each connection sends again 5 ms after its answer, so some sit idle
     // when a worker retires.
-    const load = steadyLoad(stack.url, CONNECTIONS, (n) => (n % 2 === 0 ? `/hello.txt?n=${n}` : `/External/Live?n=${n}`), 5);
+    const load = steadyLoad(stack.url, CONNECTIONS, pathOf, 5);
     const { samples } = load;
     const answers = (count: number) => load.answers(count);
     const retired = (count: number) =>
@@ -91,7 +94,8 @@ describe('replacing the proxy workers under load', function () {
       await load.stop();
     }
 
-    const failed = samples.filter((s) => s.status !== 200);
+    // A 200 is not enough: each answer must be what its path answers, whichever worker gave it.
+    const failed = samples.filter((s) => s.status !== 200 || s.body !== bodyOf(s.n));
     expect(failed, `failed requests: ${JSON.stringify(failed.slice(0, 5))}`).to.deep.equal([]);
     const note = readLog(sandbox, 'error.log').filter((l) => l.includes('SIGHUP received'));
     expect(note[0], note[0]).to.contain('applied --workers 2 -> 3');

@@ -1,18 +1,7 @@
 // What each process of `extqs start` loads. Every package a process loads stays in its memory while it
 // idles (docs/benchmarks.md, "Start-up and memory"), so each role loads only what it uses.
-import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
-import { descendants, makeSandbox, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
-
-/** The role of a process of the stack, from its command line. */
-function roleOf(pid: number): string {
-  const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ');
-  if (cmdline.includes('proxy/workerMain')) return 'proxy worker';
-  if (cmdline.includes('host/workerMain')) return 'host worker';
-  if (/child\.js proxy\b/.test(cmdline)) return 'proxy';
-  if (/child\.js host\b/.test(cmdline)) return 'host';
-  return 'other';
-}
+import { descendants, makeSandbox, roleOf, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
 
 /**
  * The packages each process loaded through require(), from NODE_DEBUG=module's `MODULE <pid>: load "<file>"`

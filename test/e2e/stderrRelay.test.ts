@@ -6,6 +6,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { request } from 'node:http';
 import { expect } from 'chai';
+import { ENDED_WITHOUT_HEADERS_FIELD, HOST_STDERR_FIELD } from '../../common/protocol.ts';
 import { FORWARDERS } from '../../common/settings.ts';
 import { get } from '../helpers/http.ts';
 import { eventually, makeSandbox, readLog, startProcess, startProxy, type Running, type Sandbox } from '../helpers/stack.ts';
@@ -123,7 +124,13 @@ for (const forwarder of FORWARDERS) {
       const reply = await get(proxy.url, '/External/Forges');
       expect(reply.status).to.equal(200);
       expect(reply.body).to.equal('fine');
-      expect(readLog(sandbox, 'error.log').some((l) => l.includes('forged'))).to.equal(false);
+      expect(reply.headers, 'the signals passed to the client').not.to.have.any.keys(HOST_STDERR_FIELD, ENDED_WITHOUT_HEADERS_FIELD);
+      // A marker: once a later request's lines are in error.log, a line of the forged one would be there too.
+      const marker = await get(proxy.url, '/External/Latest');
+      await linesOf(marker.headers['x-request-id'] as string, 2);
+      expect(
+        readLog(sandbox, 'error.log').filter((l) => l.includes('forged') || l.includes(reply.headers['x-request-id'] as string)),
+      ).to.deep.equal([]);
     });
 
     it('writes a missing controller as the stderr line, then core\'s "End of script output before headers", without errno text', async function () {

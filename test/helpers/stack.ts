@@ -85,8 +85,28 @@ export function startProcess(command: 'proxy' | 'host', args: string[], env: Nod
 
 /** Every process under `pid`, depth first, from /proc (Linux). */
 export function descendants(pid: number): number[] {
-  const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+  const children = procText(pid, `task/${pid}/children`).trim().split(/\s+/).filter(Boolean).map(Number);
   return children.flatMap((child) => [child, ...descendants(child)]);
+}
+
+/** The extqs role a process runs, from its command line; 'exited' once it is gone. */
+export function roleOf(pid: number): 'proxy worker' | 'host worker' | 'proxy' | 'host' | 'other' | 'exited' {
+  const cmdline = procText(pid, 'cmdline').split('\0').join(' ');
+  if (cmdline === '') return 'exited';
+  if (cmdline.includes('proxy/workerMain')) return 'proxy worker';
+  if (cmdline.includes('host/workerMain')) return 'host worker';
+  if (/child\.js proxy\b/.test(cmdline)) return 'proxy';
+  if (/child\.js host\b/.test(cmdline)) return 'host';
+  return 'other';
+}
+
+/** A file of /proc/<pid>, empty once the process has exited: workers come and go while a test lists them. */
+function procText(pid: number, file: string): string {
+  try {
+    return readFileSync(`/proc/${pid}/${file}`, 'utf8');
+  } catch {
+    return '';
+  }
 }
 
 export function readLog(sandbox: Sandbox, file: 'access.log' | 'error.log' | 'host.log'): string[] {
