@@ -91,6 +91,11 @@ export interface WorkerTable {
   /** --worker-concurrency: the most requests one worker runs at once; 0 = unlimited. */
   concurrency: number;
   workers: WorkerRoute[];
+  /**
+   * The pids of the last workers that exited unasked (a crash, a controller's process.exit): what a proxy had in
+   * flight there died with them and may go again. A worker that retires is not one of them.
+   */
+  exited: number[];
 }
 
 export interface WorkerRoute {

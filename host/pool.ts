@@ -51,6 +51,8 @@ const MAINTENANCE_MS = 1_000;
 const MAX_SPAWN_RATE = 32;
 /** Longer than the proxy keeps an idle socket (proxy/forwarding.ts), as the workers' own servers did. */
 const KEEP_ALIVE_MS = 75_000;
+/** Unasked exits the table of workers names, the last ones. */
+const EXITS_PUBLISHED = 16;
 /** Workers cut their connections at --shutdown-timeout (worker.ts); one that hangs past it by this much is killed. */
 const HARD_STOP_MS = 5_000;
 
@@ -118,6 +120,7 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
         // What it ran failed with its connection (a reset, as before); what waits in the queue does not.
         if (slot) {
           dispatcher.gone(slot);
+          if (was === 'ready' && !workers.stopped) exitedUnasked.splice(0, exitedUnasked.push(slot.pid) - EXITS_PUBLISHED);
           publishTable();
           rm(slot.socketPath, { force: true }).catch(() => undefined);
         }
@@ -250,6 +253,8 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
   const spareSlots = () =>
     dispatcher.serving().filter((slot) => !slot.blocked && (current.workerConcurrency === 0 || slot.inFlight < current.workerConcurrency));
 
+  /** The last workers that exited unasked, for the proxies: what they had sent there died with them. */
+  const exitedUnasked: number[] = [];
   /** Proxies on this machine following the table of workers (WORKERS_PATH). */
   const followers = new Set<ServerResponse>();
   function workerTable(): WorkerTable {
@@ -259,7 +264,7 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
           .serving()
           .map((slot) => ({ pid: slot.pid, socket: slot.socketPath, blocked: slot.blocked, running: slot.blockedRunning }))
       : [];
-    return { concurrency: current.workerConcurrency, workers };
+    return { concurrency: current.workerConcurrency, workers, exited: exitedUnasked };
   }
   function publishTable(): void {
     if (followers.size === 0) return;

@@ -45,6 +45,12 @@ function limitedBody(req: IncomingMessage, res: ServerResponse, limit: number, t
   return req.pipe(body);
 }
 
+/**
+ * How long a request whose worker's connection failed waits for its host's table to say that worker died (the
+ * primary publishes an exit within milliseconds) before it fails as a request the worker cut itself.
+ */
+const WORKER_EXIT_WAIT_MS = 1_000;
+
 /** What every forwarded request shares: the engine's options, the answers to each failure, and each host's workers. */
 export interface ForwardingShared extends ForwarderOptions {
   fail: Failures;
@@ -219,16 +225,26 @@ export class ForwardedRequest implements SentRequest {
     // the next upstream request as an immediate end).
     const again = this.retryable && !res.headersSent && !req.socket?.destroyed;
     const worker = this.leaveWorker();
-    if (worker) {
-      // A worker that cannot be reached (it retired a moment ago) is left out; one whose connection failed
-      // before an answer most likely died, and takes the requests it ran with it: a request that consumed
-      // nothing goes once more to another worker or the primary, as nginx's proxy_next_upstream error.
-      if (connect) this.shared.workersOf.get(this.upstream)!.unreachable(worker);
-      if (again && (connect || !this.resent)) {
-        if (!connect) this.resent = true;
-        fail.workerFailed(err, this.ctx, this.path, worker.pid, connect ? 'unreachable' : 'closed');
+    if (worker && connect) {
+      // A worker that cannot be reached (it retired a moment ago) is left out; nothing reached it.
+      this.shared.workersOf.get(this.upstream)!.unreachable(worker);
+      if (again) {
+        fail.workerFailed(err, this.ctx, this.path, worker.pid, 'unreachable');
         return this.sendTo(this.upstream, worker);
       }
+    } else if (worker && again && !this.resent) {
+      // Its connection failed before an answer. A worker that died takes the requests it ran with it, and its host's
+      // table says so at once: a request that consumed nothing then goes once more to another worker or the
+      // primary, as with nginx's proxy_next_upstream error. One that cut the request itself (past
+      // max_execution_time) did not die: that request fails as it would have.
+      this.resent = true;
+      void worker.diedWithin(WORKER_EXIT_WAIT_MS).then((died) => {
+        if (this.settled) return;
+        if (!died || res.headersSent || req.socket?.destroyed) return this.giveUp(err);
+        fail.workerFailed(err, this.ctx, this.path, worker.pid, 'closed');
+        this.sendTo(this.upstream, worker);
+      });
+      return;
     } else if (connect) {
       upstreams.connectFailed(this.upstream);
       const next = again ? upstreams.pick((this.tried ??= new Set()).add(this.upstream)) : undefined;
@@ -239,9 +255,14 @@ export class ForwardedRequest implements SentRequest {
     } else {
       upstreams.reached(this.upstream);
     }
+    this.giveUp(err);
+  }
+
+  /** Nothing more to try: the client gets the page for `err`. */
+  private giveUp(err: NodeJS.ErrnoException): void {
     clearTimeout(this.deadline);
     this.settled = true;
-    fail.failed(err, this.ctx, this.path, this.upstream);
+    this.shared.fail.failed(err, this.ctx, this.path, this.upstream);
   }
 
   /** The host's answer broke off after its head: the client's answer is cut, and logged once. */

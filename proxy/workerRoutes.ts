@@ -25,6 +25,9 @@ export class WorkerTarget implements RouteCandidate {
   blocked = false;
   accepting = true;
   readonly upstream: Upstream;
+  private died: (() => void) | undefined;
+  /** Settles when the table says its process exited unasked. */
+  private readonly death = new Promise<void>((resolve) => (this.died = resolve));
 
   constructor(
     readonly pid: number,
@@ -35,6 +38,21 @@ export class WorkerTarget implements RouteCandidate {
 
   get inFlight(): number {
     return this.sent.size;
+  }
+
+  /** True once the table says its process exited unasked, false if it has not within `ms`. */
+  diedWithin(ms: number): Promise<boolean> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+    return Promise.race([this.death.then(() => true), late]).finally(() => clearTimeout(timer));
+  }
+
+  /** It left the table (it retires, or it died): from now on it takes nothing. */
+  leave(died: boolean): boolean {
+    if (died) this.died?.();
+    if (!this.accepting) return false;
+    this.accepting = false;
+    return true;
   }
 }
 
@@ -66,7 +84,7 @@ export class HostWorkers {
 
   /** A worker this proxy could not connect to: left out until the next table. */
   unreachable(target: WorkerTarget): void {
-    this.leave(target);
+    this.leave(target, false);
     this.workers = this.workers.filter((worker) => worker !== target);
   }
 
@@ -99,7 +117,7 @@ export class HostWorkers {
     req.on('close', () => {
       if (this.following !== req) return;
       this.following = undefined;
-      this.apply({ concurrency: -1, workers: [] });
+      this.apply({ concurrency: -1, workers: [], exited: [] });
       if (this.closed) return;
       this.retry = setTimeout(() => this.follow(), this.wait).unref();
       this.wait = Math.min(this.wait * 2, FOLLOW_AGAIN_MS.most);
@@ -125,15 +143,13 @@ export class HostWorkers {
       worker.blocked = blocked;
       return worker;
     });
-    for (const gone of known.values()) this.leave(gone);
+    for (const gone of known.values()) this.leave(gone, table.exited.includes(gone.pid));
     // What waits in a blocked worker's socket behind the call that blocks it would wait for that call's end.
     for (const [worker, running] of blockedNow)
       for (const request of [...worker.sent]) if (!running.includes(request.requestId)) request.reroute();
   }
 
-  private leave(target: WorkerTarget): void {
-    if (!target.accepting) return;
-    target.accepting = false;
-    this.events.left(target);
+  private leave(target: WorkerTarget, died: boolean): void {
+    if (target.leave(died)) this.events.left(target);
   }
 }

@@ -350,6 +350,68 @@ describe('a controller that ends its worker (--workers 1)', function () {
   });
 });
 
+describe('a worker that dies with requests in flight (--workers 2, --proxy-workers 1)', function () {
+  this.timeout(30_000);
+  let sandbox: Sandbox;
+  let stack: Running;
+  let release: (() => void) | undefined;
+
+  after(async function () {
+    release?.();
+    await stack?.stop();
+    sandbox?.remove();
+  });
+
+  it('sends its GET requests that had no answer once more to another worker', async function () {
+    sandbox = makeSandbox();
+    const hold = holdController(sandbox, 'Hold');
+    release = hold.release;
+    writeFileSync(join(sandbox.controllers, 'Exit.ts'), `export default () => { process.exit(0); };\n`);
+    stack = await startStack(sandbox, ['--workers', '2', '--proxy-workers', '1']);
+    const held = Array.from({ length: 6 }, (_, i) => get(stack.url, `/External/Hold?i=${i}`));
+    await hold.reached(10_000, 6);
+    // A POST with a body is not sent again: it ends one worker only, and the three GETs it held go elsewhere.
+    expect((await get(stack.url, '/External/Exit', { method: 'POST', body: 'x' })).status).to.equal(500);
+    await hold.reached(10_000, 9);
+    hold.release();
+    expect((await Promise.all(held)).map((r) => r.body)).to.deep.equal(Array(6).fill('released'));
+    const resent = await eventually(
+      () => {
+        const lines = readLog(sandbox, 'error.log').filter((l) =>
+          l.includes('closed the connection before answering for /External/Hold; sent again'),
+        );
+        return lines.length === 3 ? lines : undefined;
+      },
+      5000,
+      'three resent lines',
+    );
+    expect(resent[0]).to.match(/\[proxy:warn\] .* host worker \d+ closed the connection before answering/);
+  });
+});
+
+describe('a call the worker drops at the limit (--max-execution-time 1 --upstream-timeout 0)', function () {
+  let sandbox: Sandbox;
+  let stack: Running;
+
+  after(async function () {
+    await stack?.stop();
+    sandbox?.remove();
+  });
+
+  it('is answered 500 once, not sent again as a request whose worker died', async function () {
+    sandbox = makeSandbox();
+    const marker = callMarker(sandbox, 'Slow');
+    writeFileSync(
+      join(sandbox.controllers, 'Slow.ts'),
+      `export default async () => { ${marker.statement} await new Promise((r) => setTimeout(r, 60_000)); };\n`,
+    );
+    stack = await startStack(sandbox, ['--workers', '2', '--max-execution-time', '1', '--upstream-timeout', '0']);
+    const reply = await get(stack.url, '/External/Slow');
+    expect(reply.status).to.equal(500);
+    expect(marker.calls(), 'the controller ran once').to.equal(1);
+  });
+});
+
 describe('SIGHUP changing --worker-concurrency under load', function () {
   this.timeout(60_000);
   let sandbox: Sandbox;
