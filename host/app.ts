@@ -233,7 +233,13 @@ export function createHostApp({
         limit.track(tracked);
       }
       // As this call: its console lines carry the request id and the controller's name (consoleCapture.ts).
-      const call = { requestId: request.id, controller: controller.name, mapStack: controller.mapStack };
+      const call = {
+        requestId: request.id,
+        controller: controller.name,
+        mapStack: controller.mapStack,
+        file: controller.file,
+        what: where.slice(3),
+      };
       const result = await runControllerCall(call, request.raw, () => controller.handler(context));
       if (overran) return;
       return await sendResult(reply, result, function failedWhileSending(err) {
