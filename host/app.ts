@@ -16,7 +16,7 @@ import {
   HOST_STDERR_FIELD,
 } from '../common/protocol.ts';
 import { runControllerCall } from './controllerCall.ts';
-import { ControllerLinkRefusedError, ControllerLoadError, ControllerMissingError } from './errors.ts';
+import { ControllerHeadTooLargeError, ControllerLinkRefusedError, ControllerLoadError, ControllerMissingError } from './errors.ts';
 import type { ExecutionLimit, Tracked } from './executionLimit.ts';
 import type { HostLog } from './hostLog.ts';
 import { parsePhpCookies, parsePhpQuery } from './query.ts';
@@ -255,7 +255,10 @@ export function createHostApp({
       counters.errors += 1;
       // The client gets Apache's 500 page, as for a controller that cannot load; the stack stays here.
       const detail = err instanceof Error ? controller.mapStack(err.stack ?? err.message) : String(err);
-      const message = `Uncaught exception in controller ${controller.file} (version ${controller.version}) ${where}: ${detail}`;
+      const message =
+        err instanceof ControllerHeadTooLargeError
+          ? `Controller ${controller.name} (${controller.file}) answered ${where}, but ${err.message}: answered 500`
+          : `Uncaught exception in controller ${controller.file} (version ${controller.version}) ${where}: ${detail}`;
       log.error(message, request.id);
       // PHP's fatal error line reaches error.log through the proxy; the stack stays in host.log.
       return reply

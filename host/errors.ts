@@ -1,4 +1,4 @@
-// The ways a controller can fail to load. Each carries the file it concerns; the host logs the message
+// The ways a controller can fail to load, and an answer it may not send. Each carries the file it concerns; the host logs the message
 // and ends the request without headers, as PHP's fatal errors do.
 import { LINK_REFUSED, type Refusal } from '../common/linkGuard.ts';
 import { controllerFiles, missingControllerMessage } from './missingController.ts';
@@ -41,5 +41,17 @@ export class ControllerLinkRefusedError extends Error {
   ) {
     super(`Failed opening controller script ${file}: ${LINK_REFUSED}: ${link} (${reason})`);
     this.name = 'ControllerLinkRefusedError';
+  }
+}
+
+/** A controller's Response carries more field bytes than CONTROLLER_HEAD_MAX: answered as its failure. */
+export class ControllerHeadTooLargeError extends Error {
+  readonly code = 'HOST_CONTROLLER_HEAD_TOO_LARGE';
+  constructor(
+    readonly bytes: number,
+    readonly limit: number,
+  ) {
+    super(`its answer's header fields take ${bytes} bytes, more than the ${limit} a controller may send`);
+    this.name = 'ControllerHeadTooLargeError';
   }
 }

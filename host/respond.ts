@@ -5,11 +5,13 @@ import { Readable } from 'node:stream';
 import type { FastifyReply } from 'fastify';
 import {
   CONTROLLER_ANSWER_FIELD,
+  CONTROLLER_HEAD_MAX,
   CONTROLLER_FAILED_FIELD,
   encodeStderr,
   ENDED_WITHOUT_HEADERS_FIELD,
   HOST_STDERR_FIELD,
 } from '../common/protocol.ts';
+import { ControllerHeadTooLargeError } from './errors.ts';
 
 /** The host's own signals to the proxy: never a controller's to send. */
 const HOST_SIGNALS: readonly string[] = [HOST_STDERR_FIELD, ENDED_WITHOUT_HEADERS_FIELD, CONTROLLER_ANSWER_FIELD, CONTROLLER_FAILED_FIELD];
@@ -40,6 +42,13 @@ async function* bodyOf(first: Uint8Array, reader: ReadableStreamDefaultReader<Ui
   }
 }
 
+/** The bytes a Response's fields take in an HTTP/1.1 head: `name: value` and CRLF each. */
+function fieldBytes(headers: Headers): number {
+  let bytes = 0;
+  for (const [name, value] of headers) bytes += name.length + value.length + 4;
+  return bytes;
+}
+
 /**
  * Sends the result. A Response's first chunk is read before its head goes out (as fastify's stream does
  * anyway), so a body that fails at once is the controller's failure (thrown, H4); one that fails later gets
@@ -47,6 +56,11 @@ async function* bodyOf(first: Uint8Array, reader: ReadableStreamDefaultReader<Ui
  */
 export async function sendResult(reply: FastifyReply, result: unknown, failedWhileSending: FailedWhileSending): Promise<FastifyReply> {
   if (result instanceof Response) {
+    const headBytes = fieldBytes(result.headers);
+    if (headBytes > CONTROLLER_HEAD_MAX) {
+      result.body?.cancel().catch(() => {});
+      throw new ControllerHeadTooLargeError(headBytes, CONTROLLER_HEAD_MAX);
+    }
     let body: Readable | string = '';
     if (result.body) {
       const reader = (result.body as ReadableStream<Uint8Array>).getReader();

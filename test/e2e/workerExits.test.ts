@@ -3,8 +3,10 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
+import { FORWARDERS } from '../../common/settings.ts';
+import { curl } from '../helpers/clients.ts';
 import { get } from '../helpers/http.ts';
-import { eventually, makeSandbox, readHostEvents, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
+import { eventually, makeSandbox, readHostEvents, readLog, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
 
 describe('a worker that exits during a request', function () {
   let sandbox: Sandbox;
@@ -65,3 +67,68 @@ describe('a worker that exits during a request', function () {
     expect(event).to.contain(`${sandbox.controllers}/Crasher.ts:2:`);
   });
 });
+
+for (const forwarder of FORWARDERS) {
+  describe(`a controller answering a head past its bound (${forwarder})`, function () {
+    let sandbox: Sandbox;
+    let stack: Running;
+
+    before(async function () {
+      sandbox = makeSandbox();
+      // n fields of about 12 bytes each: 100,000 of them grew the worker by 117 MB and reset the proxy's read.
+      writeFileSync(
+        join(sandbox.controllers, 'Fields.ts'),
+        [
+          'export default ({ query }: { query: Record<string, unknown> }) => {',
+          '  const headers = new Headers();',
+          '  for (let i = 0; i < Number(query.n); i += 1) headers.set(`x-f${i}`, String(i));',
+          "  return new Response('fields', { headers });",
+          '};',
+          '',
+        ].join('\n'),
+      );
+      stack = await startStack(sandbox, ['--workers', '1', '--forwarder', forwarder]);
+    });
+
+    after(async function () {
+      await stack?.stop();
+      sandbox?.remove();
+    });
+
+    it('answers 500 and logs one line naming the controller, the request and the size, in host.log and error.log', async function () {
+      const reply = await curl(`${stack.url}/External/Fields?n=100000`);
+      expect(reply.status).to.equal(500);
+      const id = reply.headers['x-request-id'];
+      const event = await eventually(
+        () => readHostEvents(sandbox).find((e) => e.includes(`[req ${id}]`)),
+        5000,
+        'the host.log line of the big head',
+      );
+      expect(event).to.match(
+        new RegExp(
+          `\\[error\\] \\[req ${id}\\] Controller Fields \\(${sandbox.controllers}/Fields\\.ts\\) answered in GET /External/Fields\\?n=100000, but its answer's header fields take \\d+ bytes, more than the 8192 a controller may send: answered 500$`,
+        ),
+      );
+      const lines = await eventually(
+        () => {
+          const mine = readLog(sandbox, 'error.log').filter((line) => line.endsWith(`request_id: ${id}`));
+          return mine.length > 0 ? mine : undefined;
+        },
+        5000,
+        'the error.log line of the big head',
+      );
+      expect(lines).to.have.length(1);
+      expect(lines[0]).to.match(
+        /\[fcgid:warn\] .* mod_fcgid: stderr: PHP Fatal error: {2}Controller Fields .* more than the 8192 a controller may send/,
+      );
+      expect(lines[0]).not.to.contain('Connection reset');
+    });
+
+    it('passes a head within the bound', async function () {
+      const reply = await curl(`${stack.url}/External/Fields?n=500`);
+      expect(reply.status).to.equal(200);
+      expect(reply.headers['x-f499']).to.equal('499');
+      expect(reply.body.toString()).to.equal('fields');
+    });
+  });
+}
