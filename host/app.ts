@@ -16,7 +16,13 @@ import {
   HOST_STDERR_FIELD,
 } from '../common/protocol.ts';
 import { runControllerCall } from './controllerCall.ts';
-import { ControllerHeadTooLargeError, ControllerLinkRefusedError, ControllerLoadError, ControllerMissingError } from './errors.ts';
+import {
+  ClientClosedRequest,
+  ControllerHeadTooLargeError,
+  ControllerLinkRefusedError,
+  ControllerLoadError,
+  ControllerMissingError,
+} from './errors.ts';
 import type { ExecutionLimit, Tracked } from './executionLimit.ts';
 import type { HostLog } from './hostLog.ts';
 import { parsePhpCookies, parsePhpQuery } from './query.ts';
@@ -159,16 +165,17 @@ export function createHostApp({
     // left (the proxy closes its upstream request then), so the controller's signal fires. It is in
     // place before the first await, so a close during the controller's load is not missed.
     const aborter = new AbortController();
+    const startedMs = Date.now();
     let ended = false;
     let discardUploads: (() => Promise<void>) | undefined;
     reply.raw.once('close', () => {
       ended = true;
       stats.end(startedAt, request.method, request.url);
-      if (!reply.raw.writableFinished) aborter.abort(new Error('client closed the request'));
+      if (!reply.raw.writableFinished) aborter.abort(new ClientClosedRequest());
       discardUploads?.().catch((err: Error) => log.error(`Could not delete the uploads of ${request.url}: ${err.message}`, request.id));
       onRequestEnd();
     });
-    if (request.raw.socket.destroyed) aborter.abort(new Error('client closed the request'));
+    if (request.raw.socket.destroyed) aborter.abort(new ClientClosedRequest());
 
     const route = routeController(request.url);
     const where = `in ${request.method} ${request.url}`;
@@ -252,6 +259,12 @@ export function createHostApp({
       });
     } catch (err) {
       if (overran) return;
+      // The client left and the controller's await was aborted with it: the client's doing, not a failure.
+      if (aborter.signal.reason instanceof ClientClosedRequest) {
+        counters.aborts = (counters.aborts ?? 0) + 1;
+        log.info(`Client closed the request to controller ${controller.name} ${where} after ${Date.now() - startedMs} ms`, request.id);
+        return;
+      }
       counters.errors += 1;
       // The client gets Apache's 500 page, as for a controller that cannot load; the stack stays here.
       const detail = err instanceof Error ? controller.mapStack(err.stack ?? err.message) : String(err);

@@ -55,3 +55,12 @@ export class ControllerHeadTooLargeError extends Error {
     this.name = 'ControllerHeadTooLargeError';
   }
 }
+
+/** A controller's signal's reason when its client left (the proxy closed the host's request): no failure of its own. */
+export class ClientClosedRequest extends Error {
+  readonly code = 'HOST_CLIENT_CLOSED_REQUEST';
+  constructor() {
+    super('client closed the request');
+    this.name = 'ClientClosedRequest';
+  }
+}
