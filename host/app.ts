@@ -51,6 +51,8 @@ export interface HostAppOptions {
   onRequestEnd: () => void;
   /** Controller requests running, until their handler ends (the pool's dispatcher waits on it). */
   running: RunningCalls;
+  /** PHP's output_buffering: bytes of a streamed answer held before its status goes out. */
+  outputBuffering: number;
 }
 
 export function createHostApp({
@@ -62,6 +64,7 @@ export function createHostApp({
   poolStatus,
   onRequestEnd,
   running,
+  outputBuffering,
 }: HostAppOptions): FastifyInstance {
   const app = fastify({
     logger: false,
@@ -249,14 +252,19 @@ export function createHostApp({
       };
       const result = await runControllerCall(call, request.raw, () => controller.handler(context));
       if (overran) return;
-      return await sendResult(reply, result, function failedWhileSending(err) {
-        counters.errors += 1;
-        const detail = err instanceof Error ? controller.mapStack(err.stack ?? err.message) : String(err);
-        const message = `Uncaught exception in controller ${controller.file} (version ${controller.version}) while sending its answer ${where}: ${detail}`;
-        log.error(message, request.id);
-        // As PHP's fatal error reaches stderr: the message and the first lines of its stack.
-        return `PHP Fatal error:  ${message.split('\n', 1 + STDERR_STACK_LINES).join('\n')}`;
-      });
+      return await sendResult(
+        reply,
+        result,
+        function failedWhileSending(err) {
+          counters.errors += 1;
+          const detail = err instanceof Error ? controller.mapStack(err.stack ?? err.message) : String(err);
+          const message = `Uncaught exception in controller ${controller.file} (version ${controller.version}) while sending its answer ${where}: ${detail}`;
+          log.error(message, request.id);
+          // As PHP's fatal error reaches stderr: the message and the first lines of its stack.
+          return `PHP Fatal error:  ${message.split('\n', 1 + STDERR_STACK_LINES).join('\n')}`;
+        },
+        outputBuffering,
+      );
     } catch (err) {
       if (overran) return;
       // The client left and the controller's await was aborted with it: the client's doing, not a failure.

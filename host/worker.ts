@@ -93,6 +93,7 @@ export async function runWorker(config: HostConfig, socket: string, pool: IpcCha
       if (config.maxRequests > 0 && stats.requests >= config.maxRequests) askToRetire(`max_requests ${config.maxRequests} reached`);
     },
     running,
+    outputBuffering: config.outputBuffering,
   });
 
   if (config.dev) showErrorsToLocalClients(app, controllersDir);
