@@ -140,6 +140,11 @@ export interface AccessEntry {
   requestId?: string;
   /** From arrival to the response's end, for a LogFormat string's %D and %T. */
   durationMicros?: number;
+  /**
+   * Apache's %X: `X` the response did not complete (the client left, or it was cut), `+` the connection may be
+   * kept alive after it, `-` it closes. Absent for a request refused before it was parsed: `-`.
+   */
+  connectionStatus?: 'X' | '+' | '-';
   /** The request's header fields (lower-case names), for a LogFormat's %{Name}i. */
   headers?: Readonly<Record<string, string | string[] | undefined>>;
   /**
@@ -285,6 +290,7 @@ const DIRECTIVES: Readonly<Record<string, (entry: AccessEntry) => string>> = {
   D: (entry) => String(entry.durationMicros ?? 0),
   T: (entry) => String(Math.floor((entry.durationMicros ?? 0) / 1_000_000)),
   L: (entry) => (entry.requestId ? escapeLogValue(entry.requestId) : '-'),
+  X: (entry) => entry.connectionStatus ?? '-',
   '%': () => '%',
 };
 

@@ -39,6 +39,14 @@ export const CONTROLLER_ANSWER_FIELD = 'x-extqs-controller-answer';
  */
 export const CONTROLLER_FAILED_FIELD = 'x-extqs-controller-failed';
 
+/**
+ * The most bytes of fields (`name: value` and CRLF each) a controller's Response may carry. The proxy's
+ * engines read a host's head up to Node's 16 KiB; this leaves room for the host's own fields (Date,
+ * framing, its signals), so a big head is the controller's failure with a line naming it, not a reset the
+ * proxy cannot explain. 8 KiB is Apache's per-line limit on a script's header (HUGE_STRING_LEN).
+ */
+export const CONTROLLER_HEAD_MAX = 8_192;
+
 /** The most --max-header-size allows. */
 export const MAX_HEADER_SIZE_CEILING = 1_048_576;
 

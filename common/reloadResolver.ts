@@ -129,10 +129,17 @@ const RULES: Partial<Record<SettingKey, Rule>> = {
     ).map((key) => [key, byNewProxyWorkers]),
   ),
   ...Object.fromEntries(
-    (['maxRequests', 'maxExecutionTime', 'slowlogTimeout', 'postMaxSize', 'uploadMaxFilesize', 'maxFileUploads'] as const).map((key) => [
-      key,
-      byNewHostWorkers,
-    ]),
+    (
+      [
+        'maxRequests',
+        'maxExecutionTime',
+        'slowlogTimeout',
+        'postMaxSize',
+        'uploadMaxFilesize',
+        'maxFileUploads',
+        'outputBuffering',
+      ] as const
+    ).map((key) => [key, byNewHostWorkers]),
   ),
 };
 

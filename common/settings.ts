@@ -413,6 +413,16 @@ export const SETTINGS = {
     help: 'a form body (urlencoded or multipart) larger than this fills no post or files, with a warning in host.log (PHP post_max_size); 0 = no limit',
     group: 'input',
   }),
+  outputBuffering: setting({
+    flag: 'output-buffering',
+    env: 'EXTQS_OUTPUT_BUFFERING',
+    default: '4096',
+    parse: size,
+    roles: ['host'],
+    placeholder: 'SIZE',
+    help: "a controller's streamed answer is held up to this many bytes before its status goes out, so a failure within them answers 500 with what was written (PHP output_buffering); 0 = stream at once",
+    group: 'host',
+  }),
   uploadMaxFilesize: setting({
     flag: 'upload-max-filesize',
     env: 'EXTQS_UPLOAD_MAX_FILESIZE',

@@ -16,7 +16,13 @@ import {
   HOST_STDERR_FIELD,
 } from '../common/protocol.ts';
 import { runControllerCall } from './controllerCall.ts';
-import { ControllerLinkRefusedError, ControllerLoadError, ControllerMissingError } from './errors.ts';
+import {
+  ClientClosedRequest,
+  ControllerHeadTooLargeError,
+  ControllerLinkRefusedError,
+  ControllerLoadError,
+  ControllerMissingError,
+} from './errors.ts';
 import type { ExecutionLimit, Tracked } from './executionLimit.ts';
 import type { HostLog } from './hostLog.ts';
 import { parsePhpCookies, parsePhpQuery } from './query.ts';
@@ -45,6 +51,8 @@ export interface HostAppOptions {
   onRequestEnd: () => void;
   /** Controller requests running, until their handler ends (the pool's dispatcher waits on it). */
   running: RunningCalls;
+  /** PHP's output_buffering: bytes of a streamed answer held before its status goes out. */
+  outputBuffering: number;
 }
 
 export function createHostApp({
@@ -56,6 +64,7 @@ export function createHostApp({
   poolStatus,
   onRequestEnd,
   running,
+  outputBuffering,
 }: HostAppOptions): FastifyInstance {
   const app = fastify({
     logger: false,
@@ -159,16 +168,17 @@ export function createHostApp({
     // left (the proxy closes its upstream request then), so the controller's signal fires. It is in
     // place before the first await, so a close during the controller's load is not missed.
     const aborter = new AbortController();
+    const startedMs = Date.now();
     let ended = false;
     let discardUploads: (() => Promise<void>) | undefined;
     reply.raw.once('close', () => {
       ended = true;
       stats.end(startedAt, request.method, request.url);
-      if (!reply.raw.writableFinished) aborter.abort(new Error('client closed the request'));
+      if (!reply.raw.writableFinished) aborter.abort(new ClientClosedRequest());
       discardUploads?.().catch((err: Error) => log.error(`Could not delete the uploads of ${request.url}: ${err.message}`, request.id));
       onRequestEnd();
     });
-    if (request.raw.socket.destroyed) aborter.abort(new Error('client closed the request'));
+    if (request.raw.socket.destroyed) aborter.abort(new ClientClosedRequest());
 
     const route = routeController(request.url);
     const where = `in ${request.method} ${request.url}`;
@@ -237,23 +247,43 @@ export function createHostApp({
         if (!request.raw.complete) request.raw.once('end', () => limit.restart(timed));
       }
       // As this call: its console lines carry the request id and the controller's name (consoleCapture.ts).
-      const call = { requestId: request.id, controller: controller.name, mapStack: controller.mapStack };
+      const call = {
+        requestId: request.id,
+        controller: controller.name,
+        mapStack: controller.mapStack,
+        file: controller.file,
+        what: where.slice(3),
+      };
       const result = await runControllerCall(call, request.raw, () => controller.handler(context));
       if (overran) return;
-      return await sendResult(reply, result, function failedWhileSending(err) {
-        counters.errors += 1;
-        const detail = err instanceof Error ? controller.mapStack(err.stack ?? err.message) : String(err);
-        const message = `Uncaught exception in controller ${controller.file} (version ${controller.version}) while sending its answer ${where}: ${detail}`;
-        log.error(message, request.id);
-        // As PHP's fatal error reaches stderr: the message and the first lines of its stack.
-        return `PHP Fatal error:  ${message.split('\n', 1 + STDERR_STACK_LINES).join('\n')}`;
-      });
+      return await sendResult(
+        reply,
+        result,
+        function failedWhileSending(err) {
+          counters.errors += 1;
+          const detail = err instanceof Error ? controller.mapStack(err.stack ?? err.message) : String(err);
+          const message = `Uncaught exception in controller ${controller.file} (version ${controller.version}) while sending its answer ${where}: ${detail}`;
+          log.error(message, request.id);
+          // As PHP's fatal error reaches stderr: the message and the first lines of its stack.
+          return `PHP Fatal error:  ${message.split('\n', 1 + STDERR_STACK_LINES).join('\n')}`;
+        },
+        outputBuffering,
+      );
     } catch (err) {
       if (overran) return;
+      // The client left and the controller's await was aborted with it: the client's doing, not a failure.
+      if (aborter.signal.reason instanceof ClientClosedRequest) {
+        counters.aborts = (counters.aborts ?? 0) + 1;
+        log.info(`Client closed the request to controller ${controller.name} ${where} after ${Date.now() - startedMs} ms`, request.id);
+        return;
+      }
       counters.errors += 1;
       // The client gets Apache's 500 page, as for a controller that cannot load; the stack stays here.
       const detail = err instanceof Error ? controller.mapStack(err.stack ?? err.message) : String(err);
-      const message = `Uncaught exception in controller ${controller.file} (version ${controller.version}) ${where}: ${detail}`;
+      const message =
+        err instanceof ControllerHeadTooLargeError
+          ? `Controller ${controller.name} (${controller.file}) answered ${where}, but ${err.message}: answered 500`
+          : `Uncaught exception in controller ${controller.file} (version ${controller.version}) ${where}: ${detail}`;
       log.error(message, request.id);
       // PHP's fatal error line reaches error.log through the proxy; the stack stays in host.log.
       return reply

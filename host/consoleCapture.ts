@@ -8,7 +8,9 @@
 // counter increment, and one line later says how many were dropped. Nothing here waits: events leave the
 // worker over IPC, a turn's in one message (hostLog.ts). A controller stuck in a synchronous loop sends
 // nothing until it yields, and if its watchdog kills the worker (docs/design.md §7.2) its last lines die
-// with it; the bucket bounds what can pile up meanwhile.
+// with it; the bucket bounds what can pile up meanwhile. What a controller writes to process.stdout or
+// process.stderr itself is caught the same way: left to the launcher's pipe, a flood filled its memory and
+// crashed the worker (ENOBUFS).
 import { formatWithOptions, inspect, type InspectOptions } from 'node:util';
 import { currentCall } from './controllerCall.ts';
 import type { HostLog } from './hostLog.ts';
@@ -46,6 +48,12 @@ export class TokenBucket {
 }
 
 type Level = 'error' | 'warn' | 'info' | 'debug';
+
+/**
+ * The most of one stdout or stderr write that reaches host.log: php-fpm's `log_limit` (1024 bytes a line
+ * of a child's output). A write is an event; without a bound one 1 MB write would be a 1 MB line.
+ */
+export const STREAM_WRITE_MAX_CHARS = 1024;
 
 /** host.log's level for each console method; table, count, timeEnd, group call log, and assert calls warn. */
 const LEVELS = { log: 'info', info: 'info', dir: 'info', debug: 'debug', trace: 'debug', warn: 'warn', error: 'error' } as const;
@@ -125,5 +133,39 @@ export function captureConsole(
     },
   };
   Object.assign(console, methods);
+  captureStream(process.stdout, 'info', emit);
+  captureStream(process.stderr, 'error', emit);
   return { flush };
+}
+
+type Emit = (level: Level, text: () => string, self: (...args: never[]) => unknown) => void;
+
+/** The text of one write, without its final newline (host.log ends each event), cut at STREAM_WRITE_MAX_CHARS. */
+export function streamWriteText(chunk: string | Uint8Array, encoding: BufferEncoding = 'utf8'): string {
+  const text = typeof chunk === 'string' ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength).toString(encoding);
+  const line = text.endsWith('\n') ? text.slice(0, -1) : text;
+  if (line.length <= STREAM_WRITE_MAX_CHARS) return line;
+  return `${line.slice(0, STREAM_WRITE_MAX_CHARS)}… (${line.length - STREAM_WRITE_MAX_CHARS} more characters dropped)`;
+}
+
+/**
+ * Replaces `stream.write` with one writing a host.log event through `emit` (the console's bucket). Once the
+ * primary is gone (no IPC), writes go where they went: the relay then writes its own lines to stderr.
+ */
+function captureStream(stream: NodeJS.WriteStream, level: Level, emit: Emit): void {
+  const original = stream.write.bind(stream) as (...args: unknown[]) => boolean;
+  const write = function write(
+    chunk: string | Uint8Array,
+    encodingOrDone?: BufferEncoding | ((err?: Error | null) => void),
+    done?: (err?: Error | null) => void,
+  ): boolean {
+    if (!process.connected) return original(chunk, encodingOrDone, done);
+    const encoding = typeof encodingOrDone === 'string' ? encodingOrDone : undefined;
+    const callback = typeof encodingOrDone === 'function' ? encodingOrDone : done;
+    emit(level, () => streamWriteText(chunk, encoding), write);
+    // As a stream calls back after its write: never before the caller's next statement.
+    if (callback) process.nextTick(callback, null);
+    return true;
+  };
+  stream.write = write;
 }

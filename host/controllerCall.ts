@@ -9,9 +9,14 @@ export interface ControllerCall {
   controller: string;
   /** Maps a stack's `file:line:column` to the controller's source (host/compile.ts). */
   mapStack: (stack: string) => string;
+  /** Its file, and `<METHOD> <url>`: what a line about it names. */
+  file: string;
+  what: string;
 }
 
 const calls = new AsyncLocalStorage<ControllerCall>();
+/** The calls whose handler runs now: what a worker that exits was running (workerExit.ts). */
+const inFlight = new Set<ControllerCall>();
 
 /** What a failed call threw, kept while the request lives (for `extqs dev`'s error page). */
 export interface CallFailure {
@@ -23,12 +28,20 @@ const failures = new WeakMap<object, CallFailure>();
 
 /** Runs the handler as `call`; when it throws or rejects, the failure is kept under `request`, then rethrown. */
 export async function runControllerCall<T>(call: ControllerCall, request: object, handler: () => T | Promise<T>): Promise<T> {
+  inFlight.add(call);
   try {
     return await calls.run(call, handler);
   } catch (err) {
     failures.set(request, { call, error: err });
     throw err;
+  } finally {
+    inFlight.delete(call);
   }
+}
+
+/** The calls whose handler has not returned yet. */
+export function callsInFlight(): ReadonlySet<ControllerCall> {
+  return inFlight;
 }
 
 /** The call running in this async context, if any. */

@@ -1,4 +1,4 @@
-// The ways a controller can fail to load. Each carries the file it concerns; the host logs the message
+// The ways a controller can fail to load, and an answer it may not send. Each carries the file it concerns; the host logs the message
 // and ends the request without headers, as PHP's fatal errors do.
 import { LINK_REFUSED, type Refusal } from '../common/linkGuard.ts';
 import { controllerFiles, missingControllerMessage } from './missingController.ts';
@@ -41,5 +41,26 @@ export class ControllerLinkRefusedError extends Error {
   ) {
     super(`Failed opening controller script ${file}: ${LINK_REFUSED}: ${link} (${reason})`);
     this.name = 'ControllerLinkRefusedError';
+  }
+}
+
+/** A controller's Response carries more field bytes than CONTROLLER_HEAD_MAX: answered as its failure. */
+export class ControllerHeadTooLargeError extends Error {
+  readonly code = 'HOST_CONTROLLER_HEAD_TOO_LARGE';
+  constructor(
+    readonly bytes: number,
+    readonly limit: number,
+  ) {
+    super(`its answer's header fields take ${bytes} bytes, more than the ${limit} a controller may send`);
+    this.name = 'ControllerHeadTooLargeError';
+  }
+}
+
+/** A controller's signal's reason when its client left (the proxy closed the host's request): no failure of its own. */
+export class ClientClosedRequest extends Error {
+  readonly code = 'HOST_CLIENT_CLOSED_REQUEST';
+  constructor() {
+    super('client closed the request');
+    this.name = 'ClientClosedRequest';
   }
 }

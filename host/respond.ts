@@ -5,11 +5,13 @@ import { Readable } from 'node:stream';
 import type { FastifyReply } from 'fastify';
 import {
   CONTROLLER_ANSWER_FIELD,
+  CONTROLLER_HEAD_MAX,
   CONTROLLER_FAILED_FIELD,
   encodeStderr,
   ENDED_WITHOUT_HEADERS_FIELD,
   HOST_STDERR_FIELD,
 } from '../common/protocol.ts';
+import { ControllerHeadTooLargeError } from './errors.ts';
 
 /** The host's own signals to the proxy: never a controller's to send. */
 const HOST_SIGNALS: readonly string[] = [HOST_STDERR_FIELD, ENDED_WITHOUT_HEADERS_FIELD, CONTROLLER_ANSWER_FIELD, CONTROLLER_FAILED_FIELD];
@@ -24,9 +26,9 @@ const NO_FAILURE = new Error('the body did not fail');
  * A controller's body, its first chunk already read: on a failure it ends, with `failed` called, so the
  * answer's framing closes normally and the trailer can say what happened.
  */
-async function* bodyOf(first: Uint8Array, reader: ReadableStreamDefaultReader<Uint8Array>, failed: (err: unknown) => void) {
+async function* bodyOf(held: Uint8Array[], reader: ReadableStreamDefaultReader<Uint8Array>, failed: (err: unknown) => void) {
   try {
-    yield first;
+    yield* held;
     for (;;) {
       const next = await reader.read();
       if (next.done) return;
@@ -40,23 +42,65 @@ async function* bodyOf(first: Uint8Array, reader: ReadableStreamDefaultReader<Ui
   }
 }
 
+/** The bytes a Response's fields take in an HTTP/1.1 head: `name: value` and CRLF each. */
+function fieldBytes(headers: Headers): number {
+  let bytes = 0;
+  for (const [name, value] of headers) bytes += name.length + value.length + 4;
+  return bytes;
+}
+
 /**
  * Sends the result. A Response's first chunk is read before its head goes out (as fastify's stream does
  * anyway), so a body that fails at once is the controller's failure (thrown, H4); one that fails later gets
  * `failedWhileSending` and the trailer.
  */
-export async function sendResult(reply: FastifyReply, result: unknown, failedWhileSending: FailedWhileSending): Promise<FastifyReply> {
+export async function sendResult(
+  reply: FastifyReply,
+  result: unknown,
+  failedWhileSending: FailedWhileSending,
+  outputBuffering: number,
+): Promise<FastifyReply> {
   if (result instanceof Response) {
-    let body: Readable | string = '';
+    const headBytes = fieldBytes(result.headers);
+    if (headBytes > CONTROLLER_HEAD_MAX) {
+      result.body?.cancel().catch(() => {});
+      throw new ControllerHeadTooLargeError(headBytes, CONTROLLER_HEAD_MAX);
+    }
+    let body: Readable | Buffer | string = '';
     if (result.body) {
       const reader = (result.body as ReadableStream<Uint8Array>).getReader();
-      const first = await reader.read();
+      // PHP's output_buffering: the status is not committed until this much is written (at least one chunk).
+      const held: Uint8Array[] = [];
+      let heldBytes = 0;
+      let ended = false;
+      try {
+        do {
+          const next = await reader.read();
+          if (next.done) ended = true;
+          else {
+            held.push(next.value);
+            heldBytes += next.value.byteLength;
+          }
+        } while (!ended && heldBytes < outputBuffering);
+      } catch (err) {
+        // Nothing written: the controller's failure, as a throw (H4, Apache's page).
+        if (heldBytes === 0) throw err;
+        if (reply.sent || reply.raw.destroyed) return reply;
+        // Within the buffer the status is still ours to change: 500 with what was written, as PHP answers.
+        const stderr = failedWhileSending(err);
+        reply.code(500);
+        result.headers.forEach((value, key) => {
+          if (!HOST_SIGNALS.includes(key) && key !== 'content-length') reply.header(key, value);
+        });
+        return reply.header(CONTROLLER_ANSWER_FIELD, '1').header(HOST_STDERR_FIELD, encodeStderr(stderr)).send(Buffer.concat(held));
+      }
       // The controller overran its limit meanwhile (the connection is cut) or the client left.
       if (reply.sent || reply.raw.destroyed) {
         reader.cancel().catch(() => {});
         return reply;
       }
-      if (!first.done) {
+      if (ended) body = Buffer.concat(held);
+      else {
         // Trailers need chunked framing: under a declared length the failure cuts the connection instead (P4).
         const trailed = !result.headers.has('content-length');
         let stderr: string | undefined;
@@ -64,7 +108,7 @@ export async function sendResult(reply: FastifyReply, result: unknown, failedWhi
           stderr = failedWhileSending(err);
           if (!trailed) throw err;
         };
-        body = Readable.from(bodyOf(first.value, reader, failed), { objectMode: false });
+        body = Readable.from(bodyOf(held, reader, failed), { objectMode: false });
         if (trailed) {
           reply.trailer(HOST_STDERR_FIELD, (_reply, _payload, done) =>
             stderr === undefined ? done(NO_FAILURE) : done(null, encodeStderr(stderr)),

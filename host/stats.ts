@@ -21,6 +21,8 @@ export interface ControllerCounters {
   requests: number;
   errors: number;
   loadFailures: number;
+  /** Requests whose client left while the controller ran (counted apart from errors; absent until one did). */
+  aborts?: number;
   /** Versions installed because the file changed on disk (the first load on a request not counted). */
   reloads: number;
   /** ISO time of the last (re)load, and the version it installed. */
@@ -144,7 +146,7 @@ export interface PoolFields {
  */
 export interface Departed {
   requests: number;
-  controllers: Record<string, { requests: number; errors: number; loadFailures: number; reloads: number }>;
+  controllers: Record<string, { requests: number; errors: number; loadFailures: number; reloads: number; aborts?: number }>;
   restarts: PoolStatus['restarts'];
 }
 
@@ -163,10 +165,16 @@ function rowOf<T>(table: Record<string, T>, name: string, make: () => T): T {
 export function addDeparted(departed: Departed, gone: WorkerSnapshot): void {
   departed.requests += gone.requests;
   for (const [name, c] of Object.entries(gone.controllers)) {
-    const total = rowOf(departed.controllers, name, () => ({ requests: 0, errors: 0, loadFailures: 0, reloads: 0 }));
+    const total = rowOf<Departed['controllers'][string]>(departed.controllers, name, () => ({
+      requests: 0,
+      errors: 0,
+      loadFailures: 0,
+      reloads: 0,
+    }));
     total.requests += c.requests;
     total.errors += c.errors;
     total.loadFailures += c.loadFailures;
+    if (c.aborts) total.aborts = (total.aborts ?? 0) + c.aborts;
     total.reloads += c.reloads;
   }
 }
@@ -203,6 +211,7 @@ export function summarize(
     total.requests += c.requests;
     total.errors += c.errors;
     total.loadFailures += c.loadFailures;
+    if (c.aborts) total.aborts = (total.aborts ?? 0) + c.aborts;
     total.reloads += c.reloads;
   }
   for (const worker of snapshots) {
@@ -211,6 +220,7 @@ export function summarize(
       total.requests += c.requests;
       total.errors += c.errors;
       total.loadFailures += c.loadFailures;
+      if (c.aborts) total.aborts = (total.aborts ?? 0) + c.aborts;
       total.reloads += c.reloads;
       if (c.lastReload && (!total.lastReload || c.lastReload > total.lastReload)) total.lastReload = c.lastReload;
       if (c.version && !total.versions.includes(c.version)) total.versions.push(c.version);

@@ -15,6 +15,7 @@ import { RunningCalls } from './runningCalls.ts';
 import { slowlogMessage } from './slowlog.ts';
 import { WorkerStats } from './stats.ts';
 import { watchControllers } from './watcher.ts';
+import { reportExitsDuringCalls } from './workerExit.ts';
 
 const STATUS_TIMEOUT_MS = 2_000;
 
@@ -27,6 +28,7 @@ export async function runWorker(config: HostConfig, socket: string, pool: IpcCha
   const log = workerHostLog(pool);
   const controllersDir = join(config.www, 'controllers');
   const consoleCapture = captureConsole(log, controllersDir);
+  reportExitsDuringCalls(WATCHDOG_LOG_FD);
 
   let retireAsked = false;
   const askToRetire = (reason: string) => {
@@ -91,6 +93,7 @@ export async function runWorker(config: HostConfig, socket: string, pool: IpcCha
       if (config.maxRequests > 0 && stats.requests >= config.maxRequests) askToRetire(`max_requests ${config.maxRequests} reached`);
     },
     running,
+    outputBuffering: config.outputBuffering,
   });
 
   if (config.dev) showErrorsToLocalClients(app, controllersDir);

@@ -85,6 +85,8 @@ export function openAccessLog(sink: AccessSink): AccessLog {
         referer: req.headers.referer,
         userAgent: req.headers['user-agent'],
         requestId: ctx.id,
+        // %X: an answer that did not finish was aborted; else whether the connection outlives it (HTTP/2's does).
+        connectionStatus: !res.writableFinished ? 'X' : res.shouldKeepAlive || req.httpVersionMajor >= 2 ? '+' : '-',
         // Milliseconds, the clock arrivedAt was read with: %D ends in 000.
         durationMicros: (Date.now() - arrivedAt) * 1000,
         headers: req.headers,

@@ -310,6 +310,10 @@ export async function hostMetricsJson(hosts: StatusReport['hosts']): Promise<Met
     'extqs_host_controller_load_failures_total',
     'Requests failed because the controller could not be loaded.',
   );
+  const aborts = perController(
+    'extqs_host_controller_aborts_total',
+    'Requests whose client left while the controller ran (not counted as errors).',
+  );
   const reloads = perController(
     'extqs_host_controller_reloads_total',
     'Versions of the controller installed after a change on disk, each host worker counted.',
@@ -334,6 +338,7 @@ export async function hostMetricsJson(hosts: StatusReport['hosts']): Promise<Met
       errors.inc({ upstream, controller }, c.errors);
       loadFailures.inc({ upstream, controller }, c.loadFailures);
       if (c.reloads !== undefined) reloads.inc({ upstream, controller }, c.reloads);
+      if (c.aborts !== undefined) aborts.inc({ upstream, controller }, c.aborts);
     }
   }
   return (await registry.getMetricsAsJSON()) as unknown as MetricJson[];

@@ -10,7 +10,7 @@ export interface HostSummary {
   acceptedRequests: number;
   /** Absent from a host older than the proxy, as are `reloads`. */
   restarts?: { exited: number; recycled: number };
-  controllers: Record<string, { requests: number; errors: number; loadFailures: number; reloads?: number }>;
+  controllers: Record<string, { requests: number; errors: number; loadFailures: number; reloads?: number; aborts?: number }>;
   /** php-fpm's pool fields (host/stats.ts PoolFields); absent from a host older than the proxy. */
   processManager?: string;
   processManagerSettings?: string;

@@ -70,6 +70,7 @@ function samples(sandbox: Sandbox): Record<SettingKey, { value: string; shown: s
     maxExecutionTime: { value: '11', shown: '--max-execution-time 11' },
     slowlogTimeout: { value: '3', shown: '--slowlog-timeout 3' },
     postMaxSize: { value: '16m', shown: `--post-max-size ${16 * 1024 * 1024}` },
+    outputBuffering: { value: '8k', shown: '--output-buffering 8192' },
     uploadMaxFilesize: { value: '3m', shown: `--upload-max-filesize ${3 * 1024 * 1024}` },
     maxFileUploads: { value: '21', shown: '--max-file-uploads 21' },
     upstreamTimeout: { value: '12', shown: '--upstream-timeout 12' },

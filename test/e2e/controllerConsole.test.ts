@@ -64,6 +64,47 @@ describe("a controller's console output", function () {
     expect(stack.stderr()).not.to.contain('it failed');
   });
 
+  it('catches process.stdout and process.stderr writes: 1 GB written leaves the worker answering and the launcher untouched', async function () {
+    this.timeout(60_000);
+    write(
+      'Printer.ts',
+      [
+        'export default () => {',
+        "  const megabyte = 'y'.repeat(1024 * 1024);",
+        "  process.stderr.write('printed to stderr\\n');",
+        '  for (let i = 0; i < 1024; i += 1) process.stdout.write(megabyte);',
+        "  return 'printed';",
+        '};',
+        '',
+      ].join('\n'),
+    );
+    write('Quiet.ts', `export default () => 'still here';\n`);
+    const printed = await get(stack.url, '/External/Printer');
+    expect(printed.status).to.equal(200);
+    expect(printed.body).to.equal('printed');
+    expect((await get(stack.url, '/External/Quiet')).body).to.equal('still here');
+    const id = printed.headers['x-request-id'] as string;
+    const events = await eventually(
+      () => {
+        const found = readHostEvents(sandbox).filter((e) => e.includes('[Printer]'));
+        const megabytes = found.filter((e) => e.includes('yyyy')).length;
+        return found.some((e) => e.includes('printed to stderr')) && megabytes >= BURST - 1 ? found : undefined;
+      },
+      5000,
+      'the stderr line and the burst of stdout writes in host.log',
+    );
+    expect(events.find((e) => e.includes('printed to stderr'))).to.match(
+      new RegExp(`\\] \\[error\\] \\[req ${id}\\] \\[Printer\\] printed to stderr$`),
+    );
+    // Each megabyte is one event, cut to php-fpm's log_limit: the bucket keeps its burst, and no event holds the megabyte.
+    const kept = events.filter((e) => e.includes('[info]') && e.includes('yyyy'));
+    expect(kept.length).to.be.at.least(BURST - 1);
+    expect(kept[0]).to.match(new RegExp(`\\[req ${id}\\] \\[Printer\\] y{1024}… \\(1047552 more characters dropped\\)$`));
+    expect(readLog(sandbox, 'host.log').some((line) => /Worker \d+ exited/.test(line))).to.equal(false);
+    expect(stack.stdout()).not.to.contain('yyyy');
+    expect(stack.stderr()).not.to.contain('printed to stderr');
+  });
+
   it(`keeps a flood of ${FLOOD.toLocaleString('en')} lines to the bucket, says how many it dropped, and keeps answering`, async function () {
     write('Flood.ts', `export default () => { for (let i = 0; i < ${FLOOD}; i += 1) console.log('line', i); return 'flooded'; };\n`);
     write('Quiet.ts', `export default () => 'still here';\n`);

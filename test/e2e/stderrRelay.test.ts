@@ -9,6 +9,7 @@ import { expect } from 'chai';
 import { ENDED_WITHOUT_HEADERS_FIELD, HOST_STDERR_FIELD } from '../../common/protocol.ts';
 import { FORWARDERS } from '../../common/settings.ts';
 import { get } from '../helpers/http.ts';
+import { curl } from '../helpers/clients.ts';
 import { eventually, makeSandbox, readLog, startProcess, startProxy, type Running, type Sandbox } from '../helpers/stack.ts';
 
 for (const forwarder of FORWARDERS) {
@@ -27,7 +28,7 @@ for (const forwarder of FORWARDERS) {
   let sent = false;
   return new Response(new ReadableStream({
     pull(controller) {
-      if (!sent) { sent = true; controller.enqueue(new TextEncoder().encode('part of the answer')); return; }
+      if (!sent) { sent = true; controller.enqueue(new TextEncoder().encode('part of the answer'.padEnd(5000, '.'))); return; }
       throw new Error('midway boom');
     },
   }), { headers: { 'Content-Type': 'text/plain' } });
@@ -144,6 +145,40 @@ for (const forwarder of FORWARDERS) {
         /\] \[core:error\] \[pid \d+\] \[client 127\.0\.0\.1:\d+\] End of script output before headers: \/External\/Latest, request_id: /,
       );
       expect(ended).not.to.match(/ECONNRESET|other side closed|socket hang up/);
+    });
+
+    it('answers 500 with what was written when a body fails within the output buffer, GET and HEAD alike', async function () {
+      writeFileSync(
+        join(sandbox.controllers, 'Early.ts'),
+        `export default () => {
+  let sent = false;
+  return new Response(new ReadableStream({
+    pull(controller) {
+      if (!sent) { sent = true; controller.enqueue(new TextEncoder().encode('partial output\\n')); return; }
+      throw new Error('early boom');
+    },
+  }), { headers: { 'Content-Type': 'text/plain' } });
+};
+`,
+      );
+      const id = `early-${forwarder}`;
+      // curl exits 0: a whole answer, never a cut (18) or an empty reply (52).
+      const reply = await curl(`${proxy.url}/External/Early`, ['-H', `X-Request-Id: ${id}`]);
+      expect(reply.status).to.equal(500);
+      expect(reply.body.toString()).to.equal('partial output\n');
+      const lines = await linesOf(id, 2);
+      expect(lines[0]).to.match(
+        /\[fcgid:warn\] .* mod_fcgid: stderr: PHP Fatal error: {2}Uncaught exception in controller .*Early\.ts \(version \w+\) while sending its answer in GET \/External\/Early: Error: early boom, request_id: /,
+      );
+      const access = await eventually(
+        () => readLog(sandbox, 'access.log').find((line) => line.includes('"GET /External/Early ')),
+        5000,
+        'the access line',
+      );
+      expect(access).to.match(/" 500 15 "/);
+      const head = await curl(`${proxy.url}/External/Early`, ['--head', '-H', `X-Request-Id: ${id}-head`]);
+      expect(head.status).to.equal(500);
+      expect((await linesOf(`${id}-head`, 1))[0]).to.contain('early boom');
     });
 
     it('relays a body that fails after the answer began: the fatal error and its first stack lines, and the client cut', async function () {

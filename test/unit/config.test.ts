@@ -101,6 +101,7 @@ describe('config', () => {
         pm: 'static',
         startWorkers: Math.floor(1 + (Math.min(3, Math.min(availableParallelism(), 256)) - 1) / 2),
         minSpareWorkers: 1,
+        outputBuffering: 4096,
         maxSpareWorkers: Math.min(3, Math.min(availableParallelism(), 256)),
         workerConcurrency: 0,
         workerIdleTimeout: 10,

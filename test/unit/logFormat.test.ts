@@ -452,6 +452,14 @@ describe('compileAccessFormat (an Apache LogFormat string)', () => {
     expect(line).to.equal('203.0.113.9 200 2345000 2 198.51.100.1 - 100% GET /External/Hello ?name=a%20b HTTP/1.1 1234');
   });
 
+  it('writes %X as the connection status: X aborted, + kept alive, - closed or unknown', () => {
+    const format = compileAccessFormat('%>s %X');
+    expect(format({ ...base, connectionStatus: 'X' })).to.equal('200 X');
+    expect(format({ ...base, connectionStatus: '+' })).to.equal('200 +');
+    expect(format({ ...base, connectionStatus: '-' })).to.equal('200 -');
+    expect(format({ ...base })).to.equal('200 -');
+  });
+
   it('refuses an unknown directive, naming it and those it knows', () => {
     expect(() => compileAccessFormat('%h %Z')).to.throw(/^%Z is not one of %h .*%D %T .*%\{Name\}i %%$/);
     expect(() => compileAccessFormat('%h %{X}o')).to.throw(/^%\{X\}o is not one of/);

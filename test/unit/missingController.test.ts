@@ -71,6 +71,7 @@ describe("the primary's answer for a controller with no file", () => {
       poolStatus: () => Promise.reject(new Error('no pool here')),
       onRequestEnd: () => {},
       running: new RunningCalls(),
+      outputBuffering: 4096,
     });
     await app.listen({ path: join(dir, 'worker.sock') });
     // As the pool's server: keep-alive as long as a worker's (host/pool.ts), anything else refused 418.

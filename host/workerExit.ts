@@ -1,0 +1,56 @@
+// A worker that exits while controllers run (a controller calling process.exit(), an uncaught exception in a
+// callback) says which calls it took down, as its last act. The primary will not see every request (the proxy
+// may reach a worker's socket directly), so the worker writes the line itself, synchronously: no IPC runs in
+// an 'exit' listener. It goes down the pipe its watchdog thread writes host.log events on, which the primary reads.
+import { writeSync } from 'node:fs';
+import { callsInFlight, currentCall } from './controllerCall.ts';
+import type { WireHostEntry } from './poolMessages.ts';
+
+/** Why the process is exiting, as far as it could be seen before the 'exit' event. */
+export interface ExitCause {
+  /** The uncaught exception or rejection that ends it, if any. */
+  uncaught?: { error: unknown; origin: NodeJS.UncaughtExceptionOrigin };
+  /** process.exit()'s code and the controller whose call made it, if one did. */
+  exitCalled?: { code: string | number | null | undefined; by: string | undefined };
+}
+
+/** The line for one call the exit took down. */
+export function exitLine(call: { controller: string; file: string; what: string }, cause: ExitCause, pid: number, code: number): string {
+  const how = cause.uncaught
+    ? `an ${cause.uncaught.origin === 'unhandledRejection' ? 'unhandled rejection' : 'uncaught exception'}: ${describe(cause.uncaught.error)}`
+    : cause.exitCalled
+      ? `process.exit(${cause.exitCalled.code ?? ''}) called by ${cause.exitCalled.by === undefined ? 'no controller call' : `controller ${cause.exitCalled.by}`}`
+      : `its exit with code ${code}`;
+  return `Worker ${pid} exited while running controller ${call.controller} (${call.file}) in ${call.what}: ended by ${how}`;
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? (error.stack ?? `${error.name}: ${error.message}`) : String(error);
+}
+
+/** From now on, an exit of this process writes one host.log event per call in flight to `logFd`. */
+export function reportExitsDuringCalls(logFd: number): void {
+  const cause: ExitCause = {};
+  process.on('uncaughtExceptionMonitor', (error, origin) => (cause.uncaught ??= { error, origin }));
+  const exit = process.exit.bind(process);
+  process.exit = function exitNamingItsCaller(code?: string | number | null): never {
+    cause.exitCalled ??= { code, by: currentCall()?.controller };
+    return exit(code);
+  };
+  process.on('exit', (code) => {
+    for (const call of callsInFlight()) {
+      const entry: WireHostEntry = {
+        level: 'error',
+        requestId: call.requestId,
+        message: call.mapStack(exitLine(call, cause, process.pid, code)),
+        time: Date.now(),
+        pid: process.pid,
+      };
+      try {
+        writeSync(logFd, `${JSON.stringify(entry)}\n`);
+      } catch {
+        // The primary is gone: nobody is left to tell.
+      }
+    }
+  });
+}
