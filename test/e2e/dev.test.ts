@@ -5,7 +5,7 @@ import { readlinkSync, realpathSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { get } from '../helpers/http.ts';
-import { descendants, eventually, makeSandbox, spawnReady, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
+import { descendants, eventually, makeSandbox, readLog, spawnReady, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
 
 const ESC = '\u001b';
 
@@ -66,8 +66,10 @@ describe('extqs dev', function () {
       const id = reply.headers['x-request-id'] as string;
       const said = await get(running!.url, '/External/Chatty');
       const saidId = said.headers['x-request-id'] as string;
+      // The proxy's own lines too: its 404 for the favicon, written after the relays of Boom's failure.
+      await get(running!.url, '/favicon.ico');
       const stderr = await eventually(
-        () => (running!.stderr().includes('said 42') && running!.stderr().includes('mod_fcgid') ? running!.stderr() : undefined),
+        () => (running!.stderr().includes('said 42') && running!.stderr().includes('AH00128') ? running!.stderr() : undefined),
         5000,
         'the lines on stderr',
       );
@@ -78,8 +80,29 @@ describe('extqs dev', function () {
       expect(stderr).to.contain(`${ESC}[31m> 4 |${ESC}[0m   if (x) throw new Error('boom <b>');`);
       // A console line: the controller's name in cyan after the request id.
       expect(stderr).to.contain(`${ESC}[35m[req ${saidId}]${ESC}[0m ${ESC}[36m[Chatty]${ESC}[0m said 42`);
-      // The proxy's error.log lines too.
-      expect(stderr).to.match(/fcgid.* mod_fcgid: stderr: PHP Fatal error: {2}Uncaught exception/);
+      expect(stderr).to.match(/core.* AH00128: File does not exist: .*favicon\.ico/);
+    });
+
+    it("shows the failure once: error.log's relays of the host's line stay out of the terminal", async function () {
+      const reply = await get(running!.url, '/External/Boom');
+      const id = reply.headers['x-request-id'] as string;
+      // A marker after them from each process: the proxy's 404 line, and the host's console line.
+      await get(running!.url, '/favicon.ico');
+      await get(running!.url, '/External/Chatty');
+      const stderr = await eventually(
+        () => (running!.stderr().includes('said 42') && running!.stderr().includes('AH00128') ? running!.stderr() : undefined),
+        5000,
+        'the markers on stderr',
+      );
+      expect(stderr.split('\n').filter((line) => line.includes(id))).to.have.length(1);
+      expect(stderr).not.to.contain('mod_fcgid: stderr');
+      // error.log keeps Apache's lines, as in `extqs start`.
+      const relayed = await eventually(
+        () => readLog(sandbox, 'error.log').find((line) => line.includes(id) && line.includes('mod_fcgid: stderr: PHP Fatal error')),
+        3000,
+        "error.log's relay of the failure",
+      );
+      expect(relayed).to.contain('Uncaught exception in controller');
     });
   });
 
