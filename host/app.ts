@@ -15,7 +15,7 @@ import {
   HOST_MAX_HEADER_SIZE,
   HOST_STDERR_FIELD,
 } from '../common/protocol.ts';
-import { runControllerCall } from './controllerCall.ts';
+import { keepLoadFailure, runControllerCall } from './controllerCall.ts';
 import { ControllerLinkRefusedError, ControllerLoadError, ControllerMissingError } from './errors.ts';
 import type { ExecutionLimit, Tracked } from './executionLimit.ts';
 import type { HostLog } from './hostLog.ts';
@@ -185,6 +185,15 @@ export function createHostApp({
           ? `${err.message} ${where}`
           : `Failed opening controller script for ${route.name}: ${(err as Error).stack ?? String(err)} ${where}`;
       log.error(message, request.id);
+      // A missing file is no controller's failure; anything else is shown on `extqs dev`'s page (devErrorPage.ts).
+      if (!(err instanceof ControllerMissingError)) {
+        const file = err instanceof ControllerLoadError || err instanceof ControllerLinkRefusedError ? err.file : undefined;
+        keepLoadFailure(
+          request.raw,
+          { requestId: request.id, controller: route.name, mapStack: (stack) => stack, files: file ? [file] : [] },
+          err,
+        );
+      }
       return endWithoutHeaders(reply, message);
     }
 
@@ -233,7 +242,12 @@ export function createHostApp({
         limit.track(tracked);
       }
       // As this call: its console lines carry the request id and the controller's name (consoleCapture.ts).
-      const call = { requestId: request.id, controller: controller.name, mapStack: controller.mapStack };
+      const call = {
+        requestId: request.id,
+        controller: controller.name,
+        mapStack: controller.mapStack,
+        files: [controller.file, ...controller.dependencies],
+      };
       const result = await runControllerCall(call, request.raw, () => controller.handler(context));
       if (overran) return;
       return await sendResult(reply, result, function failedWhileSending(err) {

@@ -9,6 +9,8 @@ export interface ControllerCall {
   controller: string;
   /** Maps a stack's `file:line:column` to the controller's source (host/compile.ts). */
   mapStack: (stack: string) => string;
+  /** The controller's file and the local modules bundled with it (`extqs dev`'s page lists their type errors). */
+  files: readonly string[];
 }
 
 const calls = new AsyncLocalStorage<ControllerCall>();
@@ -17,6 +19,8 @@ const calls = new AsyncLocalStorage<ControllerCall>();
 export interface CallFailure {
   call: ControllerCall;
   error: unknown;
+  /** `load`: the controller could not become a handler (its message holds the mapped stack); `run`: the handler threw. */
+  stage: 'load' | 'run';
 }
 
 const failures = new WeakMap<object, CallFailure>();
@@ -26,9 +30,14 @@ export async function runControllerCall<T>(call: ControllerCall, request: object
   try {
     return await calls.run(call, handler);
   } catch (err) {
-    failures.set(request, { call, error: err });
+    failures.set(request, { call, error: err, stage: 'run' });
     throw err;
   }
+}
+
+/** Keeps why the controller for `request` could not be loaded, as a failed call's error is kept. */
+export function keepLoadFailure(request: object, call: ControllerCall, error: unknown): void {
+  failures.set(request, { call, error, stage: 'load' });
 }
 
 /** The call running in this async context, if any. */

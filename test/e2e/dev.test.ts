@@ -106,6 +106,50 @@ describe('extqs dev', function () {
     });
   });
 
+  describe('when a controller cannot be loaded', function () {
+    beforeEach(async function () {
+      writeFileSync(
+        join(sandbox.controllers, 'TopThrow.ts'),
+        "const ready = false;\nif (!ready) throw new Error('not <ready>');\nexport default () => 'x';\n",
+      );
+      writeFileSync(join(sandbox.controllers, 'NoDefault.ts'), "export const answer = () => 'x';\n");
+      writeFileSync(join(sandbox.controllers, 'Broken.ts'), 'export default () => {\n  return {;\n};\n');
+      running = await startDev(sandbox);
+    });
+
+    it('shows a loopback client the page for each way a load fails, with its source lines', async function () {
+      const pages = {
+        TopThrow: [
+          'threw while loading: Error: not &lt;ready&gt;',
+          `${join(sandbox.controllers, 'TopThrow.ts')}:2:19`,
+          '&gt; 2 | if (!ready)',
+        ],
+        NoDefault: [`Controller script ${join(sandbox.controllers, 'NoDefault.ts')} has no default export function`],
+        Broken: [`${join(sandbox.controllers, 'Broken.ts')}:2:11: Expected identifier but found`, '&gt; 2 |   return {;'],
+      };
+      for (const [name, parts] of Object.entries(pages)) {
+        const reply = await get(running!.url, `/External/${name}`);
+        expect(reply.status, name).to.equal(500);
+        expect(reply.headers['content-type'], name).to.equal('text/html; charset=utf-8');
+        expect(reply.body, name).to.contain(`<h1>Controller ${name} could not be loaded</h1>`);
+        for (const part of parts) expect(reply.body, name).to.contain(part);
+      }
+    });
+
+    it("keeps PHP's fatal error in error.log, and shows the failure once on the terminal", async function () {
+      const reply = await get(running!.url, '/External/TopThrow');
+      const id = reply.headers['x-request-id'] as string;
+      const relayed = await eventually(
+        () => readLog(sandbox, 'error.log').find((line) => line.includes(id) && line.includes('mod_fcgid: stderr: PHP Fatal error')),
+        3000,
+        "error.log's relay of the failure",
+      );
+      expect(relayed).to.contain('threw while loading');
+      const stderr = await eventually(() => (running!.stderr().includes(id) ? running!.stderr() : undefined), 3000, 'the host line');
+      expect(stderr.split('\n').filter((line) => line.includes(id))).to.have.length(1);
+    });
+  });
+
   it('shows the page through the http-proxy engine too, to a client on ::1', async function () {
     writeFileSync(join(sandbox.controllers, 'Boom.ts'), THROWING);
     running = await startDev(sandbox, {}, ['--listen', '::1', '--forwarder', 'http-proxy']);
@@ -127,13 +171,14 @@ describe('extqs dev', function () {
   });
 });
 
-describe('extqs start, with the same throwing controller', function () {
+describe('extqs start, with the same failing controllers', function () {
   let sandbox: Sandbox;
   let stack: Running;
 
   before(async function () {
     sandbox = makeSandbox();
     writeFileSync(join(sandbox.controllers, 'Boom.ts'), THROWING);
+    writeFileSync(join(sandbox.controllers, 'TopThrow.ts'), "throw new Error('boom at load');\nexport default () => 'x';\n");
     stack = await startStack(sandbox, ['--workers', '1', '--proxy-workers', '1']);
   });
   after(async function () {
@@ -144,10 +189,12 @@ describe('extqs start, with the same throwing controller', function () {
   it('answers a loopback client the usual 500 page, without the error, whatever it claims', async function () {
     const claims: Record<string, string>[] = [{}, { 'X-Extqs-Local-Client': '1', 'X-Forwarded-For': '127.0.0.1' }];
     for (const headers of claims) {
-      const reply = await get(stack.url, '/External/Boom', { headers });
-      expect(reply.status).to.equal(500);
-      expect(reply.body).to.contain('<title>500 Internal Server Error</title>');
-      expect(reply.body).not.to.contain('boom');
+      for (const name of ['Boom', 'TopThrow']) {
+        const reply = await get(stack.url, `/External/${name}`, { headers });
+        expect(reply.status).to.equal(500);
+        expect(reply.body).to.contain('<title>500 Internal Server Error</title>');
+        expect(reply.body).not.to.contain('boom');
+      }
     }
     expect(stack.stderr()).not.to.contain('boom');
   });

@@ -36,7 +36,7 @@ describe('console capture', () => {
 describe('the dev error page', () => {
   it('escapes every value: markup in a message or a name is shown, never run', () => {
     const page = devErrorPage({
-      controller: 'Latest',
+      title: 'Uncaught exception in controller <Latest>',
       requestId: 'id"<x>',
       detail: `Error: <script>alert('x')</script> & more\n    at f (/w/controllers/Latest.ts:2:3)`,
       frame: '> 2 | if (a < b && c > d) throw "x";',
@@ -46,5 +46,6 @@ describe('the dev error page', () => {
     expect(page).to.contain('&gt; 2 | if (a &lt; b &amp;&amp; c &gt; d) throw &quot;x&quot;;');
     expect(page).to.contain('/w/controllers/Latest.ts:2:3');
     expect(page).to.contain('id&quot;&lt;x&gt;');
+    expect(page).to.contain('<h1>Uncaught exception in controller &lt;Latest&gt;</h1>');
   });
 });
