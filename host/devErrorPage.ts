@@ -5,6 +5,7 @@
 import type { FastifyInstance } from 'fastify';
 import { CONTROLLER_ANSWER_FIELD, CONTROLLER_FAILED_FIELD, ENDED_WITHOUT_HEADERS_FIELD, LOCAL_CLIENT_FIELD } from '../common/protocol.ts';
 import { frameFor } from '../common/terminal.ts';
+import { typeErrorsIn, typeErrorText, type TypeError } from '../common/typeErrors.ts';
 import { failureOf } from './controllerCall.ts';
 
 const HTML_ESCAPES: Readonly<Record<string, string>> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
@@ -21,10 +22,19 @@ export interface DevErrorPageInput {
   detail: string;
   /** The source lines around the failing one ('' when unknown). */
   frame: string;
+  /** The type errors in the controller's files as the last check found them. */
+  typeErrors: readonly TypeError[];
+}
+
+/** Each type error with its source lines, under a heading; '' when there is none. */
+function typeErrorSection(errors: readonly TypeError[]): string {
+  if (errors.length === 0) return '';
+  const items = errors.map((error) => `<pre class="type-error">${escapeHtml(`${typeErrorText(error)}\n${error.frame}`)}</pre>`);
+  return `<h2>${errors.length} type error${errors.length === 1 ? '' : 's'} in its files</h2>\n${items.join('\n')}`;
 }
 
 /** The page: every value escaped, so an error message holding markup is shown, never run. */
-export function devErrorPage({ title, requestId, detail, frame }: DevErrorPageInput): string {
+export function devErrorPage({ title, requestId, detail, frame, typeErrors }: DevErrorPageInput): string {
   const [first, ...rest] = detail.split('\n');
   return [
     '<!DOCTYPE html>',
@@ -35,6 +45,7 @@ export function devErrorPage({ title, requestId, detail, frame }: DevErrorPageIn
     `<p><strong>${escapeHtml(first)}</strong></p>`,
     frame ? `<pre class="frame">${escapeHtml(frame)}</pre>` : '',
     `<pre class="stack">${escapeHtml(rest.join('\n'))}</pre>`,
+    typeErrorSection(typeErrors),
     `<p>Request id ${escapeHtml(requestId)}. Shown by <code>extqs dev</code> to clients on this machine only; other clients get the server's 500 page.</p>`,
     '</body></html>',
     '',
@@ -45,7 +56,7 @@ export function devErrorPage({ title, requestId, detail, frame }: DevErrorPageIn
  * Replaces the empty 500 of a controller's uncaught error, or of one that could not be loaded, with the page,
  * for a client the proxy marked local.
  */
-export function showErrorsToLocalClients(app: FastifyInstance, controllersDir: string): void {
+export function showErrorsToLocalClients(app: FastifyInstance, controllersDir: string, typeErrorsFile: string | undefined): void {
   app.addHook('onSend', async (request, reply, payload) => {
     if (reply.statusCode !== 500 || request.headers[LOCAL_CLIENT_FIELD] !== '1') return payload;
     const failure = failureOf(request.raw);
@@ -63,6 +74,7 @@ export function showErrorsToLocalClients(app: FastifyInstance, controllersDir: s
       .removeHeader(ENDED_WITHOUT_HEADERS_FIELD)
       .header(CONTROLLER_ANSWER_FIELD, '1')
       .type('text/html; charset=utf-8');
-    return devErrorPage({ title, requestId: call.requestId, detail, frame: frameFor(detail, controllersDir, false) });
+    const typeErrors = typeErrorsFile === undefined ? [] : typeErrorsIn(typeErrorsFile, call.files);
+    return devErrorPage({ title, requestId: call.requestId, detail, frame: frameFor(detail, controllersDir, false), typeErrors });
   });
 }

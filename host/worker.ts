@@ -93,7 +93,7 @@ export async function runWorker(config: HostConfig, socket: string, pool: IpcCha
     running,
   });
 
-  if (config.dev) showErrorsToLocalClients(app, controllersDir);
+  if (config.dev) showErrorsToLocalClients(app, controllersDir, config.typeErrors);
 
   let retiring: Promise<void> | undefined;
   /** Stops taking requests, finishes those in flight, cutting what is left after `hardStopMs`. */

@@ -1,7 +1,7 @@
 // `extqs dev`, the service on a developer's machine: one proxy and one host worker, every log line also on
 // the terminal in colour with a code frame under a controller's failure, and a controller's uncaught error
 // shown with its stack to a loopback client; `extqs start` never shows it (docs/design.md §5.5).
-import { readlinkSync, realpathSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readlinkSync, realpathSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { get } from '../helpers/http.ts';
@@ -147,6 +147,67 @@ describe('extqs dev', function () {
       expect(relayed).to.contain('threw while loading');
       const stderr = await eventually(() => (running!.stderr().includes(id) ? running!.stderr() : undefined), 3000, 'the host line');
       expect(stderr.split('\n').filter((line) => line.includes(id))).to.have.length(1);
+    });
+  });
+
+  describe('when a controller has a type error', function () {
+    /** `query.n` is a string: the type error is why the call throws. */
+    const TYPO = [
+      "import type { Controller } from 'extqs';",
+      '',
+      'const Typo: Controller = ({ query }) => {',
+      '  const count: number = query.n;',
+      '  return { count: count.toFixed(1) };',
+      '};',
+      'export default Typo;',
+      '',
+    ].join('\n');
+    const FIXED = TYPO.replace('= query.n;', "= Number(query.n);\n  if (Number.isNaN(count)) throw new Error('n is no number');");
+    const TYPE_ERROR = "Typo.ts:4:9 Type 'QueryValue' is not assignable to type 'number'.";
+    const linesWith = (text: string) =>
+      running!
+        .stderr()
+        .split('\n')
+        .filter((line) => line.includes(text));
+    const stderrWith = (text: string, what: string) =>
+      eventually(() => (running!.stderr().includes(text) ? running!.stderr() : undefined), 30_000, what);
+
+    beforeEach(async function () {
+      writeFileSync(join(sandbox.controllers, 'Typo.ts'), TYPO);
+      mkdirSync(join(sandbox.controllers, 'lib'));
+      running = await startDev(sandbox, { NO_COLOR: '1', FORCE_COLOR: undefined });
+    });
+
+    it('prints it once with its code frame, shows it on the page, and clears both when fixed', async function () {
+      this.timeout(90_000);
+      const first = await stderrWith('1 type error (TypeScript', 'the first check');
+      expect(first).to.contain(`${join(sandbox.controllers, TYPE_ERROR)}\n`);
+      expect(first).to.match(/> 4 \| {3}const count: number = query\.n;\n {4}\| {9}\^/);
+
+      // Served all the same: the check never stops a controller; the page of its failure lists it.
+      const page = await get(running!.url, '/External/Typo?n=5');
+      expect(page.status).to.equal(500);
+      expect(page.body).to.contain('<h2>1 type error in its files</h2>');
+      expect(page.body).to.contain(`${join(sandbox.controllers, 'Typo.ts')}:4:9 Type &#39;QueryValue&#39; is not assignable`);
+      expect(page.body).to.contain('&gt; 4 |   const count: number = query.n;');
+
+      // A save elsewhere is checked too, and what stands is not printed again.
+      writeFileSync(join(sandbox.controllers, 'lib', 'limits.ts'), "export const most: number = 'ten';\n");
+      await stderrWith("limits.ts:1:14 Type 'string' is not assignable to type 'number'.", "the helper's error");
+      expect(linesWith(TYPE_ERROR)).to.have.length(1);
+
+      writeFileSync(join(sandbox.controllers, 'Typo.ts'), FIXED);
+      writeFileSync(join(sandbox.controllers, 'lib', 'limits.ts'), 'export const most: number = 10;\n');
+      await stderrWith('fixed, no type error left', 'the fix');
+      const answer = await eventually(async () => {
+        const reply = await get(running!.url, '/External/Typo?n=5');
+        return reply.status === 200 ? reply : undefined;
+      }, 5000);
+      expect(answer.body).to.equal('{"count":"5.0"}');
+      const fixedPage = await get(running!.url, '/External/Typo');
+      expect(fixedPage.body).to.contain('n is no number');
+      expect(fixedPage.body).not.to.contain('type error');
+      expect(linesWith(TYPE_ERROR)).to.have.length(1);
     });
   });
 
