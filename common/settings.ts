@@ -745,6 +745,8 @@ type KeysOf<R extends Role> = { [K in SettingKey]: R extends Settings[K]['roles'
 export interface CommandMode {
   /** `extqs dev`: logs also on the terminal, and the error page for loopback clients (docs/design.md §5.5). */
   readonly dev?: boolean;
+  /** `extqs dev`, the host: the file where the launcher's type check keeps the errors as they stand (common/typeErrors.ts). */
+  readonly typeErrors?: string;
 }
 export type ProxyConfig = Pick<Config, KeysOf<'proxy'>> & CommandMode;
 export type HostConfig = Pick<Config, KeysOf<'host'>> & CommandMode;

@@ -15,7 +15,7 @@ import {
   HOST_MAX_HEADER_SIZE,
   HOST_STDERR_FIELD,
 } from '../common/protocol.ts';
-import { runControllerCall } from './controllerCall.ts';
+import { keepLoadFailure, runControllerCall } from './controllerCall.ts';
 import {
   ClientClosedRequest,
   ControllerHeadTooLargeError,
@@ -195,6 +195,22 @@ export function createHostApp({
           ? `${err.message} ${where}`
           : `Failed opening controller script for ${route.name}: ${(err as Error).stack ?? String(err)} ${where}`;
       log.error(message, request.id);
+      // A missing file is no controller's failure; anything else is shown on `extqs dev`'s page (devErrorPage.ts).
+      if (!(err instanceof ControllerMissingError)) {
+        const file = err instanceof ControllerLoadError || err instanceof ControllerLinkRefusedError ? err.file : undefined;
+        keepLoadFailure(
+          request.raw,
+          {
+            requestId: request.id,
+            controller: route.name,
+            mapStack: (stack) => stack,
+            file: file ?? route.name,
+            files: file ? [file] : [],
+            what: where.slice(3),
+          },
+          err,
+        );
+      }
       return endWithoutHeaders(reply, message);
     }
 
@@ -252,6 +268,7 @@ export function createHostApp({
         controller: controller.name,
         mapStack: controller.mapStack,
         file: controller.file,
+        files: [controller.file, ...controller.dependencies],
         what: where.slice(3),
       };
       const result = await runControllerCall(call, request.raw, () => controller.handler(context));

@@ -12,6 +12,8 @@ export interface ControllerCall {
   /** Its file, and `<METHOD> <url>`: what a line about it names. */
   file: string;
   what: string;
+  /** The controller's file and the local modules bundled with it (`extqs dev`'s page lists their type errors). */
+  files: readonly string[];
 }
 
 const calls = new AsyncLocalStorage<ControllerCall>();
@@ -22,6 +24,8 @@ const inFlight = new Set<ControllerCall>();
 export interface CallFailure {
   call: ControllerCall;
   error: unknown;
+  /** `load`: the controller could not become a handler (its message holds the mapped stack); `run`: the handler threw. */
+  stage: 'load' | 'run';
 }
 
 const failures = new WeakMap<object, CallFailure>();
@@ -32,7 +36,7 @@ export async function runControllerCall<T>(call: ControllerCall, request: object
   try {
     return await calls.run(call, handler);
   } catch (err) {
-    failures.set(request, { call, error: err });
+    failures.set(request, { call, error: err, stage: 'run' });
     throw err;
   } finally {
     inFlight.delete(call);
@@ -42,6 +46,11 @@ export async function runControllerCall<T>(call: ControllerCall, request: object
 /** The calls whose handler has not returned yet. */
 export function callsInFlight(): ReadonlySet<ControllerCall> {
   return inFlight;
+}
+
+/** Keeps why the controller for `request` could not be loaded, as a failed call's error is kept. */
+export function keepLoadFailure(request: object, call: ControllerCall, error: unknown): void {
+  failures.set(request, { call, error, stage: 'load' });
 }
 
 /** The call running in this async context, if any. */

@@ -48,6 +48,11 @@ export class ControllerRegistry {
   private readonly loaded = new Map<string, Entry>();
   /** The version of each name whose last reload failed, so the watcher's repeat check logs it once. */
   private readonly failedVersions = new Map<string, string>();
+  /**
+   * The failure last reported for each name, version and message: a helper's save retries every failed
+   * controller (it may be the fix), and one that fails as before is not reported again.
+   */
+  private readonly reportedFailures = new Map<string, string>();
   /** One load at a time per name, so a request and a reload never race each other. */
   private readonly queues = new Map<string, Promise<unknown>>();
   /** Changes the watcher has reported, so a load can tell whether the files moved under it. */
@@ -129,6 +134,9 @@ export class ControllerRegistry {
     const tried = this.failedVersions.get(name);
     await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
     if (tried !== undefined && (this.failedVersions.get(name) !== tried || this.versionOnDisk(name) !== tried)) return;
+    const failure = `${tried}\0${(err as Error).message ?? String(err)}`;
+    if (this.reportedFailures.get(name) === failure) return;
+    this.reportedFailures.set(name, failure);
     this.events.reloadFailed(name, err, this.loaded.get(name));
   }
 
@@ -205,6 +213,7 @@ export class ControllerRegistry {
       if (this.changes === changesBefore) throw err;
       return this.loadIfAbsent(name, true);
     }
+    this.reportedFailures.delete(name);
     this.events.loaded(entry, 'request');
     return entry;
   }
@@ -214,6 +223,7 @@ export class ControllerRegistry {
     const found = this.read(name);
     if (!found) {
       this.failedVersions.delete(name);
+      this.reportedFailures.delete(name);
       if (current) {
         this.loaded.delete(name);
         this.events.removed(name, current.file);
@@ -227,6 +237,7 @@ export class ControllerRegistry {
     try {
       const entry = await this.install(name, found.file, found.source);
       this.failedVersions.delete(name);
+      this.reportedFailures.delete(name);
       this.events.loaded(entry, 'reload');
     } catch (err) {
       this.failedVersions.set(name, version);

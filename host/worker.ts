@@ -96,7 +96,7 @@ export async function runWorker(config: HostConfig, socket: string, pool: IpcCha
     outputBuffering: config.outputBuffering,
   });
 
-  if (config.dev) showErrorsToLocalClients(app, controllersDir);
+  if (config.dev) showErrorsToLocalClients(app, controllersDir, config.typeErrors);
 
   let retiring: Promise<void> | undefined;
   /** Stops taking requests, finishes those in flight, cutting what is left after `hardStopMs`. */

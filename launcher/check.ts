@@ -9,27 +9,11 @@ import type { FollowSymlinks } from '../common/settings.ts';
 import { formatAllowList, formatUpstream } from '../common/settingParsers.ts';
 import { compileController } from '../host/compile.ts';
 import { CONTROLLER_NAME } from '../host/route.ts';
-import { typeCheck } from './typeCheck.ts';
+import { helperFiles, typeCheck } from './typeCheck.ts';
 
 interface ControllerReport {
   file: string;
   problem?: string;
-}
-
-/** Folders under controllers/ that hold helpers the controllers import, not routes: `lib` and `_<anything>`. */
-const isHelperFolder = (name: string) => name === 'lib' || name.startsWith('_');
-
-/** The .ts and .js files in the helper folders, at any depth: type-checked even when no controller imports them yet. */
-async function helperFiles(dir: string): Promise<string[]> {
-  const folders = (await readdir(dir, { withFileTypes: true })).filter((entry) => entry.isDirectory() && isHelperFolder(entry.name));
-  const files: string[] = [];
-  for (const folder of folders) {
-    const entries = await readdir(join(dir, folder.name), { withFileTypes: true, recursive: true });
-    for (const entry of entries) {
-      if (entry.isFile() && /\.(ts|js)$/.test(entry.name)) files.push(join(entry.parentPath, entry.name));
-    }
-  }
-  return files.sort();
 }
 
 /** Every file in controllers/: loaded when it is a controller the host would serve, else why it is not. */

@@ -24,8 +24,10 @@ const COMMAND_NOTES: Readonly<Record<Command, string>> = {
     'www/controllers, and /status and /ping to whoever reaches its socket: let only the proxies reach it.',
   dev:
     'As start, with --workers 1 --proxy-workers 1 --log-level debug unless given. Every error.log and host.log line\n' +
-    "is also written to stderr (in colour on a terminal; NO_COLOR, FORCE_COLOR), a controller's failure with the\n" +
-    "lines of its source, and a controller's uncaught error is shown with its stack to loopback clients only.",
+    "is also written to stderr (in colour on a terminal; NO_COLOR, FORCE_COLOR), a controller's failure once, with the\n" +
+    'lines of its source. Controllers and helpers are type-checked in the background on every save, each error\n' +
+    "printed once. A controller that throws or cannot be loaded is shown with its stack and its files' type errors\n" +
+    'to loopback clients only.',
   check:
     'Takes every option of the other commands. Loads each controller as the host would (its module body runs once),\n' +
     'then type-checks those that load and the helpers in controllers/lib/ and controllers/_*/ with the TypeScript\n' +

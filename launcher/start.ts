@@ -12,6 +12,8 @@ import { rereadConfig } from '../common/reload.ts';
 import { notifyReady } from '../common/serviceManager.ts';
 import type { HostConfig, ProxyConfig } from '../common/settings.ts';
 import { STOP_MARGIN_S } from '../common/shutdown.ts';
+import { colourWanted } from '../common/terminal.ts';
+import { watchTypes, type TypeWatch } from './devTypes.ts';
 import { Supervisor } from './supervisor.ts';
 
 /** The port of a ready line's URL; the URL leaves out 80 and 443. */
@@ -36,7 +38,10 @@ export async function start(argv: readonly string[], initial: Config, dev = fals
   // or every client would lose the service.
   let port = config.port;
   let tlsPort = config.tlsPort;
-  const hostConfig = (): HostConfig => ({ ...sliceFor('host', config), socket, dev });
+  // `extqs dev` type-checks the controllers on every save; the host's error page reads what it found here.
+  const typeErrors = dev ? join(runDir, 'type-errors.json') : undefined;
+  let types: TypeWatch | undefined;
+  const hostConfig = (): HostConfig => ({ ...sliceFor('host', config), socket, dev, typeErrors });
   const proxyConfig = (): ProxyConfig => ({
     ...sliceFor('proxy', config),
     port,
@@ -85,6 +90,7 @@ export async function start(argv: readonly string[], initial: Config, dev = fals
       say(`${reason}: stopping the proxy, then the host`);
       await proxy.stop();
       await host.stop();
+      await types?.stop();
       removeRunDir();
       removePidFile?.();
     })();
@@ -105,6 +111,11 @@ export async function start(argv: readonly string[], initial: Config, dev = fals
   try {
     await host.start();
     await proxy.start();
+    // After the ready line: the first check takes a second or two of CPU that start-up does not wait for.
+    if (typeErrors !== undefined) {
+      const colour = colourWanted(process.env, process.stderr.isTTY === true);
+      types = watchTypes({ www: config.www, reportFile: typeErrors, colour }, say);
+    }
   } catch (err) {
     await stop('start-up failed');
     throw err;

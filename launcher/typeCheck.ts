@@ -1,8 +1,9 @@
-// `extqs check`'s type check: the TypeScript compiler over the controllers that load and the helpers
-// beside them, with the options editors use (www/tsconfig.json, else the built-in
-// tsconfig.controllers.json). Only `extqs check` imports this module, and `typescript` only when there
-// is something to check, so `extqs start` never loads the compiler.
+// `extqs check`'s type check, and the options and files of `extqs dev`'s (launcher/typeWatch.ts): the
+// TypeScript compiler over the controllers that load and the helpers beside them, with the options editors
+// use (www/tsconfig.json, else the built-in tsconfig.controllers.json). Only those two import this module,
+// and `check` imports `typescript` only when there is something to check: `extqs start` never loads the compiler.
 import { existsSync } from 'node:fs';
+import { readdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type TS from 'typescript';
 import { OWN_PACKAGE } from '../common/ownPackage.ts';
@@ -32,26 +33,48 @@ function contractTypes(): string | undefined {
   return OWN_PACKAGE && types ? join(OWN_PACKAGE.root, types) : undefined;
 }
 
+/** Folders under controllers/ that hold helpers the controllers import, not routes: `lib` and `_<anything>`. */
+const isHelperFolder = (name: string) => name === 'lib' || name.startsWith('_');
+
+/** The .ts and .js files in the helper folders, at any depth: type-checked even when no controller imports them yet. */
+export async function helperFiles(dir: string): Promise<string[]> {
+  const folders = (await readdir(dir, { withFileTypes: true })).filter((entry) => entry.isDirectory() && isHelperFolder(entry.name));
+  const files: string[] = [];
+  for (const folder of folders) {
+    const entries = await readdir(join(dir, folder.name), { withFileTypes: true, recursive: true });
+    for (const entry of entries) {
+      if (entry.isFile() && /\.(ts|js)$/.test(entry.name)) files.push(join(entry.parentPath, entry.name));
+    }
+  }
+  return files.sort();
+}
+
+export interface CheckOptions {
+  /** What checks, with which options, e.g. `TypeScript 5.9.3, options of /srv/www/tsconfig.json`. */
+  checker: string;
+  /** undefined when the options file cannot be read: `errors` says why. */
+  options: TS.CompilerOptions | undefined;
+  /** What is wrong with the options file. */
+  errors: TS.Diagnostic[];
+}
+
 /**
- * Type-checks `files` (absolute paths) as one program. The options come from `<www>/tsconfig.json` when
- * there is one (what an editor opening the controllers uses), else from the package's own
- * tsconfig.controllers.json. Whatever the file says, nothing is written (noEmit), `extqs` is the contract
- * of the extqs running the check (the one the host will call the controllers with), and this package's
- * Node types are found after any of the www's own.
+ * The options to check controllers with: those of `<www>/tsconfig.json` when there is one (what an editor
+ * opening the controllers uses), else the package's own tsconfig.controllers.json. Whatever the file says,
+ * nothing is written (noEmit), `extqs` is the contract of the extqs running the check (the one the host
+ * will call the controllers with), and this package's Node types are found after any of the www's own.
  */
-export async function typeCheck(www: string, files: string[]): Promise<TypeCheckResult> {
-  // Imported here only: the compiler is 9 MB of JavaScript that no other command needs.
-  const ts = (await import('typescript')).default;
+export function checkOptions(ts: TypeScript, www: string): CheckOptions {
   const own = join(www, 'tsconfig.json');
   const builtIn = OWN_PACKAGE && join(OWN_PACKAGE.root, 'tsconfig.controllers.json');
   const configFile = existsSync(own) || builtIn === undefined ? own : builtIn;
   const checker = `TypeScript ${ts.version}, options of ${configFile}`;
   const read = ts.readConfigFile(configFile, (path) => ts.sys.readFile(path));
-  if (read.error) return { checker, errors: [formatDiagnostic(ts, read.error)], errorsByFile: new Map() };
+  if (read.error) return { checker, options: undefined, errors: [read.error] };
 
   const parsed = ts.parseJsonConfigFileContent(read.config, ts.sys, dirname(configFile), undefined, configFile);
   // The check lists its own files (the controllers and helpers), so what `include` finds does not matter.
-  const configErrors = parsed.errors.filter((d) => d.code !== 18002 && d.code !== 18003);
+  const errors = parsed.errors.filter((d) => d.code !== 18002 && d.code !== 18003);
   const contract = contractTypes();
   // Node's types are looked for above the options' file, then above this package, which depends on them:
   // a www outside the package has its own node_modules or none.
@@ -62,6 +85,15 @@ export async function typeCheck(www: string, files: string[]): Promise<TypeCheck
     typeRoots: [...new Set(typeRoots)],
     ...(contract ? { paths: { ...parsed.options.paths, extqs: [contract] } } : {}),
   };
+  return { checker, options, errors };
+}
+
+/** Type-checks `files` (absolute paths) as one program, with checkOptions(). */
+export async function typeCheck(www: string, files: string[]): Promise<TypeCheckResult> {
+  // Imported here only: the compiler is 9 MB of JavaScript that no other command needs.
+  const ts = (await import('typescript')).default;
+  const { checker, options, errors: configErrors } = checkOptions(ts, www);
+  if (options === undefined) return { checker, errors: configErrors.map((d) => formatDiagnostic(ts, d)), errorsByFile: new Map() };
   const program = ts.createProgram({ rootNames: files, options, configFileParsingDiagnostics: configErrors });
   // Sorted by file, then position; the configuration's errors included.
   const diagnostics = ts.getPreEmitDiagnostics(program).filter((d) => d.category === ts.DiagnosticCategory.Error);

@@ -5,6 +5,7 @@ import { openLineLog, rotationOf } from '../common/lineLog.ts';
 import { errorJson, errorLine, levelEnabled, nowMicros, type ErrorEntry, type LogFormat } from '../common/logFormat.ts';
 import type { LogRelay } from '../common/logRelay.ts';
 import type { TerminalEntry } from '../common/terminal.ts';
+import { repeatsTheHost } from './hostFailureLines.ts';
 import type { ProxyLogEntries, WireErrorEntry } from './workerMessages.ts';
 
 export interface ErrorLog {
@@ -52,7 +53,10 @@ export function relayedErrors(relay: LogRelay<ProxyLogEntries>, settings: LogSet
   };
 }
 
-/** With `terminal` (`extqs dev`) each event also goes there, from the process where it happened. */
+/**
+ * With `terminal` (`extqs dev`) each event also goes there, from the process where it happened, but for the
+ * lines that relay a failure the host's terminal line shows already (hostFailureLines.ts).
+ */
 export function openErrorLog(settings: LogSettings, sink: ErrorSink, terminal?: (entry: TerminalEntry) => void): ErrorLog {
   let threshold = settings.logLevel;
   return {
@@ -61,7 +65,7 @@ export function openErrorLog(settings: LogSettings, sink: ErrorSink, terminal?: 
       // Field by field, not a spread: this runs for every missing file and failed forward.
       const { module, level, status, client, message, requestId } = event;
       sink.write({ module, level, status, client, message, requestId, micros: nowMicros(), pid: process.pid });
-      terminal?.({ ...event, time: new Date(), source: event.module });
+      if (terminal && !repeatsTheHost(event)) terminal({ ...event, time: new Date(), source: event.module });
     },
     reopen(next) {
       threshold = next.logLevel;

@@ -14,6 +14,7 @@ import {
   POOL_FULL_FIELD,
 } from '../common/protocol.ts';
 import { sendErrorPage } from './errorPages.ts';
+import { END_OF_SCRIPT_OUTPUT, HOST_STDERR_PREFIX } from './hostFailureLines.ts';
 import { isLoopback } from './loopback.ts';
 import { authorityOf, responseGone, schemeOf } from './protocols.ts';
 import type { RequestContext } from './requestContext.ts';
@@ -232,11 +233,11 @@ export function failures({ upstreamTimeoutMs, limitRequestBody }: ForwarderOptio
   /** The host's stderr lines, as mod_fcgid relays a PHP process's (P5); returns how many. */
   const relayStderr = (fields: Headers, ctx: RequestContext): number => {
     const lines = decodeStderr(fields[HOST_STDERR_FIELD]);
-    for (const line of lines) ctx.log('fcgid', 'warn', `mod_fcgid: stderr: ${line}`);
+    for (const line of lines) ctx.log('fcgid', 'warn', `${HOST_STDERR_PREFIX}${line}`);
     return lines.length;
   };
   /** Apache's line for a script that gave no header (util_script.c, so `core`): P1. */
-  const endOfScriptOutput = (ctx: RequestContext, path: string) => ctx.log('core', 'error', `End of script output before headers: ${path}`);
+  const endOfScriptOutput = (ctx: RequestContext, path: string) => ctx.log('core', 'error', `${END_OF_SCRIPT_OUTPUT}${path}`);
   return {
     timedOut(ctx, path) {
       const seconds = upstreamTimeoutMs / 1000;

@@ -4,6 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { expect } from 'chai';
+import { FLUSH_WINDOW } from '../../common/lineLog.ts';
 import { get } from '../helpers/http.ts';
 import { makeSandbox, readLog, ROOT, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
 
@@ -86,6 +87,20 @@ describe("the README's first run", function () {
     expect(readme).to.include('| `GET /External/Alarm?all_alarm&all` | the same, for `Alarm` |');
     expect(readme).to.include("| `GET /favicon.ico` | `404 Not Found`, Apache's page |");
     expect(statuses).to.deep.equal([500, 500, 404]);
+  });
+
+  it("warns, under its `tail`, that the last request's lines may not be there yet", function () {
+    const example = readme.slice(readme.indexOf('tail logs/access.log'));
+    expect(example.slice(0, 400)).to.include(`Lines reach the files in windows of ${FLUSH_WINDOW.ms} ms`);
+  });
+
+  it('shows as Latest.ts the file its `cp examples/controllers/*` installs, as docs/controllers.md does', function () {
+    const installed = readFileSync(`${ROOT}/examples/controllers/Latest.ts`, 'utf8');
+    for (const doc of ['README.md', 'docs/controllers.md']) {
+      const text = readFileSync(`${ROOT}/${doc}`, 'utf8');
+      expect(text, doc).to.include('cp examples/controllers/* www/controllers/');
+      expect(text, `${doc} shows another Latest.ts than examples/controllers/Latest.ts`).to.include(`\`\`\`ts\n${installed}\`\`\`\n`);
+    }
   });
 
   for (const quote of QUOTES) {

@@ -36,15 +36,18 @@ describe('console capture', () => {
 describe('the dev error page', () => {
   it('escapes every value: markup in a message or a name is shown, never run', () => {
     const page = devErrorPage({
-      controller: 'Latest',
+      title: 'Uncaught exception in controller <Latest>',
       requestId: 'id"<x>',
       detail: `Error: <script>alert('x')</script> & more\n    at f (/w/controllers/Latest.ts:2:3)`,
       frame: '> 2 | if (a < b && c > d) throw "x";',
+      typeErrors: [{ file: '/w/controllers/Latest.ts', line: 2, column: 9, message: "Type '<T>' is wrong.", frame: '> 2 | a<b' }],
     });
     expect(page).not.to.contain('<script>');
     expect(page).to.contain('Error: &lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; more');
     expect(page).to.contain('&gt; 2 | if (a &lt; b &amp;&amp; c &gt; d) throw &quot;x&quot;;');
     expect(page).to.contain('/w/controllers/Latest.ts:2:3');
     expect(page).to.contain('id&quot;&lt;x&gt;');
+    expect(page).to.contain('<h1>Uncaught exception in controller &lt;Latest&gt;</h1>');
+    expect(page).to.contain('/w/controllers/Latest.ts:2:9 Type &#39;&lt;T&gt;&#39; is wrong.\n&gt; 2 | a&lt;b');
   });
 });

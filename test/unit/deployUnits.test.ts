@@ -70,3 +70,26 @@ describe('the systemd units in deploy/systemd', () => {
     });
   }
 });
+
+describe("docs/operations.md's logrotate snippet", () => {
+  const operations = readFileSync(join(ROOT, 'docs/operations.md'), 'utf8');
+  const snippet = /```\n([^`]*postrotate[^`]*)```/.exec(operations)?.[1] ?? '';
+  const unit = readFileSync(join(UNITS, 'extqs.service'), 'utf8');
+  const { flags } = commandOf(unit);
+  const logs = flags[flags.indexOf('--logs') + 1];
+
+  it("rotates the three logs in extqs.service's --logs, and names no other path", () => {
+    expect(snippet, 'the snippet').to.include('postrotate');
+    const files = snippet.split('{', 1)[0].trim().split(/\s+/);
+    expect(files).to.deep.equal(['access.log', 'error.log', 'host.log'].map((file) => join(logs, file)));
+    // A pid file or a log directory of its own would be a path the unit neither writes nor may write.
+    const paths = snippet.match(/(?<![\w.])\/[\w./-]+/g) ?? [];
+    expect(paths.filter((path) => !files.includes(path))).to.deep.equal([]);
+  });
+
+  it('signals the launcher through a unit in deploy/systemd that has a reload', () => {
+    const reloaded = /^\s*systemctl reload (\S+)/m.exec(snippet)?.[1];
+    expect(reloaded, 'the postrotate line').to.equal('extqs');
+    expect(readFileSync(join(UNITS, `${reloaded}.service`), 'utf8')).to.match(/^ExecReload=\/bin\/kill -HUP \$MAINPID$/m);
+  });
+});
