@@ -19,7 +19,7 @@ import { runControllerCall } from './controllerCall.ts';
 import { ControllerLinkRefusedError, ControllerLoadError, ControllerMissingError } from './errors.ts';
 import type { ExecutionLimit, Tracked } from './executionLimit.ts';
 import type { HostLog } from './hostLog.ts';
-import { parsePhpCookies, parsePhpQuery } from './query.ts';
+import { MAX_INPUT_VARS, parsePhpCookies, parsePhpQuery } from './query.ts';
 import { readRequestInput, type InputLimits } from './requestInput.ts';
 import type { ControllerRegistry, LoadedController } from './registry.ts';
 import { sendResult } from './respond.ts';
@@ -201,8 +201,13 @@ export function createHostApp({
       if (ended) await input.discard();
       else discardUploads = input.discard;
       for (const warning of [...warnings, ...cookies.warnings, ...input.warnings]) log.warn(`${warning} ${where}`, request.id);
+      let queryBytes: ControllerContext['queryBytes'] | undefined;
       const context: ControllerContext = {
         query,
+        // Parsed when first read: few controllers need the bytes.
+        get queryBytes() {
+          return (queryBytes ??= parsePhpQuery(route.rawQuery, MAX_INPUT_VARS, 'latin1').query);
+        },
         post: input.post,
         files: input.files,
         cookies: cookies.query,

@@ -1,11 +1,13 @@
 // What crosses the proxy on the way to the host and back, for each forwarding engine (the same
 // conformance suite for both): headers, failures and their status codes, clients that leave.
 import { createServer, type Server } from 'node:http';
+import { execFileSync } from 'node:child_process';
 import { connect } from 'node:net';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { curl } from '../helpers/clients.ts';
+import { requirePhpCgi } from '../helpers/php.ts';
 import { get } from '../helpers/http.ts';
 import { FORWARDERS } from '../../common/settings.ts';
 import {
@@ -101,6 +103,26 @@ for (const forwarder of FORWARDERS) {
         const access = readLog(sandbox, 'access.log').join('\n');
         for (const [target] of refused) expect(access).to.contain(`"GET ${target} HTTP/1.1" 404 `);
       });
+    });
+
+    it("gives a controller the query's bytes as PHP's $_GET holds them (queryBytes), beside the decoded query", async function () {
+      requirePhpCgi();
+      writeFileSync(
+        join(sandbox.controllers, 'QueryBytes.ts'),
+        `export default ({ query, queryBytes }: any) => ({ decoded: query.y, bytes: Buffer.from(queryBytes.y, 'latin1').toString('hex'), names: Object.keys(queryBytes).map((n) => Buffer.from(n, 'latin1').toString('hex')) });\n`,
+      );
+      const queryString = 'y=%E9%C3%A9&n%FF=1';
+      const reply = await curl(`${stack.url}/External/QueryBytes?${queryString}`);
+      expect(reply.status).to.equal(200);
+      // The legacy's PHP, given the same query string: the bytes of $_GET['y'] and of each name.
+      const php = join(sandbox.dir, 'queryBytes.php');
+      writeFileSync(php, `<?php echo json_encode(['bytes' => bin2hex($_GET['y']), 'names' => array_map('bin2hex', array_keys($_GET))]);\n`);
+      const phpOut = execFileSync('php-cgi', [php], {
+        env: { PATH: process.env.PATH, REDIRECT_STATUS: '200', REQUEST_METHOD: 'GET', SCRIPT_FILENAME: php, QUERY_STRING: queryString },
+      }).toString();
+      const legacy = JSON.parse(phpOut.slice(phpOut.indexOf('\r\n\r\n') + 4)) as { bytes: string; names: string[] };
+      expect(legacy).to.deep.equal({ bytes: 'e9c3a9', names: ['79', '6eff'] });
+      expect(JSON.parse(reply.body.toString())).to.deep.equal({ decoded: '\ufffdé', ...legacy });
     });
 
     it('replaces client-sent X-Forwarded-* with its own', async function () {
