@@ -193,6 +193,8 @@ export function createHostApp({
     // Everything after acquire() is inside the try, so the version is always released.
     let overran = false;
     let tracked: Tracked | undefined;
+    /** PHP's start-up warnings for the request's input, with where they happened: stderr before the script runs. */
+    let startupWarnings: string[] = [];
     try {
       const { query, warnings } = parsePhpQuery(route.rawQuery);
       const cookies = parsePhpCookies(request.headers.cookie);
@@ -200,7 +202,10 @@ export function createHostApp({
       const input = await readRequestInput(request.raw, inputLimits);
       if (ended) await input.discard();
       else discardUploads = input.discard;
-      for (const warning of [...warnings, ...cookies.warnings, ...input.warnings]) log.warn(`${warning} ${where}`, request.id);
+      startupWarnings = [...warnings, ...cookies.warnings, ...input.warnings].map((warning) => `${warning} ${where}`);
+      for (const warning of startupWarnings) log.warn(warning, request.id);
+      // PHP writes them to stderr, which mod_fcgid relays to error.log: the proxy does, whatever the answer.
+      if (startupWarnings.length > 0) reply.header(HOST_STDERR_FIELD, encodeStderr(startupWarnings.join('\n')));
       let queryBytes: ControllerContext['queryBytes'] | undefined;
       const context: ControllerContext = {
         query,
@@ -261,7 +266,7 @@ export function createHostApp({
         .code(500)
         .type('text/html; charset=UTF-8')
         .header(CONTROLLER_FAILED_FIELD, '1')
-        .header(HOST_STDERR_FIELD, encodeStderr(`PHP Fatal error:  ${message.split('\n', 1)[0]}`))
+        .header(HOST_STDERR_FIELD, encodeStderr([...startupWarnings, `PHP Fatal error:  ${message.split('\n', 1)[0]}`].join('\n')))
         .send('');
     } finally {
       if (tracked) limit?.release(tracked);
