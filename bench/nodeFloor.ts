@@ -105,7 +105,8 @@ class LegacyLogs {
 
   error(req: IncomingMessage, requestId: string, entry: Pick<ErrorEntry, 'module' | 'level' | 'message' | 'status'>): void {
     const client = `${req.socket.remoteAddress}:${req.socket.remotePort}`;
-    this.errorLines.push(errorLine({ ...entry, client, requestId }, nowMicros(), process.pid));
+    // The referer as the proxy and Apache append it, so the floor writes the proxy's lines.
+    this.errorLines.push(errorLine({ ...entry, client, referer: req.headers.referer, requestId }, nowMicros(), process.pid));
     this.flushLater();
   }
 

@@ -47,6 +47,12 @@ export interface RequestBody {
 export interface ControllerContext {
   /** The query string parsed as PHP's $_GET (flags without `=` are '', the last duplicate wins). */
   readonly query: Readonly<Record<string, QueryValue>>;
+  /**
+   * `query` with PHP's bytes kept: each name and value one character a byte (latin1), so `?y=%E9` gives `'\xe9'`
+   * where `query.y` is `'\ufffd'` (a byte that is not UTF-8 is replaced there). `Buffer.from(queryBytes.y, 'latin1')`
+   * is exactly what PHP's `$_GET['y']` held.
+   */
+  readonly queryBytes: Readonly<Record<string, QueryValue>>;
   /** A urlencoded or multipart form body parsed as PHP's $_POST (the query's rules). */
   readonly post: Readonly<Record<string, QueryValue>>;
   /** A multipart body's uploads as PHP's $_FILES, on disk until the request ends. */

@@ -173,19 +173,22 @@ export interface ErrorEntry {
   status?: string;
   client?: string;
   message: string;
+  /** The request's Referer, which Apache appends to a request's error line (log.c, `, referer: %s`). */
+  referer?: string;
   requestId?: string;
 }
 
 /**
- * Apache 2.4's default ErrorLogFormat:
- * `[%{u}t] [%-m:%l] [pid %P] %E: [client %a] %M, request_id: %L`.
+ * Apache 2.4's default ErrorLogFormat, with the request id after the referer Apache appends:
+ * `[%{u}t] [%-m:%l] [pid %P] %E: [client %a] %M, referer: %{Referer}i, request_id: %L`.
  */
 export function errorLine(entry: ErrorEntry, micros: number, pid: number): string {
   // One template, not a chain of +=: this runs for every missing file and failed forward.
   const status = entry.status ? `${entry.status}: ` : '';
   const client = entry.client ? `[client ${entry.client}] ` : '';
+  const referer = entry.referer ? `, referer: ${escapeLogValue(entry.referer, false)}` : '';
   const id = entry.requestId ? `, request_id: ${escapeLogValue(entry.requestId, false)}` : '';
-  return `[${errorLogTime(micros)}] [${entry.module}:${entry.level}] [pid ${pid}] ${status}${client}${escapeLogValue(entry.message, false)}${id}`;
+  return `[${errorLogTime(micros)}] [${entry.module}:${entry.level}] [pid ${pid}] ${status}${client}${escapeLogValue(entry.message, false)}${referer}${id}`;
 }
 
 /** PHP error-log time: `22-Nov-2026 02:01:41 UTC`, here with milliseconds. */
@@ -237,7 +240,7 @@ export function accessJson(entry: AccessEntry): string {
   });
 }
 
-/** error.log as JSON: `{"time","level","module","pid","client","status","message","request_id"}`; time with microseconds. */
+/** error.log as JSON: `{"time","level","module","pid","client","status","message","referer","request_id"}`; time with microseconds. */
 export function errorJson(entry: ErrorEntry, micros: number, pid: number): string {
   const ms = Math.floor(micros / 1000);
   // toISOString gives milliseconds; the error log keeps Apache's microseconds.
@@ -250,6 +253,7 @@ export function errorJson(entry: ErrorEntry, micros: number, pid: number): strin
     client: entry.client ?? null,
     status: entry.status ?? null,
     message: entry.message,
+    referer: entry.referer ?? null,
     request_id: entry.requestId ?? null,
   });
 }

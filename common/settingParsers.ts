@@ -12,7 +12,13 @@ export interface ParseContext {
 
 export type Parser<T> = (raw: string, context: ParseContext) => T;
 
-export type Upstream = { kind: 'tcp'; host: string; port: number } | { kind: 'unix'; path: string };
+export type Upstream = ({ kind: 'tcp'; host: string; port: number } | { kind: 'unix'; path: string }) & {
+  /** Its name in /metrics' series when its address changes at each start (the launcher's own socket); else formatUpstream(). */
+  label?: string;
+};
+
+/** The label of the launcher's own host socket, whose directory is new at each start. */
+export const LOCAL_UPSTREAM_LABEL = 'local';
 
 /** An address or subnet (CIDR) allowed a page. */
 export interface AllowedClient {
@@ -147,6 +153,11 @@ function parseUpstream(raw: string, cwd: string): Upstream | undefined {
 export function formatUpstream(upstream: Upstream): string {
   if (upstream.kind === 'unix') return `unix:${upstream.path}`;
   return `http://${upstream.host.includes(':') ? `[${upstream.host}]` : upstream.host}:${upstream.port}`;
+}
+
+/** An upstream's `upstream` label in /metrics: the same across restarts, so each start continues the same series. */
+export function upstreamLabel(upstream: Upstream): string {
+  return upstream.label ?? formatUpstream(upstream);
 }
 
 /** Upstreams, comma-separated (a repeated flag's values are joined with commas), each given once. */

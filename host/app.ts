@@ -25,7 +25,7 @@ import {
 } from './errors.ts';
 import type { ExecutionLimit, Tracked } from './executionLimit.ts';
 import type { HostLog } from './hostLog.ts';
-import { parsePhpCookies, parsePhpQuery } from './query.ts';
+import { MAX_INPUT_VARS, parsePhpCookies, parsePhpQuery } from './query.ts';
 import { readRequestInput, type InputLimits } from './requestInput.ts';
 import type { ControllerRegistry, LoadedController } from './registry.ts';
 import { sendResult } from './respond.ts';
@@ -219,6 +219,8 @@ export function createHostApp({
     // Everything after acquire() is inside the try, so the version is always released.
     let overran = false;
     let tracked: Tracked | undefined;
+    /** PHP's start-up warnings for the request's input, with where they happened: stderr before the script runs. */
+    let startupWarnings: string[] = [];
     try {
       const { query, warnings } = parsePhpQuery(route.rawQuery);
       const cookies = parsePhpCookies(request.headers.cookie);
@@ -226,9 +228,17 @@ export function createHostApp({
       const input = await readRequestInput(request.raw, inputLimits);
       if (ended) await input.discard();
       else discardUploads = input.discard;
-      for (const warning of [...warnings, ...cookies.warnings, ...input.warnings]) log.warn(`${warning} ${where}`, request.id);
+      startupWarnings = [...warnings, ...cookies.warnings, ...input.warnings].map((warning) => `${warning} ${where}`);
+      for (const warning of startupWarnings) log.warn(warning, request.id);
+      // PHP writes them to stderr, which mod_fcgid relays to error.log: the proxy does, whatever the answer.
+      if (startupWarnings.length > 0) reply.header(HOST_STDERR_FIELD, encodeStderr(startupWarnings.join('\n')));
+      let queryBytes: ControllerContext['queryBytes'] | undefined;
       const context: ControllerContext = {
         query,
+        // Parsed when first read: few controllers need the bytes.
+        get queryBytes() {
+          return (queryBytes ??= parsePhpQuery(route.rawQuery, MAX_INPUT_VARS, 'latin1').query);
+        },
         post: input.post,
         files: input.files,
         cookies: cookies.query,
@@ -307,7 +317,7 @@ export function createHostApp({
         .code(500)
         .type('text/html; charset=UTF-8')
         .header(CONTROLLER_FAILED_FIELD, '1')
-        .header(HOST_STDERR_FIELD, encodeStderr(`PHP Fatal error:  ${message.split('\n', 1)[0]}`))
+        .header(HOST_STDERR_FIELD, encodeStderr([...startupWarnings, `PHP Fatal error:  ${message.split('\n', 1)[0]}`].join('\n')))
         .send('');
     } finally {
       if (tracked) limit?.release(tracked);

@@ -94,8 +94,14 @@ class PhpArray {
   }
 }
 
+/**
+ * How a decoded name or value's bytes become a string: `utf8` (a byte that is not UTF-8 becomes U+FFFD), or
+ * `latin1`, one character a byte, so PHP's bytes can be had back (`Buffer.from(value, 'latin1')`).
+ */
+export type QueryEncoding = 'utf8' | 'latin1';
+
 /** PHP's urldecode(): `+` is a space, valid %XX escapes are bytes, anything else stays as written. */
-export function phpUrlDecode(raw: string): string {
+export function phpUrlDecode(raw: string, encoding: QueryEncoding = 'utf8'): string {
   if (!/[+%]/.test(raw)) return raw;
   const bytes: number[] = [];
   for (let i = 0; i < raw.length; i++) {
@@ -107,7 +113,7 @@ export function phpUrlDecode(raw: string): string {
     } else if (ch < 0x80) bytes.push(ch);
     else bytes.push(...Buffer.from(raw[i], 'utf8'));
   }
-  return Buffer.from(bytes).toString('utf8');
+  return Buffer.from(bytes).toString(encoding);
 }
 
 /**
@@ -165,8 +171,8 @@ function register(target: PhpArray, decodedName: string, value: Leaf, firstWins 
 const inputVarsWarning = (max: number) =>
   `PHP Warning:  Unknown: Input variables exceeded ${max}. To increase the limit change max_input_vars in php.ini.`;
 
-/** Parses a raw query string (without `?`) into PHP's $_GET. Never throws. */
-export function parsePhpQuery(raw: string, maxInputVars = MAX_INPUT_VARS): ParsedQuery {
+/** Parses a raw query string (without `?`) into PHP's $_GET, its bytes read as `encoding`. Never throws. */
+export function parsePhpQuery(raw: string, maxInputVars = MAX_INPUT_VARS, encoding: QueryEncoding = 'utf8'): ParsedQuery {
   const root = new PhpArray();
   const warnings: string[] = [];
   let count = 0;
@@ -177,8 +183,8 @@ export function parsePhpQuery(raw: string, maxInputVars = MAX_INPUT_VARS): Parse
       break;
     }
     const eq = piece.indexOf('=');
-    const name = phpUrlDecode(eq === -1 ? piece : piece.slice(0, eq));
-    const value = eq === -1 ? '' : phpUrlDecode(piece.slice(eq + 1));
+    const name = phpUrlDecode(eq === -1 ? piece : piece.slice(0, eq), encoding);
+    const value = eq === -1 ? '' : phpUrlDecode(piece.slice(eq + 1), encoding);
     register(root, name, value);
   }
   return { query: root.toObject(), warnings };

@@ -1,7 +1,6 @@
 // Which controller a request names. Pure: decides from the URL alone, touches no file.
+import { CONTROLLER_NAME } from '../common/controllerName.ts';
 import { CONTROLLER_PREFIX } from '../common/protocol.ts';
-
-export const CONTROLLER_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 interface RouteParts {
   name: string;

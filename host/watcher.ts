@@ -8,7 +8,7 @@
 import { basename, dirname, extname } from 'node:path';
 import { watch, type FSWatcher } from 'chokidar';
 import type { ControllerRegistry } from './registry.ts';
-import { CONTROLLER_NAME } from './route.ts';
+import { CONTROLLER_NAME } from '../common/controllerName.ts';
 
 /** Longer than chokidar's 50 ms 'change' throttle (chokidar/index.js `_throttle(EV.CHANGE, path, 50)`). */
 const TRAILING_REFRESH_MS = 75;

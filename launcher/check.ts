@@ -8,7 +8,7 @@ import { LINK_REFUSED, LinkGuard } from '../common/linkGuard.ts';
 import type { FollowSymlinks } from '../common/settings.ts';
 import { formatAllowList, formatUpstream } from '../common/settingParsers.ts';
 import { compileController } from '../host/compile.ts';
-import { CONTROLLER_NAME } from '../host/route.ts';
+import { CONTROLLER_NAME } from '../common/controllerName.ts';
 import { helperFiles, typeCheck } from './typeCheck.ts';
 
 interface ControllerReport {

@@ -9,6 +9,7 @@ import { sliceFor, type Config } from '../common/config.ts';
 import { writePidFile } from '../common/pidFile.ts';
 import { readyLine } from '../common/ready.ts';
 import { rereadConfig } from '../common/reload.ts';
+import { LOCAL_UPSTREAM_LABEL } from '../common/settingParsers.ts';
 import { notifyReady } from '../common/serviceManager.ts';
 import type { HostConfig, ProxyConfig } from '../common/settings.ts';
 import { STOP_MARGIN_S } from '../common/shutdown.ts';
@@ -46,7 +47,7 @@ export async function start(argv: readonly string[], initial: Config, dev = fals
     ...sliceFor('proxy', config),
     port,
     tlsPort,
-    upstreams: [{ kind: 'unix', path: socket }],
+    upstreams: [{ kind: 'unix', path: socket, label: LOCAL_UPSTREAM_LABEL }],
     dev,
   });
 

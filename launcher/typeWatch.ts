@@ -10,7 +10,7 @@ import { watch } from 'chokidar';
 import type TS from 'typescript';
 import { codeFrame, terminalLine, type TerminalEntry } from '../common/terminal.ts';
 import { typeErrorText, writeTypeErrors, type TypeError } from '../common/typeErrors.ts';
-import { CONTROLLER_NAME } from '../host/route.ts';
+import { CONTROLLER_NAME } from '../common/controllerName.ts';
 import { checkOptions, formatDiagnostic, helperFiles } from './typeCheck.ts';
 
 export interface TypeWatchData {

@@ -63,8 +63,8 @@ export function openErrorLog(settings: LogSettings, sink: ErrorSink, terminal?: 
     write(event) {
       if (!levelEnabled(event.level, threshold)) return;
       // Field by field, not a spread: this runs for every missing file and failed forward.
-      const { module, level, status, client, message, requestId } = event;
-      sink.write({ module, level, status, client, message, requestId, micros: nowMicros(), pid: process.pid });
+      const { module, level, status, client, message, referer, requestId } = event;
+      sink.write({ module, level, status, client, message, referer, requestId, micros: nowMicros(), pid: process.pid });
       if (terminal && !repeatsTheHost(event)) terminal({ ...event, time: new Date(), source: event.module });
     },
     reopen(next) {

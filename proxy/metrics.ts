@@ -6,7 +6,7 @@ import type { RequestContext } from './requestContext.ts';
 import { sumShares } from './proxyFigures.ts';
 import { hostStatus, refused } from './serverStatus.ts';
 import type { StatusReport } from './statusPage.ts';
-import type { Upstreams } from './upstreams.ts';
+import type { Upstreams, UpstreamState } from './upstreams.ts';
 
 /** A metric as prom-client's getMetricsAsJSON() gives it and AggregatorRegistry.aggregate() takes it. */
 export interface MetricJson {
@@ -240,10 +240,10 @@ export async function processMetricsJson(requests: RequestMetrics, gauges: Proce
     registers,
   });
   for (const u of upstreams.snapshot()) {
-    up.set({ upstream: u.name }, u.state === 'up' ? 1 : 0);
-    sent.inc({ upstream: u.name }, u.requests);
-    failed.inc({ upstream: u.name }, u.fails);
-    retry.set({ upstream: u.name }, u.retryInSeconds);
+    up.set({ upstream: u.label }, u.state === 'up' ? 1 : 0);
+    sent.inc({ upstream: u.label }, u.requests);
+    failed.inc({ upstream: u.label }, u.fails);
+    retry.set({ upstream: u.label }, u.retryInSeconds);
   }
   return [
     startTimeJson(gauges.startedAt),
@@ -344,6 +344,11 @@ export async function hostMetricsJson(hosts: StatusReport['hosts']): Promise<Met
   return (await registry.getMetricsAsJSON()) as unknown as MetricJson[];
 }
 
+/** A host's /status under its upstream's label, not its name: series that outlive a restart's new socket directory. */
+async function labelledHostStatus(upstream: UpstreamState): Promise<StatusReport['hosts'][number]> {
+  return { ...(await hostStatus(upstream)), upstream: upstream.label };
+}
+
 export interface MetricsEndpointOptions {
   /** This process's share, or every proxy worker's (--proxy-workers): the answer sums them (proxyFigures.ts). */
   processes: () => Promise<MetricJson[][]>;
@@ -355,7 +360,7 @@ export function metricsEndpoint({ processes, upstreams, allow }: MetricsEndpoint
   return async function handleMetrics(ctx: RequestContext): Promise<void> {
     if (refused(ctx, '/metrics', allow)) return;
     const { req, res } = ctx;
-    const [shares, hosts] = await Promise.all([processes(), Promise.all(upstreams.all.map(hostStatus))]);
+    const [shares, hosts] = await Promise.all([processes(), Promise.all(upstreams.all.map(labelledHostStatus))]);
     const registry = await sumShares([...shares, await hostMetricsJson(hosts)]);
     const body = await registry.metrics();
     if (res.destroyed) return; // the client left while the workers and hosts were asked

@@ -5,7 +5,7 @@
 import type { Registry } from 'prom-client';
 import { nullObject } from '../common/nullObject.ts';
 import type { MetricJson } from './metrics.ts';
-import type { UpstreamSnapshot } from './upstreams.ts';
+import type { UpstreamSnapshot, UpstreamState } from './upstreams.ts';
 
 /** The shares summed, series by series, each metric by its own aggregator (sum, min for `up`, …). */
 export async function sumShares(shares: readonly MetricJson[][]): Promise<Registry> {
@@ -24,8 +24,12 @@ export interface ProxyFigures {
   upstreams: UpstreamSnapshot[];
 }
 
-/** The status page's figures, read from the summed shares. */
-export async function proxyFiguresOf(summed: Registry): Promise<ProxyFigures> {
+/**
+ * The status page's figures, read from the summed shares. Their upstream labels are stable names (`local`);
+ * the page names each upstream by its address, which `upstreams` gives.
+ */
+export async function proxyFiguresOf(summed: Registry, upstreams: readonly UpstreamState[]): Promise<ProxyFigures> {
+  const nameOf = new Map(upstreams.map((u) => [u.label, u.name]));
   const metrics = (await summed.getMetricsAsJSON()) as unknown as MetricJson[];
   const values = (name: string) => metrics.find((m) => m.name === name)?.values ?? [];
   const total = (name: string) => values(name).reduce((sum, v) => sum + v.value, 0);
@@ -44,13 +48,14 @@ export async function proxyFiguresOf(summed: Registry): Promise<ProxyFigures> {
     inFlight: total('extqs_http_requests_in_flight'),
     connections: total('extqs_http_connections_open'),
     upstreams: values('extqs_upstream_requests_total').map(({ labels, value }) => {
-      const name = String(labels.upstream);
+      const label = String(labels.upstream);
       return {
-        name,
-        state: up.get(name) === 0 ? 'down' : 'up',
+        name: nameOf.get(label) ?? label,
+        label,
+        state: up.get(label) === 0 ? 'down' : 'up',
         requests: value,
-        fails: fails.get(name) ?? 0,
-        retryInSeconds: retry.get(name) ?? 0,
+        fails: fails.get(label) ?? 0,
+        retryInSeconds: retry.get(label) ?? 0,
       };
     }),
   };

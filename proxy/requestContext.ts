@@ -65,9 +65,10 @@ export class RequestContext {
     this.sink = sink;
   }
 
-  /** An error.log line about this request, with its client and id. */
+  /** An error.log line about this request, with its client, its Referer (as Apache appends it) and its id. */
   log(module: string, level: LogLevel, message: string, status?: string): void {
-    this.errorLog.write({ module, level, status, client: this.client, message, requestId: this.id });
+    const referer = this.req.headers.referer;
+    this.errorLog.write({ module, level, status, client: this.client, message, referer, requestId: this.id });
   }
 
   /** Apache's %b: body bytes sent, 0 for HEAD, 204 and 304. */

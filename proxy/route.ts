@@ -1,4 +1,5 @@
 // What the proxy does with a request, decided from its target alone (no I/O).
+import { namesPossibleController } from '../common/controllerName.ts';
 import { CONTROLLER_PREFIX } from '../common/protocol.ts';
 
 /** Apache mod_status's usual Location. */
@@ -13,7 +14,7 @@ export type ProxyRoute =
   | { kind: 'status'; query: string }
   /** /metrics, Prometheus's text format; the query is ignored. */
   | { kind: 'metrics' }
-  /** A static path with `%2f` or `%5c`: 404 (Apache's AllowEncodedSlashes Off, AH00026). */
+  /** A path with `%2f` or `%5c`, or a controller's with `%00`: 404 (Apache's AllowEncodedSlashes Off, AH00026). */
   | { kind: 'encoded-slash' }
   /**
    * 400 for a target this server cannot take, 414 for one past Apache's LimitRequestLine; `aboveRoot`
@@ -32,6 +33,12 @@ const MALFORMED_ESCAPE = /%(?![0-9A-Fa-f]{2})/;
  * one (request.c, AH00026); on Windows, where the legacy ran, `\` is a separator too.
  */
 const ENCODED_SLASH = /%(?:2[Ff]|5[Cc])/;
+
+/**
+ * The same under the controller prefix, and `%00`: Apache's ap_unescape_url() refuses an encoded NUL as it does
+ * an encoded slash (404, AH00026), so the legacy never ran a script for either.
+ */
+const ENCODED_SLASH_OR_NUL = /%(?:2[Ff]|5[Cc]|00)/;
 
 /** The scheme and authority of an absolute-form target (RFC 9112 §3.2.2), which a server MUST accept. */
 const ABSOLUTE_FORM = /^https?:\/\/[^/?#]*/i;
@@ -80,9 +87,13 @@ export function routeRequest(target: string): ProxyRoute {
   if (path === SERVER_STATUS) return { kind: 'status', query: q === -1 ? '' : target.slice(q + 1) };
   if (path === METRICS) return { kind: 'metrics' };
   if (path.startsWith(CONTROLLER_PREFIX)) {
+    if (ENCODED_SLASH_OR_NUL.test(path)) return { kind: 'encoded-slash' };
+    // A name no controller file can have is no controller's request, as the legacy's route matched none:
+    // a file's path like any other (Apache's 404 and AH00128 when no file is there), never a script's failure.
+    if (!namesPossibleController(path)) return { kind: 'static', path };
     return { kind: 'forward', path, url: path === rawPath ? target : path + (q === -1 ? '' : target.slice(q)) };
   }
-  // A controller's name keeps its own rule (the host refuses `%2f` in it, H2); a file's path has Apache's.
+  // A file's path has Apache's rule for encoded slashes; send refuses a NUL itself (400).
   if (ENCODED_SLASH.test(path)) return { kind: 'encoded-slash' };
   return { kind: 'static', path };
 }

@@ -94,7 +94,12 @@ export function serverStatus({ shares, upstreams, allow }: ServerStatusOptions) 
       return sendErrorPage(res, 400);
     }
 
-    const [proxy, hosts] = await Promise.all([shares().then(sumShares).then(proxyFiguresOf), Promise.all(upstreams.all.map(hostStatus))]);
+    const [proxy, hosts] = await Promise.all([
+      shares()
+        .then(sumShares)
+        .then((summed) => proxyFiguresOf(summed, upstreams.all)),
+      Promise.all(upstreams.all.map(hostStatus)),
+    ]);
     if (res.destroyed) return; // the client left while the workers and hosts were asked
     const report: StatusReport = { serverVersion: SERVER_VERSION, now: new Date(), ...proxy, hosts };
     const [type, body] = params.has('json')

@@ -114,7 +114,8 @@ export function renderJson(report: StatusReport): string {
     requestsInFlight: report.inFlight,
     connections: report.connections,
     statuses: report.statuses,
-    upstreams: report.upstreams,
+    // The page names an upstream by its address; the label is /metrics' own.
+    upstreams: report.upstreams.map(({ label: _label, ...upstream }) => upstream),
     hosts: report.hosts,
   });
 }

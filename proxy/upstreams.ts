@@ -1,7 +1,7 @@
 // The hosts the proxy forwards to: round robin with passive health checks, as nginx's upstream block
 // (max_fails, fail_timeout). Only a failed connect counts against a host: a reset before the response
 // headers is how a host says a controller failed (docs/design.md §3), not a sign that the host is gone.
-import { formatUpstream, type Upstream } from '../common/settingParsers.ts';
+import { formatUpstream, upstreamLabel, type Upstream } from '../common/settingParsers.ts';
 
 export interface HealthOptions {
   /** Connect failures in a row that take an upstream out of the rotation. */
@@ -13,6 +13,8 @@ export interface HealthOptions {
 /** One upstream and what the proxy has seen of it. */
 export class UpstreamState {
   readonly name: string;
+  /** Its name in /metrics (upstreamLabel()). */
+  readonly label: string;
   /** Requests sent to it (each attempt counts once). */
   requests = 0;
   /** Connect failures since it was last reachable. */
@@ -24,11 +26,13 @@ export class UpstreamState {
 
   constructor(readonly upstream: Upstream) {
     this.name = formatUpstream(upstream);
+    this.label = upstreamLabel(upstream);
   }
 }
 
 export interface UpstreamSnapshot {
   name: string;
+  label: string;
   state: 'up' | 'down';
   requests: number;
   fails: number;
@@ -100,6 +104,7 @@ export class Upstreams {
     const now = this.now();
     return this.all.map((state) => ({
       name: state.name,
+      label: state.label,
       state: state.downUntil > now ? 'down' : 'up',
       requests: state.requests,
       fails: state.totalFails,

@@ -49,12 +49,12 @@ describe("Apache's answers and words", function () {
       });
     }
 
-    it('leaves a controller name with %2f to its own rule (invalid name, 500)', async function () {
+    it('answers a controller name with %2f the same way, never as a controller failure', async function () {
       const reply = await get(stack.url, '/External/a%2fb');
-      expect(reply.status).to.equal(500);
-      const lines = await linesOf(sandbox, reply.headers['x-request-id'] as string, 2);
-      expect(lines[0]).to.contain('Invalid controller name');
-      expect(lines.join('\n')).not.to.contain('AH00026');
+      expect(reply.status).to.equal(404);
+      const [line] = await linesOf(sandbox, reply.headers['x-request-id'] as string, 1);
+      expect(line).to.contain("AH00026: found %2f (encoded '/') in URI path (/External/a%2fb), returning 404");
+      expect(line).not.to.contain('Invalid controller name');
     });
   });
 

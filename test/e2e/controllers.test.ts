@@ -182,7 +182,7 @@ describe('controllers in a running stack', function () {
       '/External/9lives',
       '/External/x%2fy',
     ]) {
-      it(`answers ${path} as a missing controller and logs it, loading no file its name spells`, async function () {
+      it(`answers ${path} 404 with Apache's line, as the legacy's route matched no script, loading no file its name spells`, async function () {
         // A decoy where the name, taken as a file name, would lead; loading it marks it (a name with NUL has none).
         const name = decodeURIComponent(path.slice('/External/'.length));
         const decoy = callMarker(sandbox, `decoy-${Buffer.from(name).toString('hex')}`);
@@ -192,12 +192,16 @@ describe('controllers in a running stack', function () {
           writeFileSync(decoyFile, `${decoy.statement}\nexport default () => 'should never be reached';\n`);
         }
         const reply = await get(stack.url, path);
-        expect(reply.status).to.equal(500);
-        expect(reply.body).to.contain('<title>500 Internal Server Error</title>');
+        expect(reply.status).to.equal(404);
+        expect(reply.body).to.contain('<title>404 Not Found</title>');
         const id = reply.headers['x-request-id'] as string;
-        const line = await eventually(() => readLog(sandbox, 'host.log').find((l) => l.includes(`[req ${id}]`)), 3000, 'host.log line');
-        expect(line).to.contain('Invalid controller name');
-        // A load would have come before the answer.
+        const line = await eventually(
+          () => readLog(sandbox, 'error.log').find((l) => l.endsWith(`request_id: ${id}`)),
+          3000,
+          'error.log line',
+        );
+        expect(line).to.match(/%2f|%00/.test(path) ? /AH00026: found %2f \(encoded '\/'\) in URI path/ : /AH00128: File does not exist: /);
+        // The proxy answered it: a load would have come before the answer.
         expect(decoy.calls(), `${decoyFile} was loaded`).to.equal(0);
       });
     }

@@ -156,9 +156,8 @@ describe('the listen queue (--workers 1 --worker-concurrency 1)', function () {
       totalProcesses: 1,
     });
     const metrics = (await get(stack.url, '/metrics')).body;
-    const upstream = {
-      upstream: (JSON.parse((await get(stack.url, '/server-status?json')).body) as { hosts: { upstream: string }[] }).hosts[0].upstream,
-    };
+    // The launcher's own host is labelled `local` on /metrics (docs/design.md §3.6).
+    const upstream = { upstream: 'local' };
     expect(total(metrics, 'extqs_host_listen_queue', upstream)).to.equal(pool.listenQueue);
     expect(total(metrics, 'extqs_host_max_listen_queue', upstream)).to.equal(pool.maxListenQueue);
     expect(total(metrics, 'extqs_host_listen_queue_length', upstream)).to.equal(pool.listenQueueLen);

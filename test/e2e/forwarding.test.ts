@@ -1,10 +1,13 @@
 // What crosses the proxy on the way to the host and back, for each forwarding engine (the same
 // conformance suite for both): headers, failures and their status codes, clients that leave.
 import { createServer, type Server } from 'node:http';
+import { execFileSync } from 'node:child_process';
 import { connect } from 'node:net';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
+import { curl } from '../helpers/clients.ts';
+import { requirePhpCgi } from '../helpers/php.ts';
 import { get } from '../helpers/http.ts';
 import { FORWARDERS } from '../../common/settings.ts';
 import {
@@ -56,6 +59,70 @@ for (const forwarder of FORWARDERS) {
       expect(response).to.match(/^HTTP\/1\.1 200 OK\r\n/);
       expect(response).not.to.match(/"trailer"/);
       expect((await get(stack.url, '/External/Headers')).status).to.equal(200);
+    });
+
+    describe('when the name is one no controller can have', function () {
+      const refused = [
+        ['/External/Echo%2fx', 'AH00026'],
+        ['/External/..%2f..%2fpublic%2findex', 'AH00026'],
+        ['/External/Latest%00', 'AH00026'],
+        ['/External/Latest/a%2fb', 'AH00026'],
+        ['/External/a.b', 'AH00128'],
+        ['/External/9lives', 'AH00128'],
+      ] as const;
+      it("answers curl 404 with Apache's page and line, and never asks the host", async function () {
+        const ids: string[] = [];
+        for (const [target, code] of refused) {
+          const id = `refused-name-${ids.length}-${forwarder}`;
+          ids.push(id);
+          const reply = await curl(`${stack.url}${target}`, ['--path-as-is', '-H', `X-Request-Id: ${id}`]);
+          expect(reply.status, target).to.equal(404);
+          expect(reply.body.toString(), target).to.contain('<title>404 Not Found</title>');
+          const line = await eventually(
+            () => readLog(sandbox, 'error.log').find((l) => l.endsWith(`request_id: ${id}`)),
+            3000,
+            `the error.log line of ${target}`,
+          );
+          expect(line, target).to.contain(
+            code === 'AH00026'
+              ? `AH00026: found %2f (encoded '/') in URI path (${target}), returning 404`
+              : 'AH00128: File does not exist:',
+          );
+          expect(line, target).not.to.match(/Invalid controller name|End of script output/);
+        }
+        // A marker the host does log: once its line is there, the host had said all it would of the refused ones.
+        const marker = await get(stack.url, '/External/NoSuchController');
+        const markerId = marker.headers['x-request-id'] as string;
+        await eventually(
+          () => readLog(sandbox, 'host.log').find((l) => l.includes(`[req ${markerId}]`)),
+          3000,
+          "the marker's host.log line",
+        );
+        const hostLog = readLog(sandbox, 'host.log').join('\n');
+        for (const id of ids) expect(hostLog).not.to.contain(`[req ${id}]`);
+        const access = readLog(sandbox, 'access.log').join('\n');
+        for (const [target] of refused) expect(access).to.contain(`"GET ${target} HTTP/1.1" 404 `);
+      });
+    });
+
+    it("gives a controller the query's bytes as PHP's $_GET holds them (queryBytes), beside the decoded query", async function () {
+      requirePhpCgi();
+      writeFileSync(
+        join(sandbox.controllers, 'QueryBytes.ts'),
+        `export default ({ query, queryBytes }: any) => ({ decoded: query.y, bytes: Buffer.from(queryBytes.y, 'latin1').toString('hex'), names: Object.keys(queryBytes).map((n) => Buffer.from(n, 'latin1').toString('hex')) });\n`,
+      );
+      const queryString = 'y=%E9%C3%A9&n%FF=1';
+      const reply = await curl(`${stack.url}/External/QueryBytes?${queryString}`);
+      expect(reply.status).to.equal(200);
+      // The legacy's PHP, given the same query string: the bytes of $_GET['y'] and of each name.
+      const php = join(sandbox.dir, 'queryBytes.php');
+      writeFileSync(php, `<?php echo json_encode(['bytes' => bin2hex($_GET['y']), 'names' => array_map('bin2hex', array_keys($_GET))]);\n`);
+      const phpOut = execFileSync('php-cgi', [php], {
+        env: { PATH: process.env.PATH, REDIRECT_STATUS: '200', REQUEST_METHOD: 'GET', SCRIPT_FILENAME: php, QUERY_STRING: queryString },
+      }).toString();
+      const legacy = JSON.parse(phpOut.slice(phpOut.indexOf('\r\n\r\n') + 4)) as { bytes: string; names: string[] };
+      expect(legacy).to.deep.equal({ bytes: 'e9c3a9', names: ['79', '6eff'] });
+      expect(JSON.parse(reply.body.toString())).to.deep.equal({ decoded: '\ufffdé', ...legacy });
     });
 
     it('replaces client-sent X-Forwarded-* with its own', async function () {

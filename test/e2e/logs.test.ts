@@ -165,13 +165,13 @@ describe('logs', function () {
 
       const errors = parse('error.log');
       const miss = errors.find((e) => e.request_id === favicon.headers['x-request-id'])!;
-      expect(miss).to.deep.include({ level: 'info', module: 'core' });
+      expect(miss).to.deep.include({ level: 'info', module: 'core', referer: 'http://r.example/' });
       expect(miss.status).to.match(/^\(OS 2\)The system cannot find the file specified\./);
       expect(miss.message).to.contain('File does not exist:');
       expect(miss.time).to.match(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/);
       expect(
         errors.every(
-          (e) => typeof e.pid === 'number' && Object.keys(e).join() === 'time,level,module,pid,client,status,message,request_id',
+          (e) => typeof e.pid === 'number' && Object.keys(e).join() === 'time,level,module,pid,client,status,message,referer,request_id',
         ),
       ).to.equal(true);
 

@@ -6,9 +6,10 @@ import { once } from 'node:events';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
+import { FORWARDERS } from '../../common/settings.ts';
 import { freePort } from '../../tools/ports.ts';
 import { get } from '../helpers/http.ts';
-import { total } from '../helpers/metrics.ts';
+import { parseMetrics, total } from '../helpers/metrics.ts';
 import { eventually, makeSandbox, readLog, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
 
 const FAVICON_404 = { kind: 'static', method: 'GET', status_class: '4xx' };
@@ -240,6 +241,47 @@ describe('/metrics', function () {
     });
   });
 });
+
+for (const forwarder of FORWARDERS) {
+  describe(`/metrics across restarts (--forwarder ${forwarder})`, function () {
+    let sandbox: Sandbox;
+    let stack: Running | undefined;
+
+    before(function () {
+      sandbox = makeSandbox();
+    });
+
+    after(async function () {
+      await stack?.stop();
+      sandbox?.remove();
+    });
+
+    /** The launcher's upstream labels on /metrics and the upstream /server-status names, after one forwarded request. */
+    async function oneStart(): Promise<{ labels: string[]; socket: string }> {
+      stack = await startStack(sandbox, ['--workers', '1', '--proxy-workers', '1', '--forwarder', forwarder]);
+      expect((await get(stack.url, '/External/Missing')).status).to.equal(500);
+      const body = (await get(stack.url, '/metrics')).body;
+      const labels = parseMetrics(body)
+        .filter((s) => s.name.startsWith('extqs_upstream_') || s.name.startsWith('extqs_host_'))
+        .map((s) => s.labels.upstream);
+      const status = JSON.parse((await get(stack.url, '/server-status?json')).body) as { upstreams: { name: string }[] };
+      expect(await stack.stop()).to.equal(0);
+      stack = undefined;
+      return { labels: [...new Set(labels)], socket: status.upstreams[0].name };
+    }
+
+    it("labels the launcher's own host `local` at every start, where its socket's directory changes", async function () {
+      const first = await oneStart();
+      const second = await oneStart();
+      expect(first.labels).to.deep.equal(['local']);
+      expect(second.labels).to.deep.equal(['local']);
+      // The status page still names the socket, which is new at each start.
+      expect(first.socket).to.match(/^unix:\/.*\/host\.sock$/);
+      expect(second.socket).to.match(/^unix:\/.*\/host\.sock$/);
+      expect(second.socket).not.to.equal(first.socket);
+    });
+  });
+}
 
 /** The pid of the stack's one host worker, from its pool's /status?full as the proxy's /server-status cannot show it. */
 async function hostWorkerPid(stack: Running): Promise<number> {

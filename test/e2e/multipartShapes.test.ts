@@ -209,6 +209,32 @@ export default ({ rawQuery, post, files }: any) => {
       }
     });
 
+    it("relays PHP's start-up warnings to error.log as mod_fcgid's stderr lines, as the legacy's error.log has them", async function () {
+      const files = Array.from({ length: LIMITS.maxFileUploads + 1 }, (_, i) => ['-F', `f${i}=@${join(sandbox.dir, `upload-${i}.txt`)}`]);
+      for (let i = 0; i <= LIMITS.maxFileUploads; i++) writeFileSync(join(sandbox.dir, `upload-${i}.txt`), `file ${i}\n`);
+      const cases = [
+        ['too many files', files.flat(), 'PHP Warning:  Maximum number of allowable file uploads has been exceeded in Unknown on line 0'],
+        [
+          'a multipart body without a boundary',
+          ['-H', 'Content-Type: multipart/form-data', '--data-binary', 'a=1'],
+          'PHP Warning:  Missing boundary in multipart/form-data POST data in Unknown on line 0',
+        ],
+      ] as const;
+      for (const [what, args, warning] of cases) {
+        const id = `warned-${what.replace(/\W+/g, '-')}-${forwarder}`;
+        const reply = await curl(`${stack.url}/External/Echo`, ['-H', `X-Request-Id: ${id}`, ...args]);
+        expect(reply.status, what).to.equal(200);
+        expect(reply.headers, what).not.to.have.property('x-extqs-stderr');
+        const line = await eventually(
+          () => readLog(sandbox, 'error.log').find((l) => l.endsWith(`request_id: ${id}`)),
+          3000,
+          `the error.log line of ${what}`,
+        );
+        expect(line).to.match(/\[fcgid:warn\] \[pid \d+\] \[client 127\.0\.0\.1:\d+\] mod_fcgid: stderr: /);
+        expect(line).to.contain(`mod_fcgid: stderr: ${warning} in POST /External/Echo, request_id: ${id}`);
+      }
+    });
+
     describe('when the client leaves in the middle of a file', function () {
       /**
        * Sends a field and the start of a file (of a body declared longer), waits until the host is writing

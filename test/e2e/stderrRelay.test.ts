@@ -8,8 +8,8 @@ import { request } from 'node:http';
 import { expect } from 'chai';
 import { ENDED_WITHOUT_HEADERS_FIELD, HOST_STDERR_FIELD } from '../../common/protocol.ts';
 import { FORWARDERS } from '../../common/settings.ts';
-import { get } from '../helpers/http.ts';
 import { curl } from '../helpers/clients.ts';
+import { get } from '../helpers/http.ts';
 import { eventually, makeSandbox, readLog, startProcess, startProxy, type Running, type Sandbox } from '../helpers/stack.ts';
 
 for (const forwarder of FORWARDERS) {
@@ -77,6 +77,19 @@ for (const forwarder of FORWARDERS) {
         () => readLog(sandbox, 'host.log').find((l) => l.includes('Failed opening controller script') && l.includes('Latest.ts')),
         3000,
         'the host.log line',
+      );
+    });
+
+    it("appends the request's referer to each of its error lines, as Apache does, before the request id", async function () {
+      const id = `referer-${forwarder}`;
+      const reply = await curl(`${proxy.url}/External/Latest?sn=1`, ['-e', 'http://ref.example/p?q=1', '-H', `X-Request-Id: ${id}`]);
+      expect(reply.status).to.equal(500);
+      const [relayed, ended] = await linesOf(id, 2);
+      expect(relayed).to.match(
+        /mod_fcgid: stderr: PHP Fatal error: {2}Failed opening .*, referer: http:\/\/ref\.example\/p\?q=1, request_id: referer-/,
+      );
+      expect(ended).to.match(
+        /End of script output before headers: \/External\/Latest, referer: http:\/\/ref\.example\/p\?q=1, request_id: referer-/,
       );
     });
 

@@ -171,7 +171,8 @@ const traversal: HostileCase[] = [
     name: 'overlong UTF-8 dot under the controller prefix',
     source: "CVE-2008-2938 (Tomcat %c0%ae), aimed at the host's URL decoding (fastify FST_ERR_BAD_URL)",
     raw: get('/External/%c0%ae%c0%ae/x'),
-    expect: [500],
+    // No controller's name: the proxy takes it as a file path, whose escape does not decode (400).
+    expect: BAD,
   },
   {
     name: 'overlong UTF-8 slash %c0%af',

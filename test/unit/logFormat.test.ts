@@ -251,6 +251,19 @@ describe('errorLine', () => {
       expect(line).to.equal(`[${errorLogTime(FIXED_MICROS)}] [core:error] [pid 3] bad\\x01name, request_id: id\\x1b`);
     });
   });
+
+  describe('with a referer', () => {
+    it("appends it after the message as Apache's log.c does, escaped, before the request id", () => {
+      const line = errorLine(
+        { module: 'core', level: 'info', client: '1.2.3.4:5', message: 'm', referer: 'http://ref.example/p?q=1\n[forged', requestId: 'r' },
+        FIXED_MICROS,
+        4,
+      );
+      expect(line).to.equal(
+        `[${errorLogTime(FIXED_MICROS)}] [core:info] [pid 4] [client 1.2.3.4:5] m, referer: http://ref.example/p?q=1\\n[forged, request_id: r`,
+      );
+    });
+  });
 });
 
 describe('hostLine', () => {
@@ -356,6 +369,7 @@ describe('JSON log layouts (--log-format json)', () => {
         status: '(OS 2)The system cannot find the file specified.',
         client: '203.0.113.9:5123',
         message: 'AH00128: File does not exist: /w/public/favicon.ico',
+        referer: 'http://ref.example/',
         requestId: 'r1',
       },
       FIXED_MICROS,
@@ -369,6 +383,7 @@ describe('JSON log layouts (--log-format json)', () => {
       client: '203.0.113.9:5123',
       status: '(OS 2)The system cannot find the file specified.',
       message: 'AH00128: File does not exist: /w/public/favicon.ico',
+      referer: 'http://ref.example/',
       request_id: 'r1',
     });
   });
@@ -382,6 +397,7 @@ describe('JSON log layouts (--log-format json)', () => {
       client: null,
       status: null,
       message: 'ready',
+      referer: null,
       request_id: null,
     });
   });

@@ -60,6 +60,7 @@ describe('the request passes, without a listener', () => {
           status: undefined,
           client: ctx.client,
           message: 'AH00569: client sent HTTP/1.1 request without hostname (see RFC7230 section 5.4): /x',
+          referer: undefined,
           requestId: 'req-1',
         },
       ]);

@@ -189,11 +189,36 @@ describe('routeRequest', () => {
       expect(routeRequest('/External/../../x')).to.deep.equal({ kind: 'bad-request', status: 400, aboveRoot: true });
     });
 
-    it('refuses %2f and %5c in a static path (AH00026), leaving a controller name to the host', () => {
+    it('refuses %2f and %5c in a static path (AH00026)', () => {
       for (const target of ['/plain%2fa.txt', '/a%2Fb', '/x%5cy', '/..%2fx', '/External%2fLatest']) {
         expect(routeRequest(target), target).to.deep.equal({ kind: 'encoded-slash' });
       }
-      expect(routeRequest('/External/a%2fb')).to.deep.equal({ kind: 'forward', path: '/External/a%2fb', url: '/External/a%2fb' });
+    });
+
+    it('refuses %2f, %5c and %00 under the controller prefix (AH00026), in the name or after it', () => {
+      for (const target of [
+        '/External/Echo%2fx',
+        '/External/..%2f..%2fpublic%2findex',
+        '/External/Latest%00',
+        '/External/a%5Cb?x=1',
+        '/External/Latest/a%2Fb',
+      ]) {
+        expect(routeRequest(target), target).to.deep.equal({ kind: 'encoded-slash' });
+      }
+    });
+
+    it('takes a name no controller can have as a file path, never forwarding it', () => {
+      for (const [target, path] of [
+        ['/External/a.b', '/External/a.b'],
+        ['/External/9lives?x=1', '/External/9lives'],
+        ['/External/.hidden', '/External/.hidden'],
+        ['/External/', '/External/'],
+        ['/External/%c0%ae%c0%ae/x', '/External/%c0%ae%c0%ae/x'],
+        ['/External/Caf%C3%A9', '/External/Caf%C3%A9'],
+      ]) {
+        expect(routeRequest(target), target).to.deep.equal({ kind: 'static', path });
+      }
+      expect(routeRequest('/External/%4Catest/x').kind).to.equal('forward');
     });
 
     it('forwards //External//Latest as /External/Latest', () => {

@@ -55,6 +55,15 @@ describe('phpUrlDecode', () => {
   });
 });
 
+describe('parsePhpQuery with latin1 (the bytes PHP holds)', () => {
+  it('keeps a byte that is not UTF-8 as one character, where utf8 replaces it with U+FFFD', () => {
+    expect(parsePhpQuery('y=%E9&n%E9=%C3%A9').query).to.deep.equal({ y: '\ufffd', 'n\ufffd': 'é' });
+    const bytes = parsePhpQuery('y=%E9&n%E9=%C3%A9', MAX_INPUT_VARS, 'latin1').query;
+    expect(bytes).to.deep.equal({ y: '\xe9', 'n\xe9': '\xc3\xa9' });
+    expect(Buffer.from(bytes.y as string, 'latin1')).to.deep.equal(Buffer.from([0xe9]));
+  });
+});
+
 describe('parsePhpQuery', () => {
   describe('plain names and values', () => {
     it('parses name=value pairs and gives name= the empty string', () => {

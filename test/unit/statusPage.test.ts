@@ -11,8 +11,8 @@ const report = (overrides: Partial<StatusReport> = {}): StatusReport => ({
   connections: 3,
   statuses: { 200: 40, 404: 10 },
   upstreams: [
-    { name: 'unix:/run/a.sock', state: 'up', requests: 30, fails: 0, retryInSeconds: 0 },
-    { name: 'http://10.0.0.6:9000', state: 'down', requests: 20, fails: 2, retryInSeconds: 7 },
+    { name: 'unix:/run/a.sock', label: 'local', state: 'up', requests: 30, fails: 0, retryInSeconds: 0 },
+    { name: 'http://10.0.0.6:9000', label: 'http://10.0.0.6:9000', state: 'down', requests: 20, fails: 2, retryInSeconds: 7 },
   ],
   hosts: [
     {

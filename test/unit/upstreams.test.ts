@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import type { Upstream } from '../../common/settingParsers.ts';
+import { LOCAL_UPSTREAM_LABEL, type Upstream } from '../../common/settingParsers.ts';
 import { Upstreams } from '../../proxy/upstreams.ts';
 
 const A: Upstream = { kind: 'unix', path: '/run/a.sock' };
@@ -81,5 +81,19 @@ describe('the upstream rotation', () => {
     upstreams.connectFailed(upstreams.all[0]);
     expect(said).to.deep.equal([]);
     expect(upstreams.snapshot()[0].state).to.equal('up');
+  });
+});
+
+describe("an upstream's /metrics label", () => {
+  it('is the configured upstream as given, unless it is labelled (the launcher labels its own socket `local`)', () => {
+    const upstreams = new Upstreams([A, B, { kind: 'unix', path: '/tmp/extqs-x1y2z3/host.sock', label: LOCAL_UPSTREAM_LABEL }], {
+      maxFails: 1,
+      failTimeoutMs: 1,
+    });
+    expect(upstreams.snapshot().map((u) => [u.name, u.label])).to.deep.equal([
+      ['unix:/run/a.sock', 'unix:/run/a.sock'],
+      ['http://10.0.0.6:9000', 'http://10.0.0.6:9000'],
+      ['unix:/tmp/extqs-x1y2z3/host.sock', 'local'],
+    ]);
   });
 });
