@@ -110,8 +110,12 @@ describe('multipart parts of 16 KiB and more, their closing boundary in the same
     }
   });
 
-  /** One worker, as in the report; the proxies reach it on the same socket path across a restart. */
-  const startHost = () => startProcess('host', ['--www', sandbox.www, '--logs', sandbox.logs, '--socket', socket, '--workers', '1']);
+  /**
+   * One worker, as in the report; the proxies reach it on the same socket path across a restart. A stop waits
+   * 1 s for a hung request, not the default 35.
+   */
+  const startHost = () =>
+    startProcess('host', ['--www', sandbox.www, '--logs', sandbox.logs, '--socket', socket, '--workers', '1', '--shutdown-timeout', '1']);
 
   // A hung request holds the one worker for good (its client leaving after the whole body does not end it):
   // a new host, so that each case fails on its own and not every case after the first hang.
@@ -173,6 +177,18 @@ describe('multipart parts of 16 KiB and more, their closing boundary in the same
       }
     });
   }
+
+  // RFC 2046 §5.1.1: an epilogue after the closing boundary is ignored. Here it follows the chunk whose write
+  // Dicer held, so it must not be queued behind that write.
+  it("answers a file of 20,000 bytes followed by a 1 MB epilogue, written in one write to the host's socket, as PHP answers it", async function () {
+    const body = multipartBody([{ name: 'f', file: 20_000 }]) + 'e'.repeat(1024 * 1024);
+    const request = Buffer.from(
+      `POST /External/Echo HTTP/1.1\r\nHost: host\r\nContent-Type: ${MULTIPART}\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+    const expected = askPhp({ contentType: MULTIPART, body }, LIMITS);
+    expect(parseRawAnswer(await rawAnswerOnSocket(socket, request, ANSWER_WITHIN_MS))).to.deep.equal({ status: 200, json: expected });
+  });
 
   // Only a multipart body goes through Dicer; these are read by plain 'data' listeners (a urlencoded form) or
   // handed to the controller unread (php://input), and must not stall either.
