@@ -237,7 +237,21 @@ class MultipartForm {
     // Dicer emits 'finish' itself once the closing boundary is seen and every part has ended, which can be
     // before the body has all arrived. Piped into, that 'finish' unpipes the source, so Dicer is never
     // ended and pipeline() waits for a 'close' that never comes: it is fed by hand, as busboy feeds it.
-    const parsed = new Promise<void>((resolve) => parser.once('finish', resolve));
+    // Dicer holds a chunk's write callback while a part it pushed that chunk to is past its highWaterMark
+    // (16 KiB), and calls it when that part is read again, or when the last part ends before the closing
+    // boundary. A part that ended in the chunk holding the closing boundary is never read again, so that
+    // callback never comes: Dicer's 'finish' releases it, as nothing is left to hold back.
+    let heldWrite: ((err?: Error | null) => void) | undefined;
+    let parseEnded = false;
+    const parsed = new Promise<void>((resolve) =>
+      parser.once('finish', () => {
+        parseEnded = true;
+        const release = heldWrite;
+        heldWrite = undefined;
+        release?.();
+        resolve();
+      }),
+    );
     // "Unexpected end of multipart data": the body ended before the closing boundary ('finish' follows).
     let malformed: Error | undefined;
     parser.on('error', (err: Error) => (malformed ??= err));
@@ -251,8 +265,15 @@ class MultipartForm {
           tooLarge = true;
           return done(new Error('post_max_size'));
         }
+        // Dicer reads nothing after the closing boundary (an epilogue), and may still hold a write.
+        if (parseEnded) return done();
         // Called back once the part being read has taken the chunk: a slow upload holds the body back.
-        parser.write(chunk, done);
+        heldWrite = done;
+        parser.write(chunk, (err?: Error | null) => {
+          if (heldWrite !== done) return; // released by 'finish' already
+          heldWrite = undefined;
+          done(err);
+        });
       },
       final: (done) => {
         parser.end();

@@ -64,3 +64,18 @@ export async function rawAnswer(url: string, request: string): Promise<string> {
   await once(socket, 'close');
   return answer;
 }
+
+/**
+ * The whole answer to `request`, written to a unix socket in one write and not half-closed (a client that
+ * ends its side is another case); the request says `Connection: close`, so the answer ends with the
+ * connection. Fails when the connection is idle `timeoutMs`: a hang fails fast.
+ */
+export async function rawAnswerOnSocket(socketPath: string, request: Buffer, timeoutMs: number): Promise<string> {
+  const socket = connect(socketPath);
+  let answer = '';
+  socket.setEncoding('latin1').on('data', (chunk: string) => (answer += chunk));
+  socket.setTimeout(timeoutMs, () => socket.destroy(new Error(`no whole answer within ${timeoutMs} ms, got: ${answer.slice(0, 200)}`)));
+  socket.write(request);
+  await new Promise((resolve, reject) => socket.once('error', reject).once('close', resolve));
+  return answer;
+}
