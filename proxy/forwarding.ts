@@ -16,7 +16,7 @@ import {
 import { sendErrorPage } from './errorPages.ts';
 import { END_OF_SCRIPT_OUTPUT, HOST_STDERR_PREFIX } from './hostFailureLines.ts';
 import { isLoopback } from './loopback.ts';
-import { authorityOf, responseGone, schemeOf } from './protocols.ts';
+import { authorityOf, isHttp2, responseGone, schemeOf } from './protocols.ts';
 import type { RequestContext } from './requestContext.ts';
 import type { Upstreams, UpstreamState } from './upstreams.ts';
 
@@ -91,6 +91,17 @@ const STRERROR: Record<string, string> = {
 function errnoText(err: NodeJS.ErrnoException): string {
   const code = err.code as keyof typeof errno;
   return `(${errno[code]})${STRERROR[code] ?? err.message}`;
+}
+
+/**
+ * The body stopped short with valid framing: only a cut tells the client (and a cache) it is incomplete. Over
+ * HTTP/1.1 the connection is closed once what was written has gone, without the chunked body's last chunk, so the
+ * client gets the status and the bytes before the failure (curl: exit 18, never an empty reply); over HTTP/2 the
+ * stream is reset, which a client reads as an incomplete answer.
+ */
+function cutAfterWritten({ req, res }: RequestContext): void {
+  if (isHttp2(req) || !res.socket) return void res.destroy();
+  res.socket.end();
 }
 
 /** Nothing reached the host: another upstream may be tried. */
@@ -214,7 +225,7 @@ export interface Failures {
    * The host's answer ended with trailers: its stderr there (a controller that failed mid-answer) goes to
    * error.log and the client's answer, incomplete, is cut. True when it was.
    */
-  trailers(trailers: Headers, ctx: RequestContext): boolean;
+  trailers(trailers: Headers, ctx: RequestContext, path: string): boolean;
   /** Every host worker was busy and its listen queue full: Apache's 503 page and mod_fcgid's line. */
   poolFull(ctx: RequestContext, path: string): void;
   /** A controller threw (its fatal error already relayed by hostSignals): Apache's 500 page. */
@@ -258,10 +269,11 @@ export function failures({ upstreamTimeoutMs, limitRequestBody }: ForwarderOptio
       endOfScriptOutput(ctx, path);
       sendErrorPage(ctx.res, 500);
     },
-    trailers(trailers, ctx) {
+    trailers(trailers, ctx, path) {
       if (relayStderr(trailers, ctx) === 0) return false;
-      // The body stopped short with valid framing: only a cut tells the client (and a cache) it is incomplete.
-      ctx.res.destroy();
+      ctx.cut = true;
+      ctx.log('proxy', 'error', `the answer to ${path} was cut after ${ctx.streamedBytes} bytes of its body: the controller failed while sending it`);
+      cutAfterWritten(ctx);
       return true;
     },
     poolFull(ctx, path) {

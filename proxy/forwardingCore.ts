@@ -81,7 +81,6 @@ export class ForwardedRequest implements SentRequest {
   /** Upstreams that could not be reached for it. */
   private tried: Set<UpstreamState> | undefined;
   private deadline: NodeJS.Timeout | undefined;
-  private countBytes = false;
   private engine!: EngineRequest;
   /** Whether another upstream may be tried when one cannot be reached. */
   private readonly retryable: boolean;
@@ -193,10 +192,7 @@ export class ForwardedRequest implements SentRequest {
     upstreams.reached(this.upstream);
     if (this.settled) return false;
     const answer = fail.hostSignals(statusCode, headers, this.ctx);
-    if (answer === 'relay') {
-      this.countBytes = headers['content-length'] === undefined;
-      return true;
-    }
+    if (answer === 'relay') return true;
     this.settled = true;
     if (answer === 'host-error') fail.hostRefused(statusCode, this.ctx, this.path);
     else if (answer === 'controller-failed') fail.controllerFailed(this.ctx);
@@ -205,14 +201,14 @@ export class ForwardedRequest implements SentRequest {
     return false;
   }
 
-  /** A chunk of a relayed answer passes on its way to the client: %b of an answer without Content-Length. */
+  /** A chunk of a relayed answer passes on its way to the client: %b of one without Content-Length, or cut. */
   passed(bytes: number): void {
-    if (this.countBytes) this.ctx.streamedBytes += bytes;
+    this.ctx.streamedBytes += bytes;
   }
 
   /** The host's answer ended, with these trailers: true when the client's answer was cut instead of ended. */
   answerEnded(trailers: Record<string, string | string[] | undefined>): boolean {
-    return this.shared.fail.trailers(trailers, this.ctx);
+    return this.shared.fail.trailers(trailers, this.ctx, this.path);
   }
 
   /** Sending failed, or the host's connection did before its head: another upstream is tried, or the client gets the page. */

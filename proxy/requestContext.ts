@@ -34,8 +34,10 @@ export class RequestContext {
   bodyRefused = false;
   /** Stops its forwarding: its body failed mid-way and the server answers it itself (forwarding.ts). */
   abandonForward: (() => void) | undefined;
-  /** Body bytes of an answer without Content-Length (streamed from the host), counted as they pass. */
+  /** Body bytes of an answer relayed from the host, counted as they pass. */
   streamedBytes = 0;
+  /** The host's answer failed mid-body and the client's was cut: %b is what passed, not what was declared. */
+  cut = false;
   /** Bytes of an encoded body (answerSink.ts), counted as they leave: what mod_deflate makes %b say. */
   encodedBytes: number | undefined;
   private sink: AnswerSink | undefined;
@@ -77,7 +79,7 @@ export class RequestContext {
     if (req.method === 'HEAD' || res.statusCode === 204 || res.statusCode === 304 || !res.headersSent) return 0;
     if (this.encodedBytes !== undefined) return this.encodedBytes;
     const declared = res.getHeader('content-length');
-    return declared === undefined ? this.streamedBytes : Number(declared);
+    return declared === undefined || this.cut ? this.streamedBytes : Number(declared);
   }
 
   /** `ip:port` of the client, as Apache's `[client %a]` shows it. */

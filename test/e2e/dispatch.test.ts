@@ -218,8 +218,8 @@ describe('the listen queue (--workers 1 --worker-concurrency 1)', function () {
     // A controller added a moment ago is not "missing": it needs a worker, and none is free.
     writeFileSync(join(sandbox.controllers, 'Fresh.ts'), `export default () => 'fresh';\n`);
     expect((await get(stack.url, '/External/Fresh')).status).to.equal(503);
-    // A name that is not an identifier is a worker's to refuse, as before: it needs one too.
-    expect((await get(stack.url, '/External/no-such')).status).to.equal(503);
+    // A name that is not an identifier is the proxy's 404: it needs no worker.
+    expect((await get(stack.url, '/External/no-such')).status).to.equal(404);
 
     hold.release();
     expect((await held).body).to.equal('released');

@@ -273,7 +273,8 @@ for (const forwarder of FORWARDERS) {
       writeFileSync(
         join(sandbox.controllers, 'Broken.ts'),
         // A declared length: a body failing under it cuts the host's connection (without one it ends with a trailer, §3.4).
-        `export default () => new Response(new ReadableStream({ start(c) { c.enqueue(new TextEncoder().encode('partial')); setTimeout(() => c.error(new Error('boom')), 50); } }), { headers: { 'Content-Length': '100' } });\n`,
+        // Past the host's output buffer (--output-buffering, 4096): within it, the failure would be a 500 with the partial body.
+        `export default () => new Response(new ReadableStream({ start(c) { c.enqueue(new TextEncoder().encode('partial'.padEnd(5000, '.'))); setTimeout(() => c.error(new Error('boom')), 50); } }), { headers: { 'Content-Length': '10000' } });\n`,
       );
       const { hostname, port } = new URL(stack.url);
       const socket = connect(Number(port), hostname, () =>
@@ -356,7 +357,8 @@ for (const forwarder of FORWARDERS) {
       await eventually(async () => ((await idleWorkers()) ? true : undefined), 10_000, 'an idle host worker');
       writeFileSync(
         join(sandbox.controllers, 'DiesMidBody.ts'),
-        `export default () => new Response(new ReadableStream({ start(c) { c.enqueue(new TextEncoder().encode('partial')); setTimeout(() => process.kill(process.pid, 'SIGKILL'), 100); } }));\n`,
+        // Past the host's output buffer: within it, nothing has gone out and the client gets Apache's 500.
+        `export default () => new Response(new ReadableStream({ start(c) { c.enqueue(new TextEncoder().encode('partial'.padEnd(5000, '.'))); setTimeout(() => process.kill(process.pid, 'SIGKILL'), 100); } }));\n`,
       );
       const outcome = await get(stack.url, '/External/DiesMidBody').then(
         (reply) => `complete ${reply.status} ${reply.body}`,

@@ -301,6 +301,7 @@ const GROUPS: Group[] = [
         postMaxSize: '1m',
         uploadMaxFilesize: '1m',
         maxFileUploads: '3',
+        outputBuffering: '8192',
       }),
       ...restartOnly({
         pm: 'ondemand',

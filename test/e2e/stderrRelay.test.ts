@@ -4,6 +4,7 @@
 // the host's "ended without headers" answer keeping its connection (docs/design.md §3).
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { execFile } from 'node:child_process';
 import { request } from 'node:http';
 import { expect } from 'chai';
 import { ENDED_WITHOUT_HEADERS_FIELD, HOST_STDERR_FIELD } from '../../common/protocol.ts';
@@ -209,6 +210,41 @@ for (const forwarder of FORWARDERS) {
       expect(lines.length).to.be.at.most(4);
       // The connection to the host was kept: the next request is answered.
       expect((await get(proxy.url, '/External/Latest')).status).to.equal(500);
+    });
+
+    it('gives curl the status and the bytes before a failure past the output buffer, then a cut (exit 18, never an empty reply), and logs both', async function () {
+      const ids: string[] = [];
+      for (let i = 0; i < 5; i++) {
+        const id = `cut-${forwarder}-${i}`;
+        ids.push(id);
+        const { status, stdout } = await new Promise<{ status: number | null; stdout: string }>((resolve) =>
+          execFile(
+            'curl',
+            ['-s', '-o', '/dev/null', '-w', '%{http_code} %{size_download}', '-H', `X-Request-Id: ${id}`, `${proxy.url}/External/Midway`],
+            (err, out) => resolve({ status: err ? Number((err as { code?: number }).code) : 0, stdout: out }),
+          ),
+        );
+        expect({ status, stdout }, 'curl: transfer closed with outstanding read data remaining').to.deep.equal({
+          status: 18,
+          stdout: '200 5000',
+        });
+      }
+      for (const id of ids) {
+        const lines = await linesOf(id, 3);
+        expect(lines.find((l) => l.includes('[proxy:error]'))).to.contain(
+          'the answer to /External/Midway was cut after 5000 bytes of its body',
+        );
+      }
+      const access = await eventually(
+        () => {
+          const lines = readLog(sandbox, 'access.log').filter((l) => l.includes('GET /External/Midway'));
+          return lines.length >= 6 ? lines : undefined;
+        },
+        3000,
+        'the access lines',
+      );
+      // What reached the client, not a declared length.
+      for (const line of access.slice(-5)) expect(line).to.match(/" 200 5000 /);
     });
 
     // Last: it kills the host's only worker.
