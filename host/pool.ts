@@ -5,7 +5,7 @@
 // answers /status and /ping itself, and stops them all on SIGTERM.
 import cluster, { type Worker } from 'node:cluster';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import type { Readable } from 'node:stream';
@@ -26,6 +26,7 @@ import type { HostConfig } from '../common/settings.ts';
 import { onShutdownSignal } from '../common/shutdown.ts';
 import { Supervisor, type Launched } from '../common/supervisor.ts';
 import { openHostLog } from './hostLogFile.ts';
+import { admissionOf, admittingServer } from './admission.ts';
 import { HOST_MAX_HEADER_SIZE } from '../common/protocol.ts';
 import { Dispatcher, WorkerSlot } from './dispatcher.ts';
 import { WATCHDOG_LOG_FD, type PoolSays, type WireHostEntry, type WorkerSays } from './poolMessages.ts';
@@ -371,9 +372,12 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
     stdio: ['ignore', 'inherit', 'inherit', 'ipc', 'pipe'],
   });
   // Node's defaults otherwise, as fastify's server had them, but no 400 for a request without Host (HTTP/1.0).
-  const server = createServer(
+  const admission = admissionOf(config);
+  const server = admittingServer(
+    admission,
     { maxHeaderSize: HOST_MAX_HEADER_SIZE, requestTimeout: 0, keepAliveTimeout: KEEP_ALIVE_MS, requireHostHeader: false },
     serve,
+    (message) => log.error(message),
   );
   // Node keeps the first 2,000 fields and drops the rest without a word; the proxy bounds them
   // (--max-header-fields, up to 10,000), so every field it forwards reaches the controller.
@@ -397,7 +401,9 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
   });
   if (config.socket) await chmod(config.socket, 0o600);
   const port = (server.address() as AddressInfo).port;
-  const url = config.socket ? `unix:${config.socket}` : formatUpstream({ kind: 'tcp', host: config.hostListen, port });
+  const url = config.socket
+    ? `unix:${config.socket}`
+    : formatUpstream({ kind: 'tcp', host: config.hostListen, port, ...(admission.tls && { tls: true }) });
   const maintenance = config.pm === 'static' ? undefined : setInterval(maintain, MAINTENANCE_MS);
   log.notice(
     `Host pool ${process.pid} serving ${config.www}/controllers on ${url} with ${config.pm === 'static' ? `${config.workers} workers` : `pm ${config.pm}, up to ${config.workers} workers, ${initial} started`}`,

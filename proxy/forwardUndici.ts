@@ -16,6 +16,7 @@ import {
   type ForwarderOptions,
 } from './forwarding.ts';
 import { ForwardedRequest, forwardingShared, type EngineRequest } from './forwardingCore.ts';
+import { hostTlsFor } from './hostTls.ts';
 import type { UpstreamState } from './upstreams.ts';
 
 /** Fields undici frames or refuses itself (the other hop-by-hop ones are never forwarded). */
@@ -93,6 +94,7 @@ export function createUndiciForwarder(options: ForwarderOptions): Forward {
       state,
       new UndiciPool(originOf(state.upstream), {
         socketPath: state.upstream.kind === 'unix' ? state.upstream.path : undefined,
+        connect: hostTlsFor(state.upstream),
         connections: 512,
         keepAliveTimeout: IDLE_UPSTREAM_SOCKET_MS,
         keepAliveMaxTimeout: IDLE_UPSTREAM_SOCKET_MS,
