@@ -117,8 +117,12 @@ export const wwwDirectory: Parser<string> = (raw, { cwd, fail }) => {
   return www;
 };
 
-/** The log directory, created when missing; it must be writable. */
+/** `--logs -`: access.log lines on stdout, error.log and host.log lines on stderr (common/lineLog.ts). */
+export const STANDARD_STREAMS = '-';
+
+/** The log directory, created when missing; it must be writable. `-` is the process's standard streams. */
 export const logDirectory: Parser<string> = (raw, { cwd, fail }) => {
+  if (raw === STANDARD_STREAMS) return raw;
   const logs = resolve(cwd, raw);
   try {
     mkdirSync(logs, { recursive: true });

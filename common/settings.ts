@@ -238,7 +238,7 @@ export const SETTINGS = {
     parse: logDirectory,
     roles: ['proxy', 'host'],
     placeholder: 'DIR',
-    help: 'directory of access.log, error.log and host.log; created if missing',
+    help: 'directory of access.log, error.log and host.log; created if missing. `-`: access lines on stdout, error.log and host.log lines on stderr (containers)',
     group: 'service',
   }),
   configFile: setting({
