@@ -133,6 +133,8 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
   /** Workers that take or will take requests: neither retiring nor stopped. */
   const serving = () => workers.handles.filter((w) => !workers.isRetiring(w));
   const starting = () => serving().filter((w) => !up.has(w)).length;
+  /** The proxy's readiness probe asks this narrow question: a worker listens and is not retiring (ondemand starts one). */
+  const ready = () => current.pm === 'ondemand' || serving().some((w) => up.has(w));
 
   function reachedMaxChildren(): void {
     if (warnedMaxChildren) return;
@@ -345,12 +347,13 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
     spawnRate = Math.min(spawnRate * 2, MAX_SPAWN_RATE);
   }
 
-  /** /status and /ping are the pool's own (php-fpm's master answers them); the rest goes to a worker. */
+  /** /status, /ping and /ready are the pool's own (php-fpm's master answers the first two); the rest goes to a worker. */
   function serve(req: IncomingMessage, res: ServerResponse): void {
     const url = req.url ?? '';
     const path = url.split('?', 1)[0];
-    if ((req.method === 'GET' || req.method === 'HEAD') && (path === '/status' || path === '/ping')) {
+    if ((req.method === 'GET' || req.method === 'HEAD') && (path === '/status' || path === '/ping' || path === '/ready')) {
       if (path === '/ping') return void res.writeHead(200, { 'content-type': 'text/plain' }).end('pong');
+      if (path === '/ready') return void (ready() ? res.writeHead(200).end('ready') : res.writeHead(503).end('no worker listens'));
       const full = new URLSearchParams(url.slice(path.length + 1)).has('full');
       poolStatus(full).then(
         (status) => res.writeHead(200, { 'content-type': 'application/json; charset=utf-8' }).end(JSON.stringify(status)),

@@ -5,6 +5,8 @@ import { CONTROLLER_PREFIX } from '../common/protocol.ts';
 const SERVER_STATUS = '/server-status';
 /** Where Prometheus looks by default (its scrape config's metrics_path). */
 const METRICS = '/metrics';
+/** Prometheus's own probe paths: a prefix no site's file is likely to use. */
+const PROBES: Record<string, 'live' | 'ready'> = { '/-/healthy': 'live', '/-/ready': 'ready' };
 
 export type ProxyRoute =
   | { kind: 'forward'; url: string; path: string }
@@ -13,6 +15,8 @@ export type ProxyRoute =
   | { kind: 'status'; query: string }
   /** /metrics, Prometheus's text format; the query is ignored. */
   | { kind: 'metrics' }
+  /** A prober's question: does this proxy answer (`live`), can a host take a request (`ready`)? */
+  | { kind: 'probe'; probe: 'live' | 'ready' }
   /** A static path with `%2f` or `%5c`: 404 (Apache's AllowEncodedSlashes Off, AH00026). */
   | { kind: 'encoded-slash' }
   /**
@@ -79,6 +83,7 @@ export function routeRequest(target: string): ProxyRoute {
   if (path === undefined) return { kind: 'bad-request', status: 400, aboveRoot: true };
   if (path === SERVER_STATUS) return { kind: 'status', query: q === -1 ? '' : target.slice(q + 1) };
   if (path === METRICS) return { kind: 'metrics' };
+  if (Object.hasOwn(PROBES, path)) return { kind: 'probe', probe: PROBES[path] };
   if (path.startsWith(CONTROLLER_PREFIX)) {
     return { kind: 'forward', path, url: path === rawPath ? target : path + (q === -1 ? '' : target.slice(q)) };
   }
