@@ -164,7 +164,7 @@ function shiftRotated(path: string, keep: number): void {
  */
 function standardStreamSink(file: string, report: (message: string) => void): Sink {
   const stream = file === 'access.log' ? process.stdout : process.stderr;
-  if (stream.listenerCount('error') === 0) stream.on('error', (err) => report(err.message));
+  if (stream.listenerCount('error') === 0) stream.on('error', (err: Error) => report(err.message));
   let written: Promise<void> = Promise.resolve();
   return {
     fd: stream.fd,
