@@ -93,15 +93,23 @@ describe('the container image (podman)', function () {
 
   beforeEach(async function () {
     sandbox = makeSandbox();
-    // The container's user (uid 1000) reads the controllers and writes the call marker at the same paths.
+    // The temp dir is root's and 0700: the container's user (uid 1000) must pass through it to read www/, as a
+    // user's mount must be readable by uid 1000, and writes the call marker there.
     chmodSync(sandbox.dir, 0o777);
     name = `extqs-test-${process.pid}-${Date.now()}`;
     const port = await freePort();
     url = `http://127.0.0.1:${port}`;
+    const env = [
+      `EXTQS_WWW_ROOT=${sandbox.www}`,
+      `EXTQS_PORT=${port}`,
+      'EXTQS_WORKERS=1',
+      'EXTQS_PROXY_WORKERS=1',
+      'EXTQS_SHUTDOWN_TIMEOUT=8',
+    ];
     await podman([
-      ...['run', '-d', '--init', '--network=host', ...ULIMITS, '--name', name],
-      ...['-v', `${sandbox.dir}:${sandbox.dir}`, '-e', `EXTQS_WWW=${sandbox.www}`, '-e', `EXTQS_PORT=${port}`, '-e', 'EXTQS_WORKERS=1'],
-      ...['-e', 'EXTQS_PROXY_WORKERS=1', '-e', 'EXTQS_SHUTDOWN_TIMEOUT=8', IMAGE],
+      ...['run', '-d', '--init', '--network=host', ...ULIMITS, '--name', name, '-v', `${sandbox.dir}:${sandbox.dir}`],
+      ...env.flatMap((setting) => ['-e', setting]),
+      IMAGE,
     ]);
     await eventually(async () => ((await logs()).stdout.includes('listening on') ? true : undefined), 30_000, 'the ready line');
   });

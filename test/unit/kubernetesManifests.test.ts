@@ -54,7 +54,7 @@ describe('the Kubernetes manifests', function () {
     for (const name of Object.keys(data)) expect(known.has(name), name).to.equal(true);
     const sandbox = makeSandbox();
     try {
-      const config = readConfig('start', [], { ...data, EXTQS_WWW: sandbox.www }, sandbox.dir);
+      const config = readConfig('start', [], { ...data, EXTQS_WWW_ROOT: sandbox.www }, sandbox.dir);
       expect(config.logs).to.equal('-');
     } finally {
       sandbox.remove();
