@@ -87,7 +87,9 @@ describe('the container image (podman)', function () {
       this.skip();
     }
     await makeBaseImage();
-    const build = ['build', '--format', 'docker', '--pull=never', '--network=host', ...ULIMITS];
+    // --layers=false keeps no intermediate stage images; after() removes the image itself: runs leave nothing behind
+    // but the base image, which the next run reuses.
+    const build = ['build', '--format', 'docker', '--pull=never', '--layers=false', '--network=host', ...ULIMITS];
     await podman([...build, '-f', 'deploy/container/Containerfile', '-t', IMAGE, ROOT], 15 * 60_000);
   });
 
@@ -112,6 +114,10 @@ describe('the container image (podman)', function () {
       IMAGE,
     ]);
     await eventually(async () => ((await logs()).stdout.includes('listening on') ? true : undefined), 30_000, 'the ready line');
+  });
+
+  after(async function () {
+    await podman(['rmi', '--force', IMAGE]).catch(() => undefined);
   });
 
   afterEach(async function () {
