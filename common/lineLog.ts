@@ -19,6 +19,7 @@ import { dirname, join } from 'node:path';
 import type winstonModule from 'winston';
 import type { Logform } from 'winston';
 import { syncAppendStream } from './syncAppend.ts';
+import { STANDARD_STREAMS } from './settingParsers.ts';
 
 export interface Rotation {
   /** Bytes after which the file is rotated; 0 = never. A batch's lines (FlushWindow) stay together, so a file may pass it by one batch. */
@@ -155,11 +156,34 @@ function shiftRotated(path: string, keep: number): void {
   renameSync(path, `${path}.1`);
 }
 
+/**
+ * A file's lines under `--logs -`, as the official httpd image links its logs to /proc/self/fd/1 and /2:
+ * the access log on stdout, the others on stderr. Written on the process's own descriptors (a launcher's
+ * child has a socket there, which cannot be opened by name), never closed; Node writes pipes, sockets and
+ * files synchronously on Linux. A failed write (the reader gone) is said once, not thrown.
+ */
+function standardStreamSink(file: string, report: (message: string) => void): Sink {
+  const stream = file === 'access.log' ? process.stdout : process.stderr;
+  if (stream.listenerCount('error') === 0) stream.on('error', (err: Error) => report(err.message));
+  let written: Promise<void> = Promise.resolve();
+  return {
+    fd: stream.fd,
+    size: 0,
+    send(text) {
+      written = new Promise((resolve) => stream.write(`${text}\n`, () => resolve()));
+    },
+    end: () => written,
+  };
+}
+
 export function openLineLog(dir: string, file: string, rotation: Rotation = NO_ROTATION, window: FlushWindow = FLUSH_WINDOW): LineLog {
-  const path = join(dir, file);
+  const onStandardStream = dir === STANDARD_STREAMS;
+  const path = onStandardStream ? (file === 'access.log' ? 'stdout' : 'stderr') : join(dir, file);
+  // A stream is never rotated, reopened or deleted: the collector reading it does those jobs.
+  if (onStandardStream) rotation = NO_ROTATION;
   const say = (message: string): void => void process.stderr.write(`extqs (pid ${process.pid}): ${message}\n`);
   const report = (message: string) => say(`${path}: ${message}`);
-  let sink = openSink(path, report);
+  let sink = onStandardStream ? standardStreamSink(file, report) : openSink(path, report);
   let current = rotation;
   /** Files replaced by reopen() that are still writing their last lines. */
   const closing = new Set<Promise<void>>();
@@ -191,6 +215,7 @@ export function openLineLog(dir: string, file: string, rotation: Rotation = NO_R
   }
 
   function reopen(rotation: Rotation = current): boolean {
+    if (onStandardStream) return true;
     if (draining) return false;
     let next: Sink;
     try {
@@ -221,7 +246,7 @@ export function openLineLog(dir: string, file: string, rotation: Rotation = NO_R
   // to a file with no name. A renamed file (logrotate) keeps its link; only a deletion drops it to 0.
   const deletedCheck = setInterval(() => {
     fstat(sink.fd, (err, stats) => {
-      if (err || draining || stats.nlink > 0) return;
+      if (err || draining || onStandardStream || stats.nlink > 0) return;
       if (!lost) say(`${path} was deleted (log directory removed?); creating it again`);
       lost ??= 'deleted';
       reopen();

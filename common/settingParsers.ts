@@ -12,7 +12,8 @@ export interface ParseContext {
 
 export type Parser<T> = (raw: string, context: ParseContext) => T;
 
-export type Upstream = ({ kind: 'tcp'; host: string; port: number } | { kind: 'unix'; path: string }) & {
+/** `tls`: an `https://` upstream, reached with --mtls-cert, --mtls-key and --mtls-ca (docs/design.md §8.3). */
+export type Upstream = ({ kind: 'tcp'; host: string; port: number; tls?: true } | { kind: 'unix'; path: string }) & {
   /** Its name in /metrics' series when its address changes at each start (the launcher's own socket); else formatUpstream(). */
   label?: string;
 };
@@ -122,8 +123,12 @@ export const wwwDirectory: Parser<string> = (raw, { cwd, fail }) => {
   return www;
 };
 
-/** The log directory, created when missing; it must be writable. */
+/** `--logs -`: access.log lines on stdout, error.log and host.log lines on stderr (common/lineLog.ts). */
+export const STANDARD_STREAMS = '-';
+
+/** The log directory, created when missing; it must be writable. `-` is the process's standard streams. */
 export const logDirectory: Parser<string> = (raw, { cwd, fail }) => {
+  if (raw === STANDARD_STREAMS) return raw;
   const logs = resolve(cwd, raw);
   try {
     mkdirSync(logs, { recursive: true });
@@ -134,25 +139,25 @@ export const logDirectory: Parser<string> = (raw, { cwd, fail }) => {
   return logs;
 };
 
-const UPSTREAM_ALLOWED = 'unix:/path/to/socket or http://<host>:<port>';
+const UPSTREAM_ALLOWED = 'unix:/path/to/socket, http://<host>:<port> or https://<host>:<port>';
 
 function parseUpstream(raw: string, cwd: string): Upstream | undefined {
   if (raw.startsWith('unix:') && raw.length > 'unix:'.length) {
     return { kind: 'unix', path: resolve(cwd, raw.slice('unix:'.length)) };
   }
   // A host name, an IPv4 address or a bracketed IPv6 address; nothing after the port but an optional '/'.
-  const match = /^http:\/\/([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\]):(\d{1,5})\/?$/.exec(raw);
-  const host = match?.[1].replace(/^\[|\]$/g, '');
-  const portNumber = Number(match?.[2]);
-  if (match && host && (!match[1].startsWith('[') || isIP(host) === 6) && portNumber > 0 && portNumber <= 65535) {
-    return { kind: 'tcp', host, port: portNumber };
+  const match = /^(https?):\/\/([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\]):(\d{1,5})\/?$/.exec(raw);
+  const host = match?.[2].replace(/^\[|\]$/g, '');
+  const portNumber = Number(match?.[3]);
+  if (match && host && (!match[2].startsWith('[') || isIP(host) === 6) && portNumber > 0 && portNumber <= 65535) {
+    return match[1] === 'https' ? { kind: 'tcp', host, port: portNumber, tls: true } : { kind: 'tcp', host, port: portNumber };
   }
   return undefined;
 }
 
 export function formatUpstream(upstream: Upstream): string {
   if (upstream.kind === 'unix') return `unix:${upstream.path}`;
-  return `http://${upstream.host.includes(':') ? `[${upstream.host}]` : upstream.host}:${upstream.port}`;
+  return `${upstream.tls ? 'https' : 'http'}://${upstream.host.includes(':') ? `[${upstream.host}]` : upstream.host}:${upstream.port}`;
 }
 
 /** An upstream's `upstream` label in /metrics: the same across restarts, so each start continues the same series. */

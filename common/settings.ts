@@ -5,6 +5,7 @@
 import { availableParallelism } from 'node:os';
 import { MAX_HEADER_SIZE_CEILING } from './protocol.ts';
 import { tlsPairProblem } from './tlsPair.ts';
+import { isLoopbackAddress } from './clientList.ts';
 import { compileAccessFormat, LOG_FORMATS, LOG_LEVELS } from './logFormat.ts';
 import {
   address,
@@ -69,6 +70,7 @@ const MAX_WORKERS = 256;
 /** The host keeps idle sockets 75 s (host/app.ts); the proxy's own clients must be let go sooner. */
 const MAX_KEEP_ALIVE_TIMEOUT = 60;
 const seconds = (max: number) => integer(0, max);
+const MTLS_UNDER_LAUNCHER = 'the launcher gives its host a private unix socket, which only its own proxy can reach';
 
 export const FORWARDERS = ['undici', 'http-proxy'] as const;
 export type Forwarder = (typeof FORWARDERS)[number];
@@ -236,7 +238,7 @@ export const SETTINGS = {
     parse: logDirectory,
     roles: ['proxy', 'host'],
     placeholder: 'DIR',
-    help: 'directory of access.log, error.log and host.log; created if missing',
+    help: 'directory of access.log, error.log and host.log; created if missing. `-`: access lines on stdout, error.log and host.log lines on stderr (containers)',
     group: 'service',
   }),
   configFile: setting({
@@ -533,11 +535,16 @@ export const SETTINGS = {
     defaultText: 'none',
     parse: upstreamList,
     format: (list) => (list.length === 0 ? 'none' : JSON.stringify(list.map(formatUpstream).join(','))),
+    relation: (list, other, fail) => {
+      const secure = list.find((upstream) => upstream.kind === 'tcp' && upstream.tls);
+      if (secure && other('mtlsKey') === undefined)
+        fail(`http:// or unix: upstreams without --mtls-cert, --mtls-key and --mtls-ca (${formatUpstream(secure)} needs them)`);
+    },
     roles: ['proxy'],
     setByLauncher: 'the launcher connects the proxy to the host it starts',
     repeatable: true,
     placeholder: 'URL',
-    help: 'a host to forward /External to: unix:/path or http://host:port; repeat for several, tried in turn',
+    help: 'a host to forward /External to: unix:/path, http://host:port, or https://host:port (mutual TLS, --mtls-*); repeat for several, tried in turn',
     group: 'upstreams',
   }),
   upstreamMaxFails: setting({
@@ -594,6 +601,72 @@ export const SETTINGS = {
     setByLauncher: 'the launcher gives its host a private unix socket',
     placeholder: 'PORT',
     help: 'port the host listens on without --socket; 0 picks a free one',
+    group: 'upstreams',
+  }),
+  mtlsCa: setting({
+    flag: 'mtls-ca',
+    env: 'EXTQS_MTLS_CA',
+    default: '',
+    defaultText: 'none',
+    parse: pemFile('CA certificates'),
+    roles: ['proxy', 'host'],
+    setByLauncher: MTLS_UNDER_LAUNCHER,
+    placeholder: 'FILE',
+    help: "mutual TLS between proxy and host: the CA the other side's certificate must come from (the host's clients', the proxy's hosts')",
+    group: 'upstreams',
+  }),
+  mtlsCert: setting({
+    flag: 'mtls-cert',
+    env: 'EXTQS_MTLS_CERT',
+    default: '',
+    defaultText: 'none',
+    parse: pemFile('a certificate, then its chain'),
+    roles: ['proxy', 'host'],
+    setByLauncher: MTLS_UNDER_LAUNCHER,
+    placeholder: 'FILE',
+    help: "mutual TLS: this process's certificate (the host's server certificate, the proxy's client certificate), from a CA the other side trusts",
+    group: 'upstreams',
+  }),
+  mtlsKey: setting({
+    flag: 'mtls-key',
+    env: 'EXTQS_MTLS_KEY',
+    default: '',
+    defaultText: 'none',
+    parse: pemFile('a private key'),
+    // Half a configuration would fail every handshake; say so at start instead.
+    relation: (key, other, fail) => {
+      const cert = other('mtlsCert') as string | undefined;
+      const ca = other('mtlsCa') as string | undefined;
+      const given = [key, cert, ca].filter((file) => file !== undefined).length;
+      if (given !== 0 && given !== 3) fail('given with --mtls-cert (EXTQS_MTLS_CERT) and --mtls-ca (EXTQS_MTLS_CA), or none of the three');
+      const problem = cert !== undefined && key !== undefined ? tlsPairProblem(cert, key) : undefined;
+      if (problem) fail(`the private key of the certificate in --mtls-cert (${problem})`);
+    },
+    roles: ['proxy', 'host'],
+    setByLauncher: MTLS_UNDER_LAUNCHER,
+    placeholder: 'FILE',
+    help: 'mutual TLS: the private key of --mtls-cert',
+    group: 'upstreams',
+  }),
+  hostAllow: setting({
+    flag: 'host-allow',
+    env: 'EXTQS_HOST_ALLOW',
+    default: '',
+    defaultText: 'none (any client that reaches the port)',
+    parse: allowList,
+    format: (list) => (list.length === 0 ? 'none' : JSON.stringify(formatAllowList(list))),
+    // php-fpm's listen.allowed_clients: a host on a network must know its proxies (docs/design.md §8.3).
+    relation: (list, other, fail) => {
+      const listen = other('hostListen') as string;
+      if (other('socket') !== undefined || isLoopbackAddress(listen) || list.length > 0 || other('mtlsKey') !== undefined) return;
+      fail(
+        `the proxies' addresses or subnets, or mutual TLS given (--mtls-cert, --mtls-key, --mtls-ca), when --host-listen (EXTQS_HOST_LISTEN) ${JSON.stringify(listen)} is not a loopback address`,
+      );
+    },
+    roles: ['host'],
+    setByLauncher: MTLS_UNDER_LAUNCHER,
+    placeholder: 'LIST',
+    help: "addresses and CIDR subnets of the proxies a TCP host admits (php-fpm's listen.allowed_clients); others are disconnected",
     group: 'upstreams',
   }),
   logLevel: setting({

@@ -6,7 +6,7 @@
 // answers /status and /ping itself, and stops them all on SIGTERM.
 import cluster, { type Worker } from 'node:cluster';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import type { Readable } from 'node:stream';
@@ -27,6 +27,7 @@ import type { HostConfig } from '../common/settings.ts';
 import { onShutdownSignal } from '../common/shutdown.ts';
 import { Supervisor, type Launched } from '../common/supervisor.ts';
 import { openHostLog } from './hostLogFile.ts';
+import { admissionOf, admittingServer } from './admission.ts';
 import { HOST_MAX_HEADER_SIZE, WORKERS_PATH, type WorkerTable } from '../common/protocol.ts';
 import { Dispatcher, WorkerSlot } from './dispatcher.ts';
 import {
@@ -149,6 +150,11 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
   /** Workers that take or will take requests: neither retiring nor stopped. */
   const serving = () => workers.handles.filter((w) => !workers.isRetiring(w));
   const starting = () => serving().filter((w) => !up.has(w)).length;
+  /**
+   * The proxy's readiness probe asks this narrow question: a worker listens that can take a request now (not retiring,
+   * not blocked, below --worker-concurrency); ondemand starts one.
+   */
+  const ready = () => current.pm === 'ondemand' || spareSlots().length > 0;
 
   function reachedMaxChildren(): void {
     if (warnedMaxChildren) return;
@@ -450,7 +456,7 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
     spawnRate = Math.min(spawnRate * 2, MAX_SPAWN_RATE);
   }
 
-  /** /status and /ping are the pool's own (php-fpm's master answers them), and the table of workers; the rest goes to a worker. */
+  /** /status, /ping and /ready are the pool's own (php-fpm's master answers the first two), and the table of workers; the rest goes to a worker. */
   function serve(req: IncomingMessage, res: ServerResponse): void {
     const url = req.url ?? '';
     const path = url.split('?', 1)[0];
@@ -461,8 +467,9 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
       res.once('close', () => followers.delete(res));
       return;
     }
-    if ((req.method === 'GET' || req.method === 'HEAD') && (path === '/status' || path === '/ping')) {
+    if ((req.method === 'GET' || req.method === 'HEAD') && (path === '/status' || path === '/ping' || path === '/ready')) {
       if (path === '/ping') return void res.writeHead(200, { 'content-type': 'text/plain' }).end('pong');
+      if (path === '/ready') return void (ready() ? res.writeHead(200).end('ready') : res.writeHead(503).end('no worker listens'));
       const full = new URLSearchParams(url.slice(path.length + 1)).has('full');
       poolStatus(full).then(
         (status) => res.writeHead(200, { 'content-type': 'application/json; charset=utf-8' }).end(JSON.stringify(status)),
@@ -484,9 +491,12 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
     stdio: ['ignore', 'inherit', 'inherit', 'ipc', 'pipe'],
   });
   // Node's defaults otherwise, as fastify's server had them, but no 400 for a request without Host (HTTP/1.0).
-  const server = createServer(
+  const admission = admissionOf(config);
+  const server = admittingServer(
+    admission,
     { maxHeaderSize: HOST_MAX_HEADER_SIZE, requestTimeout: 0, keepAliveTimeout: KEEP_ALIVE_MS, requireHostHeader: false },
     serve,
+    (message) => log.error(message),
   );
   // Node keeps the first 2,000 fields and drops the rest without a word; the proxy bounds them
   // (--max-header-fields, up to 10,000), so every field it forwards reaches the controller.
@@ -510,7 +520,9 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
   });
   if (config.socket) await chmod(config.socket, 0o600);
   const port = (server.address() as AddressInfo).port;
-  const url = config.socket ? `unix:${config.socket}` : formatUpstream({ kind: 'tcp', host: config.hostListen, port });
+  const url = config.socket
+    ? `unix:${config.socket}`
+    : formatUpstream({ kind: 'tcp', host: config.hostListen, port, ...(admission.tls && { tls: true }) });
   const maintenance = config.pm === 'static' ? undefined : setInterval(() => void maintain(), MAINTENANCE_MS);
   log.notice(
     `Host pool ${process.pid} serving ${config.www}/controllers on ${url} with ${config.pm === 'static' ? `${config.workers} workers` : `pm ${config.pm}, up to ${config.workers} workers, ${initial} started`}`,

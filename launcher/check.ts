@@ -9,6 +9,7 @@ import type { FollowSymlinks } from '../common/settings.ts';
 import { formatAllowList, formatUpstream } from '../common/settingParsers.ts';
 import { compileController } from '../host/compile.ts';
 import { CONTROLLER_NAME } from '../common/controllerName.ts';
+import { describeAdmission } from '../host/admission.ts';
 import { helperFiles, typeCheck } from './typeCheck.ts';
 
 interface ControllerReport {
@@ -56,13 +57,15 @@ async function checkControllers(dir: string, followSymlinks: FollowSymlinks): Pr
 export async function check(config: Config, out: (line: string) => void): Promise<number> {
   const upstreams =
     config.upstreams.length > 0 ? config.upstreams.map(formatUpstream).join(', ') : "the host's private socket (extqs start)";
-  const hostAddress = config.socket ? `unix:${config.socket}` : `http://${config.hostListen}:${config.hostPort}`;
+  const hostAddress = config.socket
+    ? `unix:${config.socket}`
+    : formatUpstream({ kind: 'tcp', host: config.hostListen, port: config.hostPort, ...(config.mtlsCert !== undefined && { tls: true }) });
   out(`settings: flags, environment${config.configFile ? `, ${config.configFile}` : ''}, defaults`);
   out(
     `proxy: http://${config.listen}:${config.port}, forwarding /External to ${upstreams} (${config.forwarder}), /server-status for ${formatAllowList(config.statusAllow)}`,
   );
   out(
-    `host: ${config.workers} workers (${describeProcessManager(config)}), max execution time ${config.maxExecutionTime} s, max requests ${config.maxRequests || 'unlimited'}; extqs host listens on ${hostAddress}`,
+    `host: ${config.workers} workers (${describeProcessManager(config)}), max execution time ${config.maxExecutionTime} s, max requests ${config.maxRequests || 'unlimited'}; extqs host listens on ${hostAddress}, admitting ${describeAdmission(config)}`,
   );
   out(`www: ${config.www} (symbolic links followed: ${config.followSymlinks})`);
   out(

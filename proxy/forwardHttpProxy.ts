@@ -4,6 +4,8 @@
 // (it only listens for 'aborted', which a finished GET never emits), hop-by-hop response fields removed,
 // and a client not left hanging when the host dies mid-body.
 import { Agent, type ClientRequest, type IncomingMessage } from 'node:http';
+import { Agent as HttpsAgent } from 'node:https';
+import { hostTlsFor } from './hostTls.ts';
 import httpProxy from 'http-proxy';
 import type { Upstream } from '../common/settingParsers.ts';
 import {
@@ -25,7 +27,8 @@ import type { Readable } from 'node:stream';
 const ENGINE_FRAMED = ['expect'] as const;
 
 function targetOf(upstream: Upstream) {
-  return upstream.kind === 'unix' ? { socketPath: upstream.path } : { host: upstream.host, port: upstream.port, protocol: 'http:' };
+  if (upstream.kind === 'unix') return { socketPath: upstream.path };
+  return { host: upstream.host, port: upstream.port, protocol: upstream.tls ? 'https:' : 'http:' };
 }
 
 /** One forwarded request as http-proxy sends it; its events find it by the client's request. */
@@ -46,7 +49,18 @@ export function createHttpProxyForwarder(options: ForwarderOptions): Forward {
   });
   // `timeout` is what makes the agent drop idle sockets; Node sets it on busy sockets too, where it only
   // emits 'timeout', which nothing here listens to (the response deadline is the core's).
-  const agent = new Agent({ keepAlive: true, maxSockets: 512, maxFreeSockets: 256, scheduling: 'lifo', timeout: IDLE_UPSTREAM_SOCKET_MS });
+  const agentOptions = {
+    keepAlive: true,
+    maxSockets: 512,
+    maxFreeSockets: 256,
+    scheduling: 'lifo',
+    timeout: IDLE_UPSTREAM_SOCKET_MS,
+  } as const;
+  const agent = new Agent(agentOptions);
+  // https:// upstreams (mutual TLS) need an agent of their own, which carries the TLS options.
+  let tlsAgent: HttpsAgent | undefined;
+  const agentFor = (upstream: Upstream) =>
+    upstream.kind === 'tcp' && upstream.tls ? (tlsAgent ??= new HttpsAgent({ ...agentOptions, ...hostTlsFor(upstream) })) : agent;
   // The answer is relayed here, through the request's answer sink (answerSink.ts), not piped to `res` by http-proxy.
   const proxy = httpProxy.createProxyServer({ agent, xfwd: false, ws: false, selfHandleResponse: true });
   const proxied = new WeakMap<IncomingMessage, ProxiedRequest>();
@@ -110,7 +124,7 @@ export function createHttpProxyForwarder(options: ForwarderOptions): Forward {
           if (attempt === request.attempts) forwarded.failed(err);
         };
         try {
-          proxy.web(req, res, { target: targetOf(target), buffer: body }, failed);
+          proxy.web(req, res, { target: targetOf(target), agent: agentFor(target), buffer: body }, failed);
         } catch (err) {
           // http.request throws synchronously on headers Node refuses to send.
           failed(err as NodeJS.ErrnoException);

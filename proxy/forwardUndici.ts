@@ -16,6 +16,7 @@ import {
   type ForwarderOptions,
 } from './forwarding.ts';
 import { ForwardedRequest, forwardingShared, type EngineRequest } from './forwardingCore.ts';
+import { hostTlsFor } from './hostTls.ts';
 
 /** Fields undici frames or refuses itself (the other hop-by-hop ones are never forwarded). */
 const ENGINE_FRAMED = ['transfer-encoding', 'expect'] as const;
@@ -109,6 +110,7 @@ export function createUndiciForwarder(options: ForwarderOptions): Forward {
   const newPool = (target: Upstream) =>
     new UndiciPool(originOf(target), {
       socketPath: target.kind === 'unix' ? target.path : undefined,
+      connect: hostTlsFor(target),
       connections: 512,
       keepAliveTimeout: IDLE_UPSTREAM_SOCKET_MS,
       keepAliveMaxTimeout: IDLE_UPSTREAM_SOCKET_MS,

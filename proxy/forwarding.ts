@@ -272,7 +272,11 @@ export function failures({ upstreamTimeoutMs, limitRequestBody }: ForwarderOptio
     trailers(trailers, ctx, path) {
       if (relayStderr(trailers, ctx) === 0) return false;
       ctx.cut = true;
-      ctx.log('proxy', 'error', `the answer to ${path} was cut after ${ctx.streamedBytes} bytes of its body: the controller failed while sending it`);
+      ctx.log(
+        'proxy',
+        'error',
+        `the answer to ${path} was cut after ${ctx.streamedBytes} bytes of its body: the controller failed while sending it`,
+      );
       cutAfterWritten(ctx);
       return true;
     },

@@ -22,10 +22,11 @@ import { terminalWriter } from '../common/terminal.ts';
 import { announceStart, listenerUrl, reloadedEntries, stoppingEntry } from './lifecycle.ts';
 import { createProxyServer } from './server.ts';
 import { serverBanner } from './serverBanner.ts';
-import { allowList } from './serverStatus.ts';
+import { allowList } from '../common/clientList.ts';
 import { StaticCache } from './staticCache.ts';
 import { tlsOptionsOf } from './tls.ts';
 import { Upstreams } from './upstreams.ts';
+import { useHostTls } from './hostTls.ts';
 import type { ProxyLogEntries, ProxyPrimarySays, ProxyWorkerSays } from './workerMessages.ts';
 
 /** A worker's /server-status or /metrics waits this long for every worker's share. */
@@ -84,6 +85,7 @@ export async function serveProxy(
     if (!primary) for (const entry of reloadedEntries(reopened, note, kept, settings)) errorLog.write(entry);
     if (!kept) reloadCertificate(settings);
   });
+  useHostTls(config);
   const upstreams = new Upstreams(
     config.upstreams,
     { maxFails: config.upstreamMaxFails, failTimeoutMs: config.upstreamFailTimeout * 1000 },

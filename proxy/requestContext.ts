@@ -28,6 +28,8 @@ export class RequestContext {
   kind: RouteKind = KIND.refused;
   /** What its target asks for (proxy/route.ts), once the passes before routing have let it through. */
   route: ProxyRoute | undefined;
+  /** A probe's answer: no access line unless it failed (a prober asks every few seconds). */
+  quiet = false;
   /** Whether a body follows the head (protocols.ts), and whether it has ended or was refused (requestBodies.ts). */
   readonly withBody: boolean;
   bodyEnded = false;

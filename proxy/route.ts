@@ -6,6 +6,8 @@ import { CONTROLLER_PREFIX } from '../common/protocol.ts';
 const SERVER_STATUS = '/server-status';
 /** Where Prometheus looks by default (its scrape config's metrics_path). */
 const METRICS = '/metrics';
+/** Prometheus's own probe paths: a prefix no site's file is likely to use. */
+const PROBES: Record<string, 'live' | 'ready'> = { '/-/healthy': 'live', '/-/ready': 'ready' };
 
 export type ProxyRoute =
   | { kind: 'forward'; url: string; path: string }
@@ -14,6 +16,8 @@ export type ProxyRoute =
   | { kind: 'status'; query: string }
   /** /metrics, Prometheus's text format; the query is ignored. */
   | { kind: 'metrics' }
+  /** A prober's question: does this proxy answer (`live`), can a host take a request (`ready`)? */
+  | { kind: 'probe'; probe: 'live' | 'ready' }
   /** A path with `%2f` or `%5c`, or a controller's with `%00`: 404 (Apache's AllowEncodedSlashes Off, AH00026). */
   | { kind: 'encoded-slash' }
   /**
@@ -86,6 +90,7 @@ export function routeRequest(target: string): ProxyRoute {
   if (path === undefined) return { kind: 'bad-request', status: 400, aboveRoot: true };
   if (path === SERVER_STATUS) return { kind: 'status', query: q === -1 ? '' : target.slice(q + 1) };
   if (path === METRICS) return { kind: 'metrics' };
+  if (Object.hasOwn(PROBES, path)) return { kind: 'probe', probe: PROBES[path] };
   if (path.startsWith(CONTROLLER_PREFIX)) {
     if (ENCODED_SLASH_OR_NUL.test(path)) return { kind: 'encoded-slash' };
     // A name no controller file can have is no controller's request, as the legacy's route matched none:

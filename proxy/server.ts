@@ -26,6 +26,7 @@ import { framingPass } from './passes/framing.ts';
 import { httpsRedirectPass } from './passes/httpsRedirect.ts';
 import { routePass } from './passes/route.ts';
 import { statusPagesPass } from './passes/statusPages.ts';
+import { probesPass } from './passes/probes.ts';
 import { noteBrokenBody, watchBody } from './requestBodies.ts';
 import { RequestContext, type Pass } from './requestContext.ts';
 import { requestIdOrNew } from '../common/requestId.ts';
@@ -210,7 +211,7 @@ export function createProxyServer({
   function requestEnded(ctx: RequestContext): void {
     noteBrokenBody(ctx);
     const bytes = ctx.bodyBytes();
-    accessLog.record(ctx, bytes);
+    if (!ctx.quiet || ctx.res.statusCode >= 400) accessLog.record(ctx, bytes);
     requestMetrics.record(ctx.kind, ctx.req.method, ctx.res.statusCode, (performance.now() - ctx.startedAt) / 1000, bytes);
     open.delete(ctx.res);
     if (open.size === 0) onIdle?.();
@@ -234,6 +235,7 @@ export function createProxyServer({
       serverStatus: serverStatus({ shares, upstreams, allow: statusAllow }),
       metrics: metricsEndpoint({ processes: shares, upstreams, allow: statusAllow }),
     }),
+    probesPass(upstreams),
     filesPass(staticFiles(join(www, 'public'), staticCache), compression),
     forwardPass(forward, compression),
   ];

@@ -3,8 +3,10 @@
 // (loopback by default; others get 403 and a log line). /metrics (metrics.ts) shares the guard and the hosts' /status.
 import { VERSION } from '../common/version.ts';
 import { request } from 'node:http';
-import { BlockList, isIPv4 } from 'node:net';
-import type { AllowedClient } from '../common/settingParsers.ts';
+import { request as requestTls } from 'node:https';
+import { hostTlsFor } from './hostTls.ts';
+import type { BlockList } from 'node:net';
+import { allowed } from '../common/clientList.ts';
 import { sendErrorPage } from './errorPages.ts';
 import type { RequestContext } from './requestContext.ts';
 import { renderAuto, renderHtml, renderJson, type HostSummary, type StatusReport } from './statusPage.ts';
@@ -17,20 +19,6 @@ const SERVER_VERSION = `extqs/${VERSION} (Node.js ${process.version})`;
 /** A host that does not answer its /status within this long is shown as not answering. */
 const HOST_STATUS_TIMEOUT_MS = 1_000;
 const MAX_REFRESH_SECONDS = 3_600;
-
-export function allowList(clients: readonly AllowedClient[]): BlockList {
-  const list = new BlockList();
-  for (const { address, prefix, family } of clients) list.addSubnet(address, prefix, family);
-  return list;
-}
-
-function allowed(list: BlockList, address: string | undefined): boolean {
-  if (!address) return false;
-  // A dual-stack listener sees IPv4 clients as ::ffff:a.b.c.d.
-  const mapped = address.startsWith('::ffff:') ? address.slice('::ffff:'.length) : undefined;
-  if (mapped && isIPv4(mapped)) return list.check(mapped, 'ipv4');
-  return list.check(address, isIPv4(address) ? 'ipv4' : 'ipv6');
-}
 
 /**
  * Answers 403 to a client not on --status-allow (with mod_authz_core's line) and 405 to a method other
@@ -55,8 +43,10 @@ export function refused(ctx: RequestContext, path: string, allow: BlockList): bo
 export function hostStatus(upstream: UpstreamState): Promise<StatusReport['hosts'][number]> {
   const { upstream: target, name } = upstream;
   const where = target.kind === 'unix' ? { socketPath: target.path } : { host: target.host, port: target.port };
+  const tls = hostTlsFor(target);
+  const send = tls ? requestTls : request;
   return new Promise((resolve) => {
-    const req = request({ ...where, path: '/status', agent: false, timeout: HOST_STATUS_TIMEOUT_MS }, (res) => {
+    const req = send({ ...where, ...tls, path: '/status', agent: false, timeout: HOST_STATUS_TIMEOUT_MS }, (res) => {
       let body = '';
       res.setEncoding('utf8');
       res.on('data', (chunk) => (body += chunk));

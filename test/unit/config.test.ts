@@ -97,6 +97,10 @@ describe('config', () => {
         socket: undefined,
         hostListen: '127.0.0.1',
         hostPort: 0,
+        hostAllow: [],
+        mtlsCa: undefined,
+        mtlsCert: undefined,
+        mtlsKey: undefined,
         workers: Math.min(availableParallelism(), 256),
         pm: 'static',
         startWorkers: Math.floor(1 + (Math.min(3, Math.min(availableParallelism(), 256)) - 1) / 2),
@@ -510,7 +514,7 @@ describe('config', () => {
     it('rejects the same upstream given twice', () => {
       const err = configErrorOf(() => readConfig(['--upstream', 'unix:/run/a.sock', '--upstream', 'unix:/run/a.sock'], {}, cwd));
       expect(err.message).to.equal(
-        '--upstream (EXTQS_UPSTREAM) must be unix:/path/to/socket or http://<host>:<port>, each given once (unix:/run/a.sock is given twice), got "unix:/run/a.sock,unix:/run/a.sock"',
+        '--upstream (EXTQS_UPSTREAM) must be unix:/path/to/socket, http://<host>:<port> or https://<host>:<port>, each given once (unix:/run/a.sock is given twice), got "unix:/run/a.sock,unix:/run/a.sock"',
       );
     });
 
