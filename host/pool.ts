@@ -456,7 +456,7 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
     spawnRate = Math.min(spawnRate * 2, MAX_SPAWN_RATE);
   }
 
-  /** /status, /ping and /ready are the pool's own (php-fpm's master answers the first two), and the table of workers; the rest goes to a worker. */
+  /** /status, /ping and /ready are the pool's own (php-fpm's master answers the first two), and /workers; the rest goes to a worker. */
   function serve(req: IncomingMessage, res: ServerResponse): void {
     const url = req.url ?? '';
     const path = url.split('?', 1)[0];
