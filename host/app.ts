@@ -167,18 +167,31 @@ export function createHostApp({
     // One close listener: the request's end for the counters, and, if no answer went out, the client
     // left (the proxy closes its upstream request then), so the controller's signal fires. It is in
     // place before the first await, so a close during the controller's load is not missed.
-    const aborter = new AbortController();
+    // The controller's signal is made when first read: an AbortController (an EventTarget) cost a small call more
+    // than its parsing and routing together, and most controllers never read it.
+    let aborter: AbortController | undefined;
+    let abortedFor: Error | undefined;
+    const abort = (reason: Error) => {
+      abortedFor ??= reason;
+      aborter?.abort(reason);
+    };
+    const signal = () => {
+      if (aborter) return aborter.signal;
+      aborter = new AbortController();
+      if (abortedFor) aborter.abort(abortedFor);
+      return aborter.signal;
+    };
     const startedMs = Date.now();
     let ended = false;
     let discardUploads: (() => Promise<void>) | undefined;
     reply.raw.once('close', () => {
       ended = true;
       stats.end(startedAt, request.method, request.url);
-      if (!reply.raw.writableFinished) aborter.abort(new ClientClosedRequest());
+      if (!reply.raw.writableFinished) abort(new ClientClosedRequest());
       discardUploads?.().catch((err: Error) => log.error(`Could not delete the uploads of ${request.url}: ${err.message}`, request.id));
       onRequestEnd();
     });
-    if (request.raw.socket.destroyed) aborter.abort(new ClientClosedRequest());
+    if (request.raw.socket.destroyed) abort(new ClientClosedRequest());
 
     const route = routeController(request.url);
     const where = `in ${request.method} ${request.url}`;
@@ -249,7 +262,9 @@ export function createHostApp({
         pathInfo: route.pathInfo,
         headers: request.headers,
         requestId: request.id,
-        signal: aborter.signal,
+        get signal() {
+          return signal();
+        },
       };
       if (limit) {
         tracked = {
@@ -264,7 +279,7 @@ export function createHostApp({
           receiving: () => !request.raw.complete && request.raw.listenerCount('data') > 0,
           onOverrun: () => {
             overran = true;
-            aborter.abort(new Error('max_execution_time exceeded'));
+            abort(new Error('max_execution_time exceeded'));
             cutConnection(request, reply);
           },
         };
@@ -299,7 +314,7 @@ export function createHostApp({
     } catch (err) {
       if (overran) return;
       // The client left and the controller's await was aborted with it: the client's doing, not a failure.
-      if (aborter.signal.reason instanceof ClientClosedRequest) {
+      if (abortedFor instanceof ClientClosedRequest) {
         counters.aborts = (counters.aborts ?? 0) + 1;
         log.info(`Client closed the request to controller ${controller.name} ${where} after ${Date.now() - startedMs} ms`, request.id);
         return;
