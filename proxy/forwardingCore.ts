@@ -51,6 +51,9 @@ function limitedBody(req: IncomingMessage, res: ServerResponse, limit: number, t
  */
 const WORKER_EXIT_WAIT_MS = 1_000;
 
+/** A request that failed this soon after it was sent to a retiring worker never reached a controller. */
+const JUST_SENT_MS = 1_000;
+
 /** What every forwarded request shares: the engine's options, the answers to each failure, and each host's workers. */
 export interface ForwardingShared extends ForwarderOptions {
   fail: Failures;
@@ -78,6 +81,8 @@ export class ForwardedRequest implements SentRequest {
   private worker: WorkerTarget | undefined;
   /** Sent once more after its worker's connection failed before an answer (a worker that died). */
   private resent = false;
+  /** When it was last sent (performance.now()). */
+  private sentAt = 0;
   /** Upstreams that could not be reached for it. */
   private tried: Set<UpstreamState> | undefined;
   private deadline: NodeJS.Timeout | undefined;
@@ -137,6 +142,7 @@ export class ForwardedRequest implements SentRequest {
 
   private sendTo(upstream: UpstreamState, except?: WorkerTarget): void {
     this.upstream = upstream;
+    this.sentAt = performance.now();
     upstream.requests += 1;
     const worker = this.shared.workersOf.get(upstream)?.pick(except);
     this.worker = worker;
@@ -231,12 +237,15 @@ export class ForwardedRequest implements SentRequest {
     } else if (worker && again && !this.resent) {
       // Its connection failed before an answer. A worker that died takes the requests it ran with it, and its host's
       // table says so at once: a request that consumed nothing then goes once more to another worker or the
-      // primary, as with nginx's proxy_next_upstream error. One that cut the request itself (past
-      // max_execution_time) did not die: that request fails as it would have.
+      // primary, as with nginx's proxy_next_upstream error. So does one sent a moment ago to a worker that retires
+      // (it closed the kept-alive connection the request went on). A call the worker cut itself (past
+      // max_execution_time, at least 1.5 s in) fails as it would have, though its worker retires then too.
       this.resent = true;
-      void worker.diedWithin(WORKER_EXIT_WAIT_MS).then((died) => {
+      const sentMs = performance.now() - this.sentAt;
+      void worker.fateWithin(WORKER_EXIT_WAIT_MS).then((fate) => {
         if (this.settled) return;
-        if (!died || res.headersSent || req.socket?.destroyed) return this.giveUp(err);
+        const gone = fate === 'died' || (fate === 'retired' && sentMs < JUST_SENT_MS);
+        if (!gone || res.headersSent || req.socket?.destroyed) return this.giveUp(err);
         fail.workerFailed(err, this.ctx, this.path, worker.pid, 'closed');
         this.sendTo(this.upstream, worker);
       });

@@ -12,6 +12,9 @@ import type { Upstream } from '../common/settingParsers.ts';
 /** The wait before following the table again after it broke off, doubling up to the most. */
 const FOLLOW_AGAIN_MS = { first: 200, most: 5_000 } as const;
 
+/** Why a worker left its host's table. */
+export type WorkerFate = 'died' | 'retired';
+
 /** A request this proxy sent a worker, which it can send elsewhere while it has no answer. */
 export interface SentRequest {
   readonly requestId: string;
@@ -25,9 +28,9 @@ export class WorkerTarget implements RouteCandidate {
   blocked = false;
   accepting = true;
   readonly upstream: Upstream;
-  private died: (() => void) | undefined;
-  /** Settles when the table says its process exited unasked. */
-  private readonly death = new Promise<void>((resolve) => (this.died = resolve));
+  private settleFate: ((fate: WorkerFate) => void) | undefined;
+  /** Settles when it leaves the table: its process exited unasked, or it retires. */
+  private readonly fate = new Promise<WorkerFate>((resolve) => (this.settleFate = resolve));
 
   constructor(
     readonly pid: number,
@@ -40,16 +43,16 @@ export class WorkerTarget implements RouteCandidate {
     return this.sent.size;
   }
 
-  /** True once the table says its process exited unasked, false if it has not within `ms`. */
-  diedWithin(ms: number): Promise<boolean> {
+  /** Why it left the table, once it has; undefined if it has not within `ms`. */
+  fateWithin(ms: number): Promise<WorkerFate | undefined> {
     let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
-    return Promise.race([this.death.then(() => true), late]).finally(() => clearTimeout(timer));
+    const late = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), ms)));
+    return Promise.race([this.fate, late]).finally(() => clearTimeout(timer));
   }
 
   /** It left the table (it retires, or it died): from now on it takes nothing. */
   leave(died: boolean): boolean {
-    if (died) this.died?.();
+    this.settleFate?.(died ? 'died' : 'retired');
     if (!this.accepting) return false;
     this.accepting = false;
     return true;

@@ -351,6 +351,11 @@ const GROUPS: Group[] = [
       { set: ({ sandbox }) => ({ socket: join(sandbox.dir, 'other.sock') }), said: 'not taken' },
       { set: () => ({ hostListen: '127.0.0.3' }), said: 'not taken' },
       { set: () => ({ hostPort: '9' }), said: 'not taken' },
+      { set: () => ({ hostAllow: '127.0.0.1' }), said: 'not taken' },
+      ...(['mtlsCa', 'mtlsCert', 'mtlsKey'] as const).map((key) => ({
+        set: ({ pair }: { pair: { cert: string; key: string } }) => ({ [key]: key === 'mtlsKey' ? pair.key : pair.cert }),
+        said: 'not taken' as const,
+      })),
       // The file cannot name itself: it is not read, and the running configuration is kept.
       { set: ({ sandbox }) => ({ configFile: join(sandbox.dir, 'other.conf') }), said: 'not read' },
     ],
