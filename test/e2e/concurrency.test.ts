@@ -8,19 +8,7 @@ import { expect } from 'chai';
 import { get, type Reply } from '../helpers/http.ts';
 import { total } from '../helpers/metrics.ts';
 import { steadyLoad } from '../helpers/steadyLoad.ts';
-import { callMarker, eventually, makeSandbox, readLog, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
-
-/** A controller that answers once `release()` has been called (a file appears), awaiting meanwhile. */
-function holdController(sandbox: Sandbox, name: string) {
-  const marker = callMarker(sandbox, name);
-  const file = join(sandbox.dir, `${name}.release`);
-  writeFileSync(
-    join(sandbox.controllers, `${name}.ts`),
-    `import { existsSync } from 'node:fs';\n` +
-      `export default async () => { ${marker.statement} while (!existsSync(${JSON.stringify(file)})) await new Promise((r) => setTimeout(r, 20)); return 'released'; };\n`,
-  );
-  return { ...marker, release: () => writeFileSync(file, '') };
-}
+import { callMarker, eventually, holdController, makeSandbox, readLog, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
 
 /** Answers `{ pid }` after awaiting `ms`: which worker served it. */
 function pidController(sandbox: Sandbox, name: string, ms: number): void {

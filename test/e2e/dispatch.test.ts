@@ -10,7 +10,17 @@ import { expect } from 'chai';
 import type { PoolFields } from '../../host/stats.ts';
 import { get, type Reply } from '../helpers/http.ts';
 import { total } from '../helpers/metrics.ts';
-import { callMarker, eventually, makeSandbox, readLog, ROOT, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
+import {
+  callMarker,
+  eventually,
+  holdController,
+  makeSandbox,
+  readLog,
+  ROOT,
+  startStack,
+  type Running,
+  type Sandbox,
+} from '../helpers/stack.ts';
 
 type Pool = PoolFields;
 
@@ -30,18 +40,6 @@ function poolWhen(stack: Running, ok: (pool: Pool) => boolean, what: string, tim
     timeoutMs,
     what,
   );
-}
-
-/** A controller that answers once `release()` has been called (a file appears): a worker held busy. */
-function holdController(sandbox: Sandbox, name: string) {
-  const marker = callMarker(sandbox, name);
-  const file = join(sandbox.dir, `${name}.release`);
-  writeFileSync(
-    join(sandbox.controllers, `${name}.ts`),
-    `import { existsSync } from 'node:fs';\n` +
-      `export default async () => { ${marker.statement} while (!existsSync(${JSON.stringify(file)})) await new Promise((r) => setTimeout(r, 20)); return 'released'; };\n`,
-  );
-  return { ...marker, release: () => writeFileSync(file, '') };
 }
 
 /** The host pool's pid, from its start line. */

@@ -188,3 +188,15 @@ export function callMarker(
       eventually(() => (calls() >= count ? true : undefined), timeoutMs, `${count} request(s) to reach controller ${name}`),
   };
 }
+
+/** Writes controller `name`, which awaits until `release()` is called (a file appears), then answers: a request held in flight. */
+export function holdController(sandbox: Sandbox, name: string) {
+  const marker = callMarker(sandbox, name);
+  const file = join(sandbox.dir, `${name}.release`);
+  writeFileSync(
+    join(sandbox.controllers, `${name}.ts`),
+    `import { existsSync } from 'node:fs';\n` +
+      `export default async () => { ${marker.statement} while (!existsSync(${JSON.stringify(file)})) await new Promise((r) => setTimeout(r, 20)); return 'released'; };\n`,
+  );
+  return { ...marker, release: () => writeFileSync(file, '') };
+}
