@@ -9,8 +9,11 @@ import { leastBusy, type RouteCandidate } from '../common/leastBusy.ts';
 import { WORKERS_PATH, type WorkerTable } from '../common/protocol.ts';
 import type { Upstream } from '../common/settingParsers.ts';
 
-/** The wait before following the table again after it broke off, doubling up to the most. */
-const FOLLOW_AGAIN_MS = { first: 200, most: 5_000 } as const;
+/**
+ * The wait before following the table again after it broke off, doubling up to the most; after an upstream that
+ * publishes none (another server, an older host), `unpublished`: it is served through its address meanwhile.
+ */
+const FOLLOW_AGAIN_MS = { first: 200, most: 5_000, unpublished: 60_000 } as const;
 
 /** Why a worker left its host's table. */
 export type WorkerFate = 'died' | 'retired';
@@ -64,6 +67,17 @@ export interface HostWorkerEvents {
   left(target: WorkerTarget): void;
 }
 
+/** A line of the table, or undefined when it is not one (a server that answers anything with 200). */
+function tableOf(line: string): WorkerTable | undefined {
+  try {
+    const table = JSON.parse(line) as Partial<WorkerTable> | null;
+    const ok = typeof table?.concurrency === 'number' && Array.isArray(table.workers) && Array.isArray(table.exited);
+    return ok ? (table as WorkerTable) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 export class HostWorkers {
   private workers: WorkerTarget[] = [];
   /** Until the table says 0, everything goes through the primary. */
@@ -99,6 +113,7 @@ export class HostWorkers {
     let buffered = '';
     const req = request({ ...where, path: WORKERS_PATH, agent: false, headers: { host: 'localhost' } }, (res) => {
       if (res.statusCode !== 200) {
+        this.wait = FOLLOW_AGAIN_MS.unpublished;
         res.resume();
         return;
       }
@@ -108,9 +123,15 @@ export class HostWorkers {
         buffered += text;
         let end: number;
         while ((end = buffered.indexOf('\n')) >= 0) {
-          const line = buffered.slice(0, end);
+          const table = tableOf(buffered.slice(0, end));
           buffered = buffered.slice(end + 1);
-          this.apply(JSON.parse(line) as WorkerTable);
+          if (table) {
+            this.apply(table);
+            continue;
+          }
+          // Not an extqs host's table: nothing is sent to it but its own address.
+          this.wait = FOLLOW_AGAIN_MS.unpublished;
+          return void req.destroy();
         }
       });
     });
