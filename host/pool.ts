@@ -244,15 +244,14 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
       quietSince.set(worker, { requests: snapshot.requests, since: snapshot.inFlight > 0 ? Infinity : performance.now() });
   }
 
-  /** Workers running nothing, the one idle longest first (ondemand and dynamic stop those first). */
-  function idleSlots(): WorkerSlot[] {
-    const sinceOf = (slot: WorkerSlot) => Math.max(slot.idleSince, quietSince.get(workerOf.get(slot)!)?.since ?? 0);
+  /** Workers running nothing, with since when, the one idle longest first (ondemand and dynamic stop those first). */
+  function idleSlots(): { slot: WorkerSlot; since: number }[] {
     return dispatcher
       .serving()
-      .filter((slot) => slot.inFlight === 0 && sinceOf(slot) !== Infinity)
-      .map((slot) => ({ slot, since: sinceOf(slot) }))
-      .sort((a, b) => a.since - b.since)
-      .map(({ slot, since }) => Object.assign(slot, { idleSince: since }));
+      .filter((slot) => slot.inFlight === 0)
+      .map((slot) => ({ slot, since: Math.max(slot.idleSince, quietSince.get(workerOf.get(slot)!)?.since ?? 0) }))
+      .filter(({ since }) => since !== Infinity)
+      .sort((a, b) => a.since - b.since);
   }
 
   /** Workers below --worker-concurrency (all of them when it is 0): Passenger starts another only when none is. */
@@ -375,7 +374,7 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
     processManagerSettings = describeProcessManager(current);
     // Only a new count resizes: a worker being restarted after an exit is not yet counted as serving.
     if (current.workers === previousWorkers) return;
-    const idle = new Set(idleSlots().map((slot) => workerOf.get(slot)));
+    const idle = new Set(idleSlots().map(({ slot }) => workerOf.get(slot)));
     const byIdleFirst = serving().sort((a, b) => Number(idle.has(b)) - Number(idle.has(a)));
     for (const worker of byIdleFirst.slice(current.workers)) {
       log.info(`Stopping worker ${worker.process.pid} (--workers is now ${current.workers})`);
@@ -428,8 +427,8 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
     if (config.pm === 'ondemand') {
       // The one idle longest, past the timeout (php-fpm stops one a second).
       const oldest = idle[0];
-      if (oldest && performance.now() - oldest.idleSince > current.workerIdleTimeout * 1000) {
-        const worker = workerOf.get(oldest);
+      if (oldest && performance.now() - oldest.since > current.workerIdleTimeout * 1000) {
+        const worker = workerOf.get(oldest.slot);
         if (worker) reap(worker, `idle more than ${current.workerIdleTimeout} s`);
       }
       if (spareSlots().length > 0) warnedMaxChildren = false;
@@ -437,7 +436,7 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
     }
     // dynamic
     if (idle.length > current.maxSpareWorkers) {
-      const worker = workerOf.get(idle[0]);
+      const worker = workerOf.get(idle[0].slot);
       if (worker) reap(worker, `more than ${current.maxSpareWorkers} idle`);
       spawnRate = 1;
       return;
