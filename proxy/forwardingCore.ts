@@ -62,12 +62,16 @@ export interface ForwardingShared extends ForwarderOptions {
 
 /** `workerLeft`: a host's worker left its table, and the engine closes its connections to it once they are idle. */
 export function forwardingShared(options: ForwarderOptions, workerLeft: (target: WorkerTarget) => void): ForwardingShared {
+  // Only a host on a unix socket publishes its workers (theirs are unix sockets on the same machine): a TCP one is
+  // not asked, which spares a host behind --host-allow or mutual TLS a refused connection every few seconds.
   const workersOf = new Map(
-    options.upstreams.all.map((state) => {
-      const workers = new HostWorkers(state.upstream, { left: workerLeft });
-      workers.follow();
-      return [state, workers];
-    }),
+    options.upstreams.all
+      .filter((state) => state.upstream.kind === 'unix')
+      .map((state) => {
+        const workers = new HostWorkers(state.upstream, { left: workerLeft });
+        workers.follow();
+        return [state, workers];
+      }),
   );
   return { ...options, fail: failures(options), workersOf };
 }
