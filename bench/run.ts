@@ -39,7 +39,7 @@ const CPU_TARGET = 2;
 const HOST_FLOOR_TARGET = 1.5;
 /**
  * The front's CPU per request at most the logging floor's plus this many µs, on every path the floor serves: the
- * logging floor does what the legacy's answers and lines require, so what is above it is extqs's structure (issue 30).
+ * logging floor does what the legacy's answers and lines require, so what is above it is extqs's structure.
  */
 const FLOOR_GAP_TARGET_US = 15;
 const RELOAD_P99_TARGET_MS = 50;

@@ -27,7 +27,7 @@ export interface StackScenario {
   targets: StackTargets;
 }
 
-// docs/benchmarks.md, "The whole stack": issue 30's targets.
+// docs/benchmarks.md, "The whole stack": the targets against the Node stack floor and nginx + php-fpm.
 export const STACK_SCENARIOS: StackScenario[] = [
   { name: 'stack: controller JSON', controller: 'Echo', connections: 50, targets: { floorRate: 0.5, phpRate: 1.5, floorCpu: 2 } },
   {
