@@ -4,8 +4,8 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { writeFileSync } from 'node:fs';
-import { connect } from 'node:net';
 import { join } from 'node:path';
+import { accepts } from '../tools/ports.ts';
 
 export const PHP_FPM = 'php-fpm8.2';
 
@@ -15,18 +15,6 @@ export function hasPhpFpm(): boolean {
     return true;
   } catch {
     return false;
-  }
-}
-
-async function accepts(socketPath: string): Promise<boolean> {
-  const socket = connect(socketPath);
-  try {
-    await once(socket, 'connect');
-    return true;
-  } catch {
-    return false;
-  } finally {
-    socket.destroy();
   }
 }
 

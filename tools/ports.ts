@@ -1,4 +1,4 @@
-// Loopback ports for the tests and the bench: one free now, and whether something accepts connections on one.
+// Loopback ports for the tests and the bench: one free now, and whether something accepts connections on one (or on a unix socket).
 import { once } from 'node:events';
 import { connect, createServer } from 'node:net';
 
@@ -13,9 +13,9 @@ export function freePort(): Promise<number> {
   });
 }
 
-/** Whether anything accepts connections on the loopback port. */
-export async function accepts(port: number): Promise<boolean> {
-  const socket = connect({ host: '127.0.0.1', port });
+/** Whether anything accepts connections on the loopback port, or on the unix socket at a path. */
+export async function accepts(where: number | string): Promise<boolean> {
+  const socket = typeof where === 'number' ? connect({ host: '127.0.0.1', port: where }) : connect(where);
   try {
     await once(socket, 'connect');
     return true;
