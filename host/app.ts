@@ -5,7 +5,6 @@
 // proxy turns that into Apache's 500 page and error.log's lines (docs/design.md §3).
 import { METHODS } from 'node:http';
 import fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import type { ControllerContext } from '../common/controller.ts';
 import {
   CONTROLLER_ANSWER_FIELD,
   CONTROLLER_FAILED_FIELD,
@@ -16,6 +15,7 @@ import {
   HOST_STDERR_FIELD,
 } from '../common/protocol.ts';
 import { keepLoadFailure, runControllerCall } from './controllerCall.ts';
+import { controllerContext } from './controllerContext.ts';
 import {
   ClientClosedRequest,
   ControllerHeadTooLargeError,
@@ -25,7 +25,7 @@ import {
 } from './errors.ts';
 import type { ExecutionLimit, Tracked } from './executionLimit.ts';
 import type { HostLog } from './hostLog.ts';
-import { MAX_INPUT_VARS, parsePhpCookies, parsePhpQuery } from './query.ts';
+import { parsePhpCookies, parsePhpQuery } from './query.ts';
 import { readRequestInput, type InputLimits } from './requestInput.ts';
 import type { ControllerRegistry, LoadedController } from './registry.ts';
 import { sendResult } from './respond.ts';
@@ -153,190 +153,192 @@ export function createHostApp({
   app.get('/ping', async (_request, reply) => reply.type('text/plain').send('pong'));
   app.get('/status', async (request) => poolStatus(Object.hasOwn(request.query as object, 'full')));
 
-  app.all('/External/*', async function countedController(request, reply) {
+  app.all('/External/*', handleController);
+
+  /**
+   * One controller request, counted as running until its handler ends. It awaits only what is pending: a loaded
+   * controller, the input of a request without a body and a result that is not a Response are used at once.
+   */
+  async function handleController(request: FastifyRequest, reply: FastifyReply) {
     running.begin();
     try {
-      return await handleController(request, reply);
+      const startedAt = stats.begin();
+      // One close listener: the request's end for the counters, and, if no answer went out, the client
+      // left (the proxy closes its upstream request then), so the controller's signal fires. It is in
+      // place before the first await, so a close during the controller's load is not missed.
+      // The controller's signal is made when first read: an AbortController (an EventTarget) cost a small call more
+      // than its parsing and routing together, and most controllers never read it.
+      let aborter: AbortController | undefined;
+      let abortedFor: Error | undefined;
+      const abort = (reason: Error) => {
+        abortedFor ??= reason;
+        aborter?.abort(reason);
+      };
+      const signal = () => {
+        if (aborter) return aborter.signal;
+        aborter = new AbortController();
+        if (abortedFor) aborter.abort(abortedFor);
+        return aborter.signal;
+      };
+      const startedMs = Date.now();
+      let ended = false;
+      let discardUploads: (() => Promise<void>) | undefined;
+      reply.raw.once('close', () => {
+        ended = true;
+        stats.end(startedAt, request.method, request.url);
+        if (!reply.raw.writableFinished) abort(new ClientClosedRequest());
+        discardUploads?.().catch((err: Error) => log.error(`Could not delete the uploads of ${request.url}: ${err.message}`, request.id));
+        onRequestEnd();
+      });
+      if (request.raw.socket.destroyed) abort(new ClientClosedRequest());
+
+      const route = routeController(request.url);
+      const what = `${request.method} ${request.url}`;
+      const where = `in ${what}`;
+      if (route.kind === 'invalid') return refuseInvalidName(request, reply, route.name);
+
+      let controller: LoadedController;
+      try {
+        const acquired = registry.acquire(route.name);
+        controller = acquired instanceof Promise ? await acquired : acquired;
+      } catch (err) {
+        // A name with no file is the client's word, not a controller: one row counts them all.
+        countLoadFailure(err instanceof ControllerMissingError ? MISSING_CONTROLLERS : route.name);
+        const message =
+          err instanceof ControllerMissingError || err instanceof ControllerLoadError || err instanceof ControllerLinkRefusedError
+            ? `${err.message} ${where}`
+            : `Failed opening controller script for ${route.name}: ${(err as Error).stack ?? String(err)} ${where}`;
+        log.error(message, request.id);
+        // A missing file is no controller's failure; anything else is shown on `extqs dev`'s page (devErrorPage.ts).
+        if (!(err instanceof ControllerMissingError)) {
+          const file = err instanceof ControllerLoadError || err instanceof ControllerLinkRefusedError ? err.file : undefined;
+          keepLoadFailure(
+            request.raw,
+            {
+              requestId: request.id,
+              controller: route.name,
+              mapStack: (stack) => stack,
+              file: file ?? route.name,
+              files: file ? [file] : [],
+              what,
+            },
+            err,
+          );
+        }
+        return endWithoutHeaders(reply, message);
+      }
+
+      const counters = stats.controller(route.name);
+      counters.requests += 1;
+      // Everything after acquire() is inside the try, so the version is always released.
+      let overran = false;
+      let tracked: Tracked | undefined;
+      /** PHP's start-up warnings for the request's input, with where they happened: stderr before the script runs. */
+      let startupWarnings: string[] = [];
+      try {
+        const { query, warnings } = parsePhpQuery(route.rawQuery);
+        const cookies = parsePhpCookies(request.headers.cookie);
+        // As PHP, the body is read before the script runs and its time is not max_execution_time's.
+        const read = readRequestInput(request.raw, inputLimits);
+        const input = read instanceof Promise ? await read : read;
+        if (ended) await input.discard();
+        else discardUploads = input.discard;
+        if (warnings.length + cookies.warnings.length + input.warnings.length > 0)
+          startupWarnings = [...warnings, ...cookies.warnings, ...input.warnings].map((warning) => `${warning} ${where}`);
+        for (const warning of startupWarnings) log.warn(warning, request.id);
+        // PHP writes them to stderr, which mod_fcgid relays to error.log: the proxy does, whatever the answer.
+        if (startupWarnings.length > 0) reply.header(HOST_STDERR_FIELD, encodeStderr(startupWarnings.join('\n')));
+        const context = controllerContext(
+          {
+            query,
+            post: input.post,
+            files: input.files,
+            cookies: cookies.query,
+            body: input.body,
+            rawQuery: route.rawQuery,
+            method: request.method,
+            path: route.path,
+            pathInfo: route.pathInfo,
+            headers: request.headers,
+            requestId: request.id,
+          },
+          signal,
+        );
+        if (limit) {
+          tracked = {
+            name: controller.name,
+            file: controller.file,
+            requestId: request.id,
+            version: controller.version,
+            sourceMap: controller.sourceMap,
+            what,
+            startedAt: Date.now(),
+            // Read by the controller (php://input) while it still arrives: a listener takes its data.
+            receiving: () => !request.raw.complete && request.raw.listenerCount('data') > 0,
+            onOverrun: () => {
+              overran = true;
+              abort(new Error('max_execution_time exceeded'));
+              cutConnection(request, reply);
+            },
+          };
+          limit.track(tracked);
+          const timed = tracked;
+          if (!request.raw.complete) request.raw.once('end', () => limit.restart(timed));
+        }
+        // As this call: its console lines carry the request id and the controller's name (consoleCapture.ts).
+        const call = {
+          requestId: request.id,
+          controller: controller.name,
+          mapStack: controller.mapStack,
+          file: controller.file,
+          files: controller.files,
+          what,
+        };
+        const result = await runControllerCall(call, request.raw, () => controller.handler(context));
+        if (overran) return;
+        const sent = sendResult(
+          reply,
+          result,
+          function failedWhileSending(err) {
+            counters.errors += 1;
+            const detail = err instanceof Error ? controller.mapStack(err.stack ?? err.message) : String(err);
+            const message = `Uncaught exception in controller ${controller.file} (version ${controller.version}) while sending its answer ${where}: ${detail}`;
+            log.error(message, request.id);
+            // As PHP's fatal error reaches stderr: the message and the first lines of its stack.
+            return `PHP Fatal error:  ${message.split('\n', 1 + STDERR_STACK_LINES).join('\n')}`;
+          },
+          outputBuffering,
+        );
+        return sent instanceof Promise ? await sent : sent;
+      } catch (err) {
+        if (overran) return;
+        // The client left and the controller's await was aborted with it: the client's doing, not a failure.
+        if (abortedFor instanceof ClientClosedRequest) {
+          counters.aborts = (counters.aborts ?? 0) + 1;
+          log.info(`Client closed the request to controller ${controller.name} ${where} after ${Date.now() - startedMs} ms`, request.id);
+          return;
+        }
+        counters.errors += 1;
+        // The client gets Apache's 500 page, as for a controller that cannot load; the stack stays here.
+        const detail = err instanceof Error ? controller.mapStack(err.stack ?? err.message) : String(err);
+        const message =
+          err instanceof ControllerHeadTooLargeError
+            ? `Controller ${controller.name} (${controller.file}) answered ${where}, but ${err.message}: answered 500`
+            : `Uncaught exception in controller ${controller.file} (version ${controller.version}) ${where}: ${detail}`;
+        log.error(message, request.id);
+        // PHP's fatal error line reaches error.log through the proxy; the stack stays in host.log.
+        return reply
+          .code(500)
+          .type('text/html; charset=UTF-8')
+          .header(CONTROLLER_FAILED_FIELD, '1')
+          .header(HOST_STDERR_FIELD, encodeStderr([...startupWarnings, `PHP Fatal error:  ${message.split('\n', 1)[0]}`].join('\n')))
+          .send('');
+      } finally {
+        if (tracked) limit?.release(tracked);
+        registry.release(controller);
+      }
     } finally {
       running.end();
-    }
-  });
-
-  async function handleController(request: FastifyRequest, reply: FastifyReply) {
-    const startedAt = stats.begin();
-    // One close listener: the request's end for the counters, and, if no answer went out, the client
-    // left (the proxy closes its upstream request then), so the controller's signal fires. It is in
-    // place before the first await, so a close during the controller's load is not missed.
-    // The controller's signal is made when first read: an AbortController (an EventTarget) cost a small call more
-    // than its parsing and routing together, and most controllers never read it.
-    let aborter: AbortController | undefined;
-    let abortedFor: Error | undefined;
-    const abort = (reason: Error) => {
-      abortedFor ??= reason;
-      aborter?.abort(reason);
-    };
-    const signal = () => {
-      if (aborter) return aborter.signal;
-      aborter = new AbortController();
-      if (abortedFor) aborter.abort(abortedFor);
-      return aborter.signal;
-    };
-    const startedMs = Date.now();
-    let ended = false;
-    let discardUploads: (() => Promise<void>) | undefined;
-    reply.raw.once('close', () => {
-      ended = true;
-      stats.end(startedAt, request.method, request.url);
-      if (!reply.raw.writableFinished) abort(new ClientClosedRequest());
-      discardUploads?.().catch((err: Error) => log.error(`Could not delete the uploads of ${request.url}: ${err.message}`, request.id));
-      onRequestEnd();
-    });
-    if (request.raw.socket.destroyed) abort(new ClientClosedRequest());
-
-    const route = routeController(request.url);
-    const where = `in ${request.method} ${request.url}`;
-    if (route.kind === 'invalid') return refuseInvalidName(request, reply, route.name);
-
-    let controller: LoadedController;
-    try {
-      controller = await registry.acquire(route.name);
-    } catch (err) {
-      // A name with no file is the client's word, not a controller: one row counts them all.
-      countLoadFailure(err instanceof ControllerMissingError ? MISSING_CONTROLLERS : route.name);
-      const message =
-        err instanceof ControllerMissingError || err instanceof ControllerLoadError || err instanceof ControllerLinkRefusedError
-          ? `${err.message} ${where}`
-          : `Failed opening controller script for ${route.name}: ${(err as Error).stack ?? String(err)} ${where}`;
-      log.error(message, request.id);
-      // A missing file is no controller's failure; anything else is shown on `extqs dev`'s page (devErrorPage.ts).
-      if (!(err instanceof ControllerMissingError)) {
-        const file = err instanceof ControllerLoadError || err instanceof ControllerLinkRefusedError ? err.file : undefined;
-        keepLoadFailure(
-          request.raw,
-          {
-            requestId: request.id,
-            controller: route.name,
-            mapStack: (stack) => stack,
-            file: file ?? route.name,
-            files: file ? [file] : [],
-            what: where.slice(3),
-          },
-          err,
-        );
-      }
-      return endWithoutHeaders(reply, message);
-    }
-
-    const counters = stats.controller(route.name);
-    counters.requests += 1;
-    // Everything after acquire() is inside the try, so the version is always released.
-    let overran = false;
-    let tracked: Tracked | undefined;
-    /** PHP's start-up warnings for the request's input, with where they happened: stderr before the script runs. */
-    let startupWarnings: string[] = [];
-    try {
-      const { query, warnings } = parsePhpQuery(route.rawQuery);
-      const cookies = parsePhpCookies(request.headers.cookie);
-      // As PHP, the body is read before the script runs and its time is not max_execution_time's.
-      const input = await readRequestInput(request.raw, inputLimits);
-      if (ended) await input.discard();
-      else discardUploads = input.discard;
-      startupWarnings = [...warnings, ...cookies.warnings, ...input.warnings].map((warning) => `${warning} ${where}`);
-      for (const warning of startupWarnings) log.warn(warning, request.id);
-      // PHP writes them to stderr, which mod_fcgid relays to error.log: the proxy does, whatever the answer.
-      if (startupWarnings.length > 0) reply.header(HOST_STDERR_FIELD, encodeStderr(startupWarnings.join('\n')));
-      let queryBytes: ControllerContext['queryBytes'] | undefined;
-      const context: ControllerContext = {
-        query,
-        // Parsed when first read: few controllers need the bytes.
-        get queryBytes() {
-          return (queryBytes ??= parsePhpQuery(route.rawQuery, MAX_INPUT_VARS, 'latin1').query);
-        },
-        post: input.post,
-        files: input.files,
-        cookies: cookies.query,
-        body: input.body,
-        rawQuery: route.rawQuery,
-        method: request.method,
-        path: route.path,
-        pathInfo: route.pathInfo,
-        headers: request.headers,
-        requestId: request.id,
-        get signal() {
-          return signal();
-        },
-      };
-      if (limit) {
-        tracked = {
-          name: controller.name,
-          file: controller.file,
-          requestId: request.id,
-          version: controller.version,
-          sourceMap: controller.sourceMap,
-          what: `${request.method} ${request.url}`,
-          startedAt: Date.now(),
-          // Read by the controller (php://input) while it still arrives: a listener takes its data.
-          receiving: () => !request.raw.complete && request.raw.listenerCount('data') > 0,
-          onOverrun: () => {
-            overran = true;
-            abort(new Error('max_execution_time exceeded'));
-            cutConnection(request, reply);
-          },
-        };
-        limit.track(tracked);
-        const timed = tracked;
-        if (!request.raw.complete) request.raw.once('end', () => limit.restart(timed));
-      }
-      // As this call: its console lines carry the request id and the controller's name (consoleCapture.ts).
-      const call = {
-        requestId: request.id,
-        controller: controller.name,
-        mapStack: controller.mapStack,
-        file: controller.file,
-        files: [controller.file, ...controller.dependencies],
-        what: where.slice(3),
-      };
-      const result = await runControllerCall(call, request.raw, () => controller.handler(context));
-      if (overran) return;
-      return await sendResult(
-        reply,
-        result,
-        function failedWhileSending(err) {
-          counters.errors += 1;
-          const detail = err instanceof Error ? controller.mapStack(err.stack ?? err.message) : String(err);
-          const message = `Uncaught exception in controller ${controller.file} (version ${controller.version}) while sending its answer ${where}: ${detail}`;
-          log.error(message, request.id);
-          // As PHP's fatal error reaches stderr: the message and the first lines of its stack.
-          return `PHP Fatal error:  ${message.split('\n', 1 + STDERR_STACK_LINES).join('\n')}`;
-        },
-        outputBuffering,
-      );
-    } catch (err) {
-      if (overran) return;
-      // The client left and the controller's await was aborted with it: the client's doing, not a failure.
-      if (abortedFor instanceof ClientClosedRequest) {
-        counters.aborts = (counters.aborts ?? 0) + 1;
-        log.info(`Client closed the request to controller ${controller.name} ${where} after ${Date.now() - startedMs} ms`, request.id);
-        return;
-      }
-      counters.errors += 1;
-      // The client gets Apache's 500 page, as for a controller that cannot load; the stack stays here.
-      const detail = err instanceof Error ? controller.mapStack(err.stack ?? err.message) : String(err);
-      const message =
-        err instanceof ControllerHeadTooLargeError
-          ? `Controller ${controller.name} (${controller.file}) answered ${where}, but ${err.message}: answered 500`
-          : `Uncaught exception in controller ${controller.file} (version ${controller.version}) ${where}: ${detail}`;
-      log.error(message, request.id);
-      // PHP's fatal error line reaches error.log through the proxy; the stack stays in host.log.
-      return reply
-        .code(500)
-        .type('text/html; charset=UTF-8')
-        .header(CONTROLLER_FAILED_FIELD, '1')
-        .header(HOST_STDERR_FIELD, encodeStderr([...startupWarnings, `PHP Fatal error:  ${message.split('\n', 1)[0]}`].join('\n')))
-        .send('');
-    } finally {
-      if (tracked) limit?.release(tracked);
-      registry.release(controller);
     }
   }
 

@@ -111,8 +111,8 @@ export class ExecutionLimit {
   private readonly running = new Map<number, Tracked>();
   private readonly slots = new Map<Tracked, number>();
   private warnedFull = false;
-  /** `file\tversion` of the source maps sent to the watchdog. */
-  private readonly mapsSent = new Set<string>();
+  /** The versions of each file whose source map the watchdog has (the same strings each call: no key to build). */
+  private readonly mapsSent = new Map<string, Set<string>>();
   private readonly encoder = new TextEncoder();
   private readonly timer: NodeJS.Timeout;
   private readonly watchdogData: WatchdogData;
@@ -151,9 +151,10 @@ export class ExecutionLimit {
    */
   track(tracked: Tracked): void {
     if (!this.watchdog) this.startWatchdog();
-    const mapKey = `${tracked.file}\t${tracked.version}`;
-    if (!this.mapsSent.has(mapKey)) {
-      this.mapsSent.add(mapKey);
+    let versionsSent = this.mapsSent.get(tracked.file);
+    if (!versionsSent) this.mapsSent.set(tracked.file, (versionsSent = new Set()));
+    if (!versionsSent.has(tracked.version)) {
+      versionsSent.add(tracked.version);
       this.watchdog!.postMessage({ file: tracked.file, version: tracked.version, map: tracked.sourceMap } satisfies WatchdogMap);
     }
     const slot = this.free.pop();

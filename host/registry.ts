@@ -21,6 +21,8 @@ export interface LoadedController {
   readonly version: string;
   /** The local modules bundled in (absolute paths). */
   readonly dependencies: readonly string[];
+  /** `file` and `dependencies`: what a call's lines name (made once a version, not once a request). */
+  readonly files: readonly string[];
   readonly handler: Controller;
   /** The stack of an error from this version, with the controller's own source lines. */
   readonly mapStack: (stack: string) => string;
@@ -248,7 +250,7 @@ export class ControllerRegistry {
   private async install(name: string, file: string, source: string): Promise<Entry> {
     const compiled = await compileController(file, source, this.dir);
     const version = versionOf(source, compiled.dependencies, compiled.dependencySources);
-    const entry: Entry = { name, file, version, ...compiled, active: 0, retired: false };
+    const entry: Entry = { name, file, version, ...compiled, files: [file, ...compiled.dependencies], active: 0, retired: false };
     const previous = this.loaded.get(name);
     this.loaded.set(name, entry);
     // Requests already running keep their reference to the old version and finish on it.

@@ -35,6 +35,8 @@ export interface RequestInput {
 const FORM = 'application/x-www-form-urlencoded';
 const MULTIPART = 'multipart/form-data';
 const EMPTY_BODY = Buffer.alloc(0);
+/** An empty body's reader: it keeps no state (a Buffer streams anew each time), so every request shares it. */
+const NO_BODY: RequestBody = Object.freeze(bodyOf(EMPTY_BODY));
 
 const UPLOAD_ERR_OK = 0;
 const UPLOAD_ERR_INI_SIZE = 1;
@@ -46,8 +48,21 @@ const UPLOAD_ERR_CANT_WRITE = 7;
 
 const startupWarning = (text: string) => `PHP Warning:  PHP Request Startup: ${text} in Unknown on line 0`;
 
-/** Reads the input a controller gets from `req`, as PHP would have before running the script. */
-export async function readRequestInput(req: IncomingMessage, limits: InputLimits): Promise<RequestInput> {
+/** Nothing to delete: a request without a body has no uploads. */
+const discardNothing = () => Promise.resolve();
+
+/**
+ * Reads the input a controller gets from `req`, as PHP would have before running the script. A request
+ * without a body (most are GETs) gets its input at once, not a promise: no await, no upload directory.
+ */
+export function readRequestInput(req: IncomingMessage, limits: InputLimits): RequestInput | Promise<RequestInput> {
+  const declared = req.headers['content-length'];
+  const hasBody = declared !== undefined ? declared !== '0' : req.headers['transfer-encoding'] !== undefined;
+  if (!hasBody) return { post: nullObject(), files: nullObject(), body: NO_BODY, warnings: [], discard: discardNothing };
+  return readBodyInput(req, limits, declared);
+}
+
+async function readBodyInput(req: IncomingMessage, limits: InputLimits, declared: string | undefined): Promise<RequestInput> {
   const warnings: string[] = [];
   const uploads = new UploadDir();
   const result = (post: Record<string, QueryValue>, files: Record<string, UploadedFile | UploadedFiles>, body: RequestBody) => ({
@@ -61,9 +76,6 @@ export async function readRequestInput(req: IncomingMessage, limits: InputLimits
 
   const contentType = req.headers['content-type'] ?? '';
   const mediaType = contentType.split(';', 1)[0].trim().toLowerCase();
-  const declared = req.headers['content-length'];
-  const hasBody = declared !== undefined ? declared !== '0' : req.headers['transfer-encoding'] !== undefined;
-  if (!hasBody) return result(empty(), empty(), bodyOf(EMPTY_BODY));
   if (mediaType !== FORM && mediaType !== MULTIPART) return result(empty(), empty(), bodyOf(req));
 
   const { postMaxSize } = limits;
@@ -79,7 +91,7 @@ export async function readRequestInput(req: IncomingMessage, limits: InputLimits
     const raw = await readUpTo(req, postMaxSize);
     if (raw === undefined) {
       overLimit();
-      return result(empty(), empty(), bodyOf(EMPTY_BODY));
+      return result(empty(), empty(), NO_BODY);
     }
     const form = parsePhpForm(raw.toString('utf8'));
     warnings.push(...form.warnings.map((w) => w.replace('Unknown: ', 'PHP Request Startup: ')));
@@ -96,9 +108,9 @@ export async function readRequestInput(req: IncomingMessage, limits: InputLimits
   if (!complete) {
     overLimit();
     await uploads.remove();
-    return result(empty(), empty(), bodyOf(EMPTY_BODY));
+    return result(empty(), empty(), NO_BODY);
   }
-  return result(form.post.toObject(), form.files.toObject<UploadedFile | UploadedFiles>(), bodyOf(EMPTY_BODY));
+  return result(form.post.toObject(), form.files.toObject<UploadedFile | UploadedFiles>(), NO_BODY);
 }
 
 /** The multipart boundary as PHP finds it: `boundary=` in the Content-Type, quoted or up to `,` or `;`. */

@@ -50,80 +50,15 @@ function fieldBytes(headers: Headers): number {
 }
 
 /**
- * Sends the result. A Response's first chunk is read before its head goes out (as fastify's stream does
- * anyway), so a body that fails at once is the controller's failure (thrown, H4); one that fails later gets
- * `failedWhileSending` and the trailer.
+ * Sends the result: a Response through sendResponse() (a promise), anything else at once.
  */
-export async function sendResult(
+export function sendResult(
   reply: FastifyReply,
   result: unknown,
   failedWhileSending: FailedWhileSending,
   outputBuffering: number,
-): Promise<FastifyReply> {
-  if (result instanceof Response) {
-    const headBytes = fieldBytes(result.headers);
-    if (headBytes > CONTROLLER_HEAD_MAX) {
-      result.body?.cancel().catch(() => {});
-      throw new ControllerHeadTooLargeError(headBytes, CONTROLLER_HEAD_MAX);
-    }
-    let body: Readable | Buffer | string = '';
-    if (result.body) {
-      const reader = (result.body as ReadableStream<Uint8Array>).getReader();
-      // PHP's output_buffering: the status is not committed until this much is written (at least one chunk).
-      const held: Uint8Array[] = [];
-      let heldBytes = 0;
-      let ended = false;
-      try {
-        do {
-          const next = await reader.read();
-          if (next.done) ended = true;
-          else {
-            held.push(next.value);
-            heldBytes += next.value.byteLength;
-          }
-        } while (!ended && heldBytes < outputBuffering);
-      } catch (err) {
-        // Nothing written: the controller's failure, as a throw (H4, Apache's page).
-        if (heldBytes === 0) throw err;
-        if (reply.sent || reply.raw.destroyed) return reply;
-        // Within the buffer the status is still ours to change: 500 with what was written, as PHP answers.
-        const stderr = failedWhileSending(err);
-        reply.code(500);
-        result.headers.forEach((value, key) => {
-          if (!HOST_SIGNALS.includes(key) && key !== 'content-length') reply.header(key, value);
-        });
-        return reply.header(CONTROLLER_ANSWER_FIELD, '1').header(HOST_STDERR_FIELD, encodeStderr(stderr)).send(Buffer.concat(held));
-      }
-      // The controller overran its limit meanwhile (the connection is cut) or the client left.
-      if (reply.sent || reply.raw.destroyed) {
-        reader.cancel().catch(() => {});
-        return reply;
-      }
-      if (ended) body = Buffer.concat(held);
-      else {
-        // Trailers need chunked framing: under a declared length the failure cuts the connection instead (P4).
-        const trailed = !result.headers.has('content-length');
-        let stderr: string | undefined;
-        const failed = (err: unknown) => {
-          stderr = failedWhileSending(err);
-          if (!trailed) throw err;
-        };
-        body = Readable.from(bodyOf(held, reader, failed), { objectMode: false });
-        if (trailed) {
-          reply.trailer(HOST_STDERR_FIELD, (_reply, _payload, done) =>
-            stderr === undefined ? done(NO_FAILURE) : done(null, encodeStderr(stderr)),
-          );
-        }
-      }
-    }
-    reply.code(result.status);
-    result.headers.forEach((value, key) => {
-      if (!HOST_SIGNALS.includes(key)) reply.header(key, value);
-    });
-    // A controller's error status is its answer, which the proxy relays (not the host's own, common/protocol.ts).
-    if (result.status >= 400) reply.header(CONTROLLER_ANSWER_FIELD, '1');
-    return reply.send(body);
-  }
+): FastifyReply | Promise<FastifyReply> {
+  if (result instanceof Response) return sendResponse(reply, result, failedWhileSending, outputBuffering);
   if (result === undefined || result === null) {
     return reply.type('text/html; charset=UTF-8').send('');
   }
@@ -131,4 +66,79 @@ export async function sendResult(
     return reply.type('text/html; charset=UTF-8').send(String(result));
   }
   return reply.type('application/json; charset=utf-8').send(JSON.stringify(result));
+}
+
+/**
+ * A Response's first chunk is read before its head goes out (as fastify's stream does anyway), so a body
+ * that fails at once is the controller's failure (thrown, H4); one that fails later gets `failedWhileSending`
+ * and the trailer.
+ */
+async function sendResponse(
+  reply: FastifyReply,
+  result: Response,
+  failedWhileSending: FailedWhileSending,
+  outputBuffering: number,
+): Promise<FastifyReply> {
+  const headBytes = fieldBytes(result.headers);
+  if (headBytes > CONTROLLER_HEAD_MAX) {
+    result.body?.cancel().catch(() => {});
+    throw new ControllerHeadTooLargeError(headBytes, CONTROLLER_HEAD_MAX);
+  }
+  let body: Readable | Buffer | string = '';
+  if (result.body) {
+    const reader = (result.body as ReadableStream<Uint8Array>).getReader();
+    // PHP's output_buffering: the status is not committed until this much is written (at least one chunk).
+    const held: Uint8Array[] = [];
+    let heldBytes = 0;
+    let ended = false;
+    try {
+      do {
+        const next = await reader.read();
+        if (next.done) ended = true;
+        else {
+          held.push(next.value);
+          heldBytes += next.value.byteLength;
+        }
+      } while (!ended && heldBytes < outputBuffering);
+    } catch (err) {
+      // Nothing written: the controller's failure, as a throw (H4, Apache's page).
+      if (heldBytes === 0) throw err;
+      if (reply.sent || reply.raw.destroyed) return reply;
+      // Within the buffer the status is still ours to change: 500 with what was written, as PHP answers.
+      const stderr = failedWhileSending(err);
+      reply.code(500);
+      result.headers.forEach((value, key) => {
+        if (!HOST_SIGNALS.includes(key) && key !== 'content-length') reply.header(key, value);
+      });
+      return reply.header(CONTROLLER_ANSWER_FIELD, '1').header(HOST_STDERR_FIELD, encodeStderr(stderr)).send(Buffer.concat(held));
+    }
+    // The controller overran its limit meanwhile (the connection is cut) or the client left.
+    if (reply.sent || reply.raw.destroyed) {
+      reader.cancel().catch(() => {});
+      return reply;
+    }
+    if (ended) body = Buffer.concat(held);
+    else {
+      // Trailers need chunked framing: under a declared length the failure cuts the connection instead (P4).
+      const trailed = !result.headers.has('content-length');
+      let stderr: string | undefined;
+      const failed = (err: unknown) => {
+        stderr = failedWhileSending(err);
+        if (!trailed) throw err;
+      };
+      body = Readable.from(bodyOf(held, reader, failed), { objectMode: false });
+      if (trailed) {
+        reply.trailer(HOST_STDERR_FIELD, (_reply, _payload, done) =>
+          stderr === undefined ? done(NO_FAILURE) : done(null, encodeStderr(stderr)),
+        );
+      }
+    }
+  }
+  reply.code(result.status);
+  result.headers.forEach((value, key) => {
+    if (!HOST_SIGNALS.includes(key)) reply.header(key, value);
+  });
+  // A controller's error status is its answer, which the proxy relays (not the host's own, common/protocol.ts).
+  if (result.status >= 400) reply.header(CONTROLLER_ANSWER_FIELD, '1');
+  return reply.send(body);
 }

@@ -47,7 +47,9 @@ export class WorkerStats {
   inFlight = 0;
   retiring = false;
   starting = true;
-  private lastRequest: string | undefined;
+  /** The last request's method and URL, joined only when a snapshot shows them. */
+  private lastMethod: string | undefined;
+  private lastUrl: string | undefined;
   private lastDurationMs: number | undefined;
   private readonly startedAt = new Date().toISOString();
   private readonly controllers = new Map<string, ControllerCounters>();
@@ -74,7 +76,8 @@ export class WorkerStats {
 
   end(startedAt: number, method: string, url: string): void {
     this.inFlight -= 1;
-    this.lastRequest = `${method} ${url}`;
+    this.lastMethod = method;
+    this.lastUrl = url;
     this.lastDurationMs = Math.round((performance.now() - startedAt) * 1000) / 1000;
   }
 
@@ -91,7 +94,7 @@ export class WorkerStats {
       state: this.starting ? 'starting' : this.retiring ? 'retiring' : this.inFlight > 0 ? 'busy' : 'idle',
       requests: this.requests,
       inFlight: this.inFlight,
-      lastRequest: this.lastRequest,
+      lastRequest: this.lastMethod === undefined ? undefined : `${this.lastMethod} ${this.lastUrl}`,
       lastDurationMs: this.lastDurationMs,
       rss: process.memoryUsage.rss(),
       startedAt: this.startedAt,

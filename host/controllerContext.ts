@@ -1,0 +1,46 @@
+// The context a controller is called with (common/controller.ts): plain fields, and two made only when first read,
+// `queryBytes` and `signal`. Those two are own, enumerable getters, as an object literal's would be, but the same
+// two functions on every context. A literal's getters are new closures each time, and V8 then gives every context
+// a hidden class of its own, made in the old generation, which the next scavenges promote the request's other
+// objects after: half of a host worker's CPU a request went to that (docs/benchmarks.md, "The whole stack").
+import type { ControllerContext } from '../common/controller.ts';
+import { MAX_INPUT_VARS, parsePhpQuery } from './query.ts';
+
+/** The fields a context has from the start. */
+export type ContextFields = Omit<ControllerContext, 'queryBytes' | 'signal'>;
+
+/** What the two lazy fields are made from, and each one once made. */
+interface LazyParts {
+  rawQuery: string;
+  signal: () => AbortSignal;
+  queryBytes?: ControllerContext['queryBytes'];
+}
+
+const LAZY = Symbol('lazy context parts');
+
+type Context = ControllerContext & { readonly [LAZY]: LazyParts };
+
+const LAZY_GETTERS: PropertyDescriptorMap = {
+  queryBytes: {
+    get(this: Context) {
+      const parts = this[LAZY];
+      return (parts.queryBytes ??= parsePhpQuery(parts.rawQuery, MAX_INPUT_VARS, 'latin1').query);
+    },
+    enumerable: true,
+    configurable: true,
+  },
+  signal: {
+    get(this: Context) {
+      return this[LAZY].signal();
+    },
+    enumerable: true,
+    configurable: true,
+  },
+};
+
+/** `fields` (taken, not copied) as a controller's context; `signal` makes the abort signal when first read. */
+export function controllerContext(fields: ContextFields, signal: () => AbortSignal): ControllerContext {
+  // Not enumerable: a controller that spreads or serialises its context sees only the context's own fields.
+  Object.defineProperty(fields, LAZY, { value: { rawQuery: fields.rawQuery, signal } satisfies LazyParts });
+  return Object.defineProperties(fields, LAZY_GETTERS) as ControllerContext;
+}
