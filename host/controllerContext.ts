@@ -1,8 +1,8 @@
 // The context a controller is called with (common/controller.ts): plain fields, and two made only when first read,
-// `queryBytes` and `signal`. Those two are own, enumerable getters, as an object literal's would be, but the same
-// two functions on every context. A literal's getters are new closures each time, and V8 then gives every context
-// a hidden class of its own, made in the old generation, which the next scavenges promote the request's other
-// objects after: half of a host worker's CPU a request went to that (docs/benchmarks.md, "The whole stack").
+// `queryBytes` and `signal`. Those two are own, enumerable getters, as an object literal's would be, but defined
+// with the same two functions on every context. V8 makes an object literal with getters in dictionary mode (its
+// properties in a hash table of its own); with one such context a request, a host worker's scavenges promoted
+// ~3.5 MB each and it spent twice the CPU a request (docs/benchmarks.md, "The whole stack").
 import type { ControllerContext } from '../common/controller.ts';
 import { MAX_INPUT_VARS, parsePhpQuery } from './query.ts';
 
