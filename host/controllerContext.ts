@@ -1,8 +1,10 @@
 // The context a controller is called with (common/controller.ts): plain fields, and two made only when first read,
 // `queryBytes` and `signal`. Those two are own, enumerable getters, as an object literal's would be, but defined
-// with the same two functions on every context. V8 makes an object literal with getters in dictionary mode (its
-// properties in a hash table of its own); with one such context a request, a host worker's scavenges promoted
-// ~3.5 MB each and it spent twice the CPU a request (docs/benchmarks.md, "The whole stack").
+// with the same two functions on every context. An object literal's getters are new closures each time: V8 makes
+// the object a dictionary and gives each getter an AccessorPair allocated in the old generation (factory.cc,
+// NewAccessorPair), which keeps the closures, and through them the request, alive through every scavenge until a
+// full GC. With one such context a request, a host worker's scavenges promoted ~3.5 MB each and it spent twice the
+// CPU a request (docs/benchmarks.md, "The whole stack").
 import type { ControllerContext } from '../common/controller.ts';
 import { MAX_INPUT_VARS, parsePhpQuery } from './query.ts';
 
