@@ -6,6 +6,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { PassThrough, type Readable } from 'node:stream';
 import { failures, isConnectError, type Failures, type ForwarderOptions } from './forwarding.ts';
+import type { InFlightEntry } from './inFlightList.ts';
 import type { RequestContext } from './requestContext.ts';
 import type { Upstream } from '../common/settingParsers.ts';
 import type { UpstreamState } from './upstreams.ts';
@@ -83,6 +84,8 @@ export class ForwardedRequest implements SentRequest {
   upstream!: UpstreamState;
   /** The worker of that upstream it went to straight, if it did not go through the upstream's primary. */
   private worker: WorkerTarget | undefined;
+  /** Its place among the requests sent to that worker. */
+  private sentEntry: InFlightEntry<SentRequest> | undefined;
   /** Sent once more after its worker's connection failed before an answer (a worker that died). */
   private resent = false;
   /** When it was last sent (performance.now()). */
@@ -150,14 +153,15 @@ export class ForwardedRequest implements SentRequest {
     upstream.requests += 1;
     const worker = this.shared.workersOf.get(upstream)?.pick(except);
     this.worker = worker;
-    worker?.sent.add(this);
+    this.sentEntry = worker?.sent.add(this);
     this.engine.send(worker ? worker.upstream : upstream.upstream);
   }
 
   /** The request no longer counts towards its worker's load (least-busy routing). */
   private leaveWorker(): WorkerTarget | undefined {
     const worker = this.worker;
-    worker?.sent.delete(this);
+    if (this.sentEntry) worker?.sent.delete(this.sentEntry);
+    this.sentEntry = undefined;
     this.worker = undefined;
     return worker;
   }

@@ -17,6 +17,7 @@ import type { ErrorLog } from './errorLog.ts';
 import { capConnections } from './connectionCap.ts';
 import { connectionRefusals } from './connectionRefusals.ts';
 import { answeringOn, isHttp2 } from './protocols.ts';
+import { InFlightList, type InFlightEntry } from './inFlightList.ts';
 import { isLingering } from './lingeringClose.ts';
 import { metricsEndpoint, processMetricsJson, RequestMetrics, type MetricJson } from './metrics.ts';
 import { bodyLimitsPass } from './passes/bodyLimits.ts';
@@ -132,7 +133,7 @@ export function createProxyServer({
 }: ProxyOptions): ProxyServer {
   const forward = createForwarder({ upstreams, upstreamTimeoutMs, limitRequestBody: limits.limitRequestBody, markLocalClients });
 
-  const open = new Set<ServerResponse>();
+  const open = new InFlightList<ServerResponse>();
   const startedAt = new Date();
   const requestMetrics = new RequestMetrics();
   let stopping = false;
@@ -198,22 +199,22 @@ export function createProxyServer({
     // Bytes after a body read only to be dropped, on a connection answered `Connection: close`: not served.
     if (!isHttp2(req) && isLingering(req.socket)) return void req.socket.destroy();
     const ctx = new RequestContext(req, res, requestIdOrNew(req.headers), errorLog);
-    open.add(res);
+    const openEntry = open.add(res);
     if (!res.socket) closeWithConnection(req.socket, res);
     watchBody(ctx);
-    res.once('close', () => requestEnded(ctx));
+    res.once('close', () => requestEnded(ctx, openEntry));
     if (stopping || limits.keepAliveTimeout === 0) res.shouldKeepAlive = false;
     res.setHeader('X-Request-Id', ctx.id);
     if (serverBanner !== undefined) res.setHeader('Server', serverBanner);
     for (const pass of passes) if (pass(ctx)) return;
   }
 
-  function requestEnded(ctx: RequestContext): void {
+  function requestEnded(ctx: RequestContext, openEntry: InFlightEntry<ServerResponse>): void {
     noteBrokenBody(ctx);
     const bytes = ctx.bodyBytes();
     if (!ctx.quiet || ctx.res.statusCode >= 400) accessLog.record(ctx, bytes);
     requestMetrics.record(ctx.kind, ctx.req.method, ctx.res.statusCode, (performance.now() - ctx.startedAt) / 1000, bytes);
-    open.delete(ctx.res);
+    open.delete(openEntry);
     if (open.size === 0) onIdle?.();
   }
 

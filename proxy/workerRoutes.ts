@@ -8,6 +8,7 @@ import { request, type ClientRequest } from 'node:http';
 import { leastBusy, type RouteCandidate } from '../common/leastBusy.ts';
 import { WORKERS_PATH, type WorkerTable } from '../common/protocol.ts';
 import type { Upstream } from '../common/settingParsers.ts';
+import { InFlightList } from './inFlightList.ts';
 
 /**
  * The wait before following the table again after it broke off, doubling up to the most; after an upstream that
@@ -27,7 +28,7 @@ export interface SentRequest {
 
 /** One host worker as this proxy sees it: its socket, and the requests this proxy has in flight there. */
 export class WorkerTarget implements RouteCandidate {
-  readonly sent = new Set<SentRequest>();
+  readonly sent = new InFlightList<SentRequest>();
   blocked = false;
   accepting = true;
   readonly upstream: Upstream;
