@@ -14,11 +14,13 @@ export interface InFlightEntry<T> {
 
 export class InFlightList<T> implements Iterable<T> {
   size = 0;
+  private first: InFlightEntry<T> | undefined;
   private last: InFlightEntry<T> | undefined;
 
   add(item: T): InFlightEntry<T> {
     const entry: InFlightEntry<T> = { item, prev: this.last, next: undefined, linked: true };
     if (this.last) this.last.next = entry;
+    else this.first = entry;
     this.last = entry;
     this.size += 1;
     return entry;
@@ -31,17 +33,18 @@ export class InFlightList<T> implements Iterable<T> {
     if (entry.next) entry.next.prev = entry.prev;
     else this.last = entry.prev;
     if (entry.prev) entry.prev.next = entry.next;
+    else this.first = entry.next;
     entry.prev = undefined;
     entry.next = undefined;
     this.size -= 1;
   }
 
-  /** Newest first. The item just given may be deleted before the next is asked for. */
+  /** Oldest first, as a Set. The item just given may be deleted before the next is asked for. */
   *[Symbol.iterator](): Iterator<T> {
-    for (let entry = this.last; entry;) {
-      const older = entry.prev;
+    for (let entry = this.first; entry;) {
+      const newer = entry.next;
       yield entry.item;
-      entry = older;
+      entry = newer;
     }
   }
 }

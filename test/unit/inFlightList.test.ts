@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { InFlightList } from '../../proxy/inFlightList.ts';
 
 describe('the in-flight list', function () {
-  it('counts and walks what was added and not deleted, newest first', function () {
+  it('counts and walks what was added and not deleted, oldest first', function () {
     const list = new InFlightList<string>();
     const a = list.add('a');
     list.add('b');
@@ -11,19 +11,26 @@ describe('the in-flight list', function () {
     list.delete(c);
     list.delete(a);
     expect(list.size).to.equal(2);
-    expect([...list]).to.deep.equal(['d', 'b']);
+    expect([...list]).to.deep.equal(['b', 'd']);
   });
 
-  it('ignores a second delete of the same entry, and takes the newest out cleanly', function () {
+  it('ignores a second delete of the same entry, and takes the newest and the oldest out cleanly', function () {
     const list = new InFlightList<string>();
-    list.add('a');
+    const a = list.add('a');
     const b = list.add('b');
     list.delete(b);
     list.delete(b);
     expect(list.size).to.equal(1);
     expect([...list]).to.deep.equal(['a']);
-    list.add('c');
-    expect([...list]).to.deep.equal(['c', 'a']);
+    const c = list.add('c');
+    expect([...list]).to.deep.equal(['a', 'c']);
+    list.delete(list.add('d'));
+    list.delete(c);
+    expect([...list]).to.deep.equal(['a']);
+    list.add('e');
+    list.delete(a);
+    expect([...list]).to.deep.equal(['e']);
+    expect(list.size).to.equal(1);
   });
 
   it("clears a deleted entry's links, so it holds no other item alive", function () {
@@ -44,7 +51,7 @@ describe('the in-flight list', function () {
       seen.push(n);
       list.delete(entries[n - 1]);
     }
-    expect(seen).to.deep.equal([4, 3, 2, 1]);
+    expect(seen).to.deep.equal([1, 2, 3, 4]);
     expect(list.size).to.equal(0);
     expect([...list]).to.deep.equal([]);
   });
