@@ -31,12 +31,17 @@ function footprint(pid: number): Footprint {
   return { fds: readdirSync(`/proc/${pid}/fd`).length, rssMb: Math.round(rssKb / 102.4) / 10 };
 }
 
-/** proxy, host pool and host workers, from their own start-up lines. */
+/** proxy, its workers, host pool and host workers: the first and third from their start-up lines. */
 function stackPids(sandbox: Sandbox): Record<string, number> {
   const pids: Record<string, number> = {};
   for (const line of readLog(sandbox, 'error.log')) {
     const proxy = /extqs proxy (\d+) configured/.exec(line);
     if (proxy) pids.proxy = Number(proxy[1]);
+  }
+  // The proxy's workers hold the client connections and write no line of their own at start.
+  if (pids.proxy) {
+    const children = readFileSync(`/proc/${pids.proxy}/task/${pids.proxy}/children`, 'utf8').trim();
+    for (const child of children ? children.split(' ') : []) pids[`proxy worker ${child}`] = Number(child);
   }
   for (const line of readLog(sandbox, 'host.log')) {
     const pool = /Host pool (\d+) serving/.exec(line);
@@ -49,6 +54,47 @@ function stackPids(sandbox: Sandbox): Record<string, number> {
 
 const count = (lines: string[], needle: string) => lines.filter((l) => l.includes(needle)).length;
 
+type Tally = Map<string, Map<number, number>>;
+
+const newTally = (): Tally => new Map(PATHS.map((p) => [p.path, new Map<number, number>()]));
+
+function record(tally: Tally, path: string, status: number): void {
+  const statuses = tally.get(path)!;
+  statuses.set(status, (statuses.get(status) ?? 0) + 1);
+}
+
+/** The log lines the requests in `tallies` should have left: an access line each, an error or host line a failure. */
+function expectedLines(...tallies: Tally[]) {
+  const served = (path: string) => tallies.reduce((sum, t) => sum + [...t.get(path)!.values()].reduce((a, b) => a + b, 0), 0);
+  const controllerFailures = served(PATHS[0].path) + served(PATHS[1].path) + served(PATHS[2].path);
+  return {
+    access: controllerFailures + served(PATHS[3].path),
+    accessLatest: served(PATHS[0].path) + served(PATHS[1].path),
+    accessAlarm: served(PATHS[2].path),
+    accessFavicon: served(PATHS[3].path),
+    endOfScript: controllerFailures,
+    fileDoesNotExist: served(PATHS[3].path),
+    failedOpening: controllerFailures,
+  };
+}
+
+/** The same counts, as the logs have them now. */
+function loggedLines(sandbox: Sandbox): ReturnType<typeof expectedLines> {
+  const access = readLog(sandbox, 'access.log');
+  const errors = readLog(sandbox, 'error.log');
+  const host = readLog(sandbox, 'host.log');
+  return {
+    access: access.length,
+    accessLatest:
+      count(access, '"GET /External/Latest?sn=123&no=1 HTTP/1.1" 500 ') + count(access, '"GET /External/Latest?sn=123&no= HTTP/1.1" 500 '),
+    accessAlarm: count(access, '"GET /External/Alarm?all_alarm&all HTTP/1.1" 500 '),
+    accessFavicon: count(access, '"GET /favicon.ico HTTP/1.1" 404 '),
+    endOfScript: count(errors, 'End of script output before headers'),
+    fileDoesNotExist: count(errors, 'File does not exist'),
+    failedOpening: count(host, 'Failed opening controller script'),
+  };
+}
+
 export function describeLoad(requests: number, connections: number): void {
   describe(`${requests} requests at ${connections} connections across the four observed paths`, function () {
     this.timeout(Math.max(60_000, requests * 10));
@@ -57,22 +103,23 @@ export function describeLoad(requests: number, connections: number): void {
     let pids: Record<string, number>;
     const cold: Record<string, Footprint> = {};
     const idle: Record<string, Footprint> = {};
-    let mark: { access: number; errors: string[]; host: string[] };
-    const byPath = new Map<string, Map<number, number>>(PATHS.map((p) => [p.path, new Map()]));
+    // Statuses per path: before the measured load (first requests and warm-up), and of the load.
+    const beforeLoad = newTally();
+    const byPath = newTally();
     let result: autocannon.Result;
 
     before(async function () {
       sandbox = makeSandbox();
-      stack = await startStack(sandbox, ['--workers', '2']);
+      stack = await startStack(sandbox, ['--workers', '2', '--proxy-workers', '2']);
       // Every path once, so the pids are in the logs and modules loaded on first use count as idle.
-      for (const { path } of PATHS) await get(stack.url, path);
+      for (const { path } of PATHS) record(beforeLoad, path, (await get(stack.url, path)).status);
       pids = await eventually(
         () => {
           const found = stackPids(sandbox);
-          return found.proxy && found.pool && Object.keys(found).length === 4 ? found : undefined;
+          return found.proxy && found.pool && Object.keys(found).length === 6 ? found : undefined;
         },
         5000,
-        'the pids of proxy, pool and two workers in the logs',
+        'the pids of the proxy, its two workers, the pool and two workers',
       );
       for (const [name, pid] of Object.entries(pids)) cold[name] = footprint(pid);
       // Then as many connections as the run, ten requests each: V8 grows its heap to what this
@@ -81,17 +128,29 @@ export function describeLoad(requests: number, connections: number): void {
         url: stack.url,
         connections,
         amount: connections * 10,
-        requests: PATHS.map(({ path }) => ({ method: 'GET' as const, path })),
+        requests: PATHS.map(({ path }) => ({
+          method: 'GET' as const,
+          path,
+          onResponse: (status: number) => record(beforeLoad, path, status),
+        })),
       });
       // The client connections close at once; the proxy's idle keep-alive sockets to the host (kept now
       // that a missing controller no longer closes its connection) go after IDLE_UPSTREAM_SOCKET_MS.
+      const proxies = Object.keys(pids).filter((name) => name.startsWith('proxy'));
       await eventually(
-        () => (footprint(pids.proxy).fds <= cold.proxy.fds ? true : undefined),
+        () => (proxies.every((name) => footprint(pids[name]).fds <= cold[name].fds) ? true : undefined),
         IDLE_UPSTREAM_SOCKET_MS + 5000,
         'the warm-up connections closed',
       );
       for (const [name, pid] of Object.entries(pids)) idle[name] = footprint(pid);
-      mark = { access: readLog(sandbox, 'access.log').length, errors: readLog(sandbox, 'error.log'), host: readLog(sandbox, 'host.log') };
+      // A line reaches its file after the answer reaches the client (a proxy worker hands it to the primary),
+      // so the warm-up's last lines may still be on their way: the count below must not take them for the load's.
+      const warmedUp = JSON.stringify(expectedLines(beforeLoad));
+      await eventually(
+        () => (JSON.stringify(loggedLines(sandbox)) === warmedUp ? true : undefined),
+        5000,
+        `the warm-up's log lines ${warmedUp}`,
+      );
 
       result = await autocannon({
         url: stack.url,
@@ -101,10 +160,7 @@ export function describeLoad(requests: number, connections: number): void {
         requests: PATHS.map(({ path }) => ({
           method: 'GET' as const,
           path,
-          onResponse: (status: number) => {
-            const tally = byPath.get(path)!;
-            tally.set(status, (tally.get(status) ?? 0) + 1);
-          },
+          onResponse: (status: number) => record(byPath, path, status),
         })),
       });
     });
@@ -147,34 +203,11 @@ export function describeLoad(requests: number, connections: number): void {
     });
 
     it('writes exactly one access-log line per request, and one error or host line per failure', async function () {
-      const served = (path: string) => [...byPath.get(path)!.values()].reduce((a, b) => a + b, 0);
-      const controllerFailures = served(PATHS[0].path) + served(PATHS[1].path) + served(PATHS[2].path);
       // Every response has ended, so every line is at most one write away; a stop drains the loggers.
       expect(await stack.stop()).to.equal(0);
-      const access = readLog(sandbox, 'access.log').slice(mark.access);
-      const errors = readLog(sandbox, 'error.log').slice(mark.errors.length);
-      const host = readLog(sandbox, 'host.log').slice(mark.host.length);
-      const lines = {
-        access: access.length,
-        accessLatest:
-          count(access, '"GET /External/Latest?sn=123&no=1 HTTP/1.1" 500 ') +
-          count(access, '"GET /External/Latest?sn=123&no= HTTP/1.1" 500 '),
-        accessAlarm: count(access, '"GET /External/Alarm?all_alarm&all HTTP/1.1" 500 '),
-        accessFavicon: count(access, '"GET /favicon.ico HTTP/1.1" 404 '),
-        endOfScript: count(errors, 'End of script output before headers'),
-        fileDoesNotExist: count(errors, 'File does not exist'),
-        failedOpening: count(host, 'Failed opening controller script'),
-      };
+      const lines = loggedLines(sandbox);
       process.stdout.write(`      lines: ${JSON.stringify(lines)}\n`);
-      expect(lines).to.deep.equal({
-        access: requests,
-        accessLatest: served(PATHS[0].path) + served(PATHS[1].path),
-        accessAlarm: served(PATHS[2].path),
-        accessFavicon: served(PATHS[3].path),
-        endOfScript: controllerFailures,
-        fileDoesNotExist: served(PATHS[3].path),
-        failedOpening: controllerFailures,
-      });
+      expect(lines).to.deep.equal(expectedLines(beforeLoad, byPath));
     });
   });
 }
