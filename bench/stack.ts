@@ -1,9 +1,10 @@
-// `npm run bench`'s whole-stack part: controller requests through `extqs start` as `npm start` runs it (one proxy
-// worker and one host worker per CPU), beside the Node stack floor (nodeFloor.ts without logs in front of
+// `npm run bench`'s whole-stack part: controller requests through `extqs start` as `npm start` runs it (a proxy
+// worker per two CPUs, a host worker per CPU), beside the Node stack floor (nodeFloor.ts without logs in front of
 // clusterFloor.ts) and, when nginx and php-fpm8.2 are installed, nginx + php-fpm (pm static, a child per CPU),
 // taking turns (A B C A B C …) so drift cancels. Each stack's front, host and whole are the CPU of every process of
 // its trees, from /proc. Prints a table with the targets met or missed, and writes bench/results/stack-<time>.json.
-// BENCH_ONLY, BENCH_SECONDS and BENCH_ROUNDS as bench/run.ts reads them.
+// BENCH_ONLY, BENCH_SECONDS and BENCH_ROUNDS as bench/run.ts reads them; BENCH_EXTQS_ARGS adds flags to extqs's
+// (`--proxy-workers 2`: the same stack with another shape).
 import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
@@ -13,13 +14,14 @@ import { LOAD_GENERATOR, runLoad, type LoadResult } from './load.ts';
 import { getBody, median, treeCpuMicros } from './measure.ts';
 import { hasNginx, startNginx, stopNginx } from './nginx.ts';
 import { hasPhpFpm, PHP_FPM, startPhpFpm, stopPhpFpm } from './phpFpm.ts';
-import { roleOf, ROOT, startNode, type Running } from './processes.ts';
+import { descendants, roleOf, ROOT, startNode, type Running } from './processes.ts';
 import { writeSite } from './scenarios.ts';
 import { STACK_ANSWER_BODY, STACK_SCENARIOS, stackPath, writeStackSite, type StackScenario } from './stackScenarios.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const ONLY = process.env.BENCH_ONLY;
+const EXTQS_ARGS = (process.env.BENCH_EXTQS_ARGS ?? '').split(' ').filter(Boolean);
 const WARM_UP_SECONDS = 1;
 const CPUS = availableParallelism();
 
@@ -126,11 +128,9 @@ async function main(): Promise<void> {
   let nginx: ChildProcess | undefined;
   let phpFpm: ChildProcess | undefined;
   try {
-    // As `npm start` runs it: no --workers or --proxy-workers.
-    const extqs = await startNode(
-      [join(ROOT, 'bin/extqs.js'), 'start', '--port', '0', '--listen', '127.0.0.1', '--www', sandbox.www, '--logs', sandbox.logs],
-      'extqs start',
-    );
+    // As `npm start` runs it: no --workers or --proxy-workers, unless BENCH_EXTQS_ARGS gives them.
+    const start = ['start', '--port', '0', '--listen', '127.0.0.1', '--www', sandbox.www, '--logs', sandbox.logs];
+    const extqs = await startNode([join(ROOT, 'bin/extqs.js'), ...start, ...EXTQS_ARGS], 'extqs start');
     processes.push(extqs);
     const launcher = extqs.child.pid!;
     const floorSocket = join(sandbox.dir, 'cluster-floor.sock');
@@ -141,8 +141,12 @@ async function main(): Promise<void> {
       'nodeFloor.ts',
     );
     processes.push(nodeFloor);
+    const [proxy, host] = [childInRole(launcher, 'proxy'), childInRole(launcher, 'host')];
+    const serving = (pid: number, role: string) => descendants(pid).filter((child) => roleOf(child) === role).length;
+    // What the defaults gave on this machine: a proxy with no workers serves the port itself.
+    const extqsShape = { proxyWorkers: serving(proxy, 'proxy worker'), hostWorkers: serving(host, 'host worker') };
     const stacks: Stack[] = [
-      { name: 'extqs', url: extqs.url, cpu: treesCpu(childInRole(launcher, 'proxy'), childInRole(launcher, 'host'), [launcher]) },
+      { name: 'extqs', url: extqs.url, cpu: treesCpu(proxy, host, [launcher]) },
       { name: 'node-floor', url: nodeFloor.url, cpu: treesCpu(nodeFloor.child.pid!, clusterFloor.child.pid!) },
     ];
     if (hasNginx() && hasPhpFpm()) {
@@ -193,7 +197,7 @@ async function main(): Promise<void> {
     const micros = (value: number) => (Number.isFinite(value) ? String(Math.round(value)) : '-');
     const milliseconds = (value: number) => (Number.isFinite(value) ? value.toFixed(1) : '-');
     const lines = [
-      `whole stack, npm start defaults (${CPUS} proxy workers, ${CPUS} host workers), ${LOAD_GENERATOR}, ${ROUNDS} rounds of ${SECONDS} s per stack, medians`,
+      `whole stack, ${EXTQS_ARGS.length > 0 ? EXTQS_ARGS.join(' ') : 'npm start defaults'} (${extqsShape.proxyWorkers || 'no'} proxy workers, ${extqsShape.hostWorkers} host workers), ${LOAD_GENERATOR}, ${ROUNDS} rounds of ${SECONDS} s per stack, medians`,
       `${pad('scenario', 36)}${pad('stack', 18)}${pad('conns', 7)}${pad('req/s', 9)}${pad('p50/p99 ms', 16)}${pad('failed', 8)}CPU us/req front/host/whole`,
       ...rows.flatMap((row) => [
         ...Object.entries(row.stacks).map(([name, s], i) => {
@@ -216,6 +220,7 @@ async function main(): Promise<void> {
       seconds: SECONDS,
       rounds: ROUNDS,
       cpus: CPUS,
+      extqs: { args: EXTQS_ARGS, ...extqsShape },
       rows,
       raw,
     };

@@ -188,8 +188,10 @@ export const SETTINGS = {
     flag: 'proxy-workers',
     env: 'EXTQS_PROXY_WORKERS',
     deprecatedEnv: 'PROXY_WORKERS',
-    default: () => String(Math.min(availableParallelism(), MAX_WORKERS)),
-    defaultText: 'available CPUs',
+    // Half the CPUs: the host's workers take one each, and a front per CPU beside them keeps twice as many busy
+    // processes as CPUs on controller traffic (docs/benchmarks.md, "The whole stack").
+    default: () => String(Math.min(Math.ceil(availableParallelism() / 2), MAX_WORKERS)),
+    defaultText: 'half the available CPUs, at least 1',
     parse: integer(1, MAX_WORKERS),
     roles: ['proxy'],
     placeholder: 'N',

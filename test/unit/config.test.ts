@@ -110,7 +110,7 @@ describe('config', () => {
         workerConcurrency: 0,
         workerIdleTimeout: 10,
         listenBacklog: 511,
-        proxyWorkers: Math.min(availableParallelism(), 256),
+        proxyWorkers: Math.min(Math.ceil(availableParallelism() / 2), 256),
         maxRequests: 0,
         maxExecutionTime: 30,
         slowlogTimeout: 0,
