@@ -22,27 +22,27 @@ const LAZY = Symbol('lazy context parts');
 
 type Context = ControllerContext & { readonly [LAZY]: LazyParts };
 
-const LAZY_GETTERS: PropertyDescriptorMap = {
-  queryBytes: {
-    get(this: Context) {
-      const parts = this[LAZY];
-      return (parts.queryBytes ??= parsePhpQuery(parts.rawQuery, MAX_INPUT_VARS, 'latin1').query);
-    },
-    enumerable: true,
-    configurable: true,
+// Defined one by one: with Object.defineProperties a context took 630 ns instead of 390 (a loop making them).
+const QUERY_BYTES: PropertyDescriptor = {
+  get(this: Context) {
+    const parts = this[LAZY];
+    return (parts.queryBytes ??= parsePhpQuery(parts.rawQuery, MAX_INPUT_VARS, 'latin1').query);
   },
-  signal: {
-    get(this: Context) {
-      return this[LAZY].signal();
-    },
-    enumerable: true,
-    configurable: true,
+  enumerable: true,
+  configurable: true,
+};
+const SIGNAL: PropertyDescriptor = {
+  get(this: Context) {
+    return this[LAZY].signal();
   },
+  enumerable: true,
+  configurable: true,
 };
 
 /** `fields` (taken, not copied) as a controller's context; `signal` makes the abort signal when first read. */
 export function controllerContext(fields: ContextFields, signal: () => AbortSignal): ControllerContext {
   // Not enumerable: a controller that spreads or serialises its context sees only the context's own fields.
   Object.defineProperty(fields, LAZY, { value: { rawQuery: fields.rawQuery, signal } satisfies LazyParts });
-  return Object.defineProperties(fields, LAZY_GETTERS) as ControllerContext;
+  Object.defineProperty(fields, 'queryBytes', QUERY_BYTES);
+  return Object.defineProperty(fields, 'signal', SIGNAL) as ControllerContext;
 }

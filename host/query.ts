@@ -173,6 +173,33 @@ const inputVarsWarning = (max: number) =>
 
 /** Parses a raw query string (without `?`) into PHP's $_GET, its bytes read as `encoding`. Never throws. */
 export function parsePhpQuery(raw: string, maxInputVars = MAX_INPUT_VARS, encoding: QueryEncoding = 'utf8'): ParsedQuery {
+  return plainQuery(raw, maxInputVars, encoding) ?? arrayQuery(raw, maxInputVars, encoding);
+}
+
+/** A name register() stores as it is, at the top level: no NUL, space, dot or `[`. */
+const PLAIN_NAME = /^[^\0 .[]+$/;
+
+/**
+ * The query nearly every request has (`sn=123&no=1`): every name plain and no more than maxInputVars, stored
+ * straight into the result, which is what arrayQuery() makes of it at a third of the cost. Undefined otherwise.
+ */
+function plainQuery(raw: string, maxInputVars: number, encoding: QueryEncoding): ParsedQuery | undefined {
+  const query = nullObject<QueryValue>();
+  let count = 0;
+  for (const piece of raw.split('&')) {
+    if (piece === '') continue;
+    if (++count > maxInputVars) return undefined;
+    const eq = piece.indexOf('=');
+    const name = phpUrlDecode(eq === -1 ? piece : piece.slice(0, eq), encoding);
+    if (!PLAIN_NAME.test(name)) return undefined;
+    // As a Map and the object made from it: the last duplicate wins, in the first one's place.
+    query[name] = eq === -1 ? '' : phpUrlDecode(piece.slice(eq + 1), encoding);
+  }
+  return { query, warnings: [] };
+}
+
+/** Any query, through PhpArray, as php_default_treat_data() and php_register_variable_ex() build it. */
+export function arrayQuery(raw: string, maxInputVars = MAX_INPUT_VARS, encoding: QueryEncoding = 'utf8'): ParsedQuery {
   const root = new PhpArray();
   const warnings: string[] = [];
   let count = 0;

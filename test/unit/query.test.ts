@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { MAX_INPUT_VARS, parsePhpQuery, phpUrlDecode } from '../../host/query.ts';
+import { arrayQuery, MAX_INPUT_VARS, parsePhpQuery, phpUrlDecode } from '../../host/query.ts';
 
 const q = (raw: string) => parsePhpQuery(raw).query;
 const has = (obj: object, key: string): boolean => Object.prototype.hasOwnProperty.call(obj, key);
@@ -346,6 +346,51 @@ describe('parsePhpQuery', () => {
         expect(result!.query, JSON.stringify(raw)).to.be.an('object');
         expect(result!.warnings, JSON.stringify(raw)).to.deep.equal([]);
       }
+    });
+
+    it('parses random queries, plain and not, exactly as the general PhpArray parse does, keys in the same order', () => {
+      // Pieces that make plain names and every kind that is not: NUL, spaces, dots, brackets, raw or encoded.
+      const tokens = [
+        'a',
+        'b',
+        '1',
+        '0',
+        '_',
+        '-',
+        '=',
+        '=',
+        '&',
+        '&',
+        '+',
+        '.',
+        ' ',
+        '[',
+        ']',
+        '%00',
+        '%20',
+        '%2E',
+        '%5B',
+        '%41',
+        '%E9',
+        '%',
+      ];
+      const random = prng(0xa11ce);
+      let plain = 0;
+      for (let n = 0; n < 5000; n++) {
+        const length = Math.floor(random() * 16);
+        let raw = '';
+        for (let i = 0; i < length; i++) raw += tokens[Math.floor(random() * tokens.length)];
+        for (const encoding of ['utf8', 'latin1'] as const) {
+          const general = arrayQuery(raw, 3, encoding);
+          const parsed = parsePhpQuery(raw, 3, encoding);
+          expect(parsed, JSON.stringify(raw)).to.deep.equal(general);
+          expect(Object.keys(parsed.query), JSON.stringify(raw)).to.deep.equal(Object.keys(general.query));
+        }
+        if (raw.split('&').every((piece) => !/^[ +]|%00|%20|%2E|%5B|[ .[+\0]/.test(piece.split('=', 1)[0]))) plain += 1;
+      }
+      // Both kinds were drawn, so both paths were compared.
+      expect(plain).to.be.above(500);
+      expect(5000 - plain).to.be.above(500);
     });
 
     it('keeps every name of random queries over __proto__, constructor and the like as an own key, polluting nothing', () => {
