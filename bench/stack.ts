@@ -1,6 +1,7 @@
 // `npm run bench`'s whole-stack part: controller requests through `extqs start` as `npm start` runs it (a proxy
 // worker per two CPUs, a host worker per CPU), beside the Node stack floor (nodeFloor.ts without logs in front of
-// clusterFloor.ts) and, when nginx and php-fpm8.2 are installed, nginx + php-fpm (pm static, a child per CPU),
+// clusterFloor.ts), the logging floor (nodeFloor.ts writing the legacy's lines, in front of the same cluster) and,
+// when nginx and php-fpm8.2 are installed, nginx + php-fpm (pm static, a child per CPU),
 // taking turns (A B C A B C …) so drift cancels. Each stack's front, host and whole are the CPU of every process of
 // its trees, from /proc. Prints a table with the targets met or missed, and writes bench/results/stack-<time>.json.
 // BENCH_ONLY, BENCH_SECONDS and BENCH_ROUNDS as bench/run.ts reads them; BENCH_EXTQS_ARGS adds flags to extqs's
@@ -25,8 +26,13 @@ const EXTQS_ARGS = (process.env.BENCH_EXTQS_ARGS ?? '').split(' ').filter(Boolea
 const WARM_UP_SECONDS = 1;
 const CPUS = availableParallelism();
 
-type StackName = 'extqs' | 'node-floor' | 'nginx-php-fpm';
-const LABELS: Record<StackName, string> = { extqs: 'extqs', 'node-floor': 'Node stack floor', 'nginx-php-fpm': 'nginx + php-fpm' };
+type StackName = 'extqs' | 'node-floor' | 'logging-floor' | 'nginx-php-fpm';
+const LABELS: Record<StackName, string> = {
+  extqs: 'extqs',
+  'node-floor': 'Node stack floor',
+  'logging-floor': 'logging floor',
+  'nginx-php-fpm': 'nginx + php-fpm',
+};
 
 /** CPU time so far, in µs, of a stack's front, its host, and all of its processes. */
 interface CpuSample {
@@ -141,6 +147,14 @@ async function main(): Promise<void> {
       'nodeFloor.ts',
     );
     processes.push(nodeFloor);
+    // The same front writing the legacy's lines (nodeFloor.ts's logging floor): the least a Node stack pays that logs as extqs does.
+    const floorLogs = join(sandbox.dir, 'logging-floor-logs');
+    mkdirSync(floorLogs);
+    const loggingFloor = await startNode(
+      ['--import', 'tsx', join(ROOT, 'bench', 'nodeFloor.ts'), floorSocket, sandbox.publicDir, floorLogs],
+      'nodeFloor.ts (logging)',
+    );
+    processes.push(loggingFloor);
     const [proxy, host] = [childInRole(launcher, 'proxy'), childInRole(launcher, 'host')];
     const serving = (pid: number, role: string) => descendants(pid).filter((child) => roleOf(child) === role).length;
     // What the defaults gave on this machine: a proxy with no workers serves the port itself.
@@ -148,6 +162,7 @@ async function main(): Promise<void> {
     const stacks: Stack[] = [
       { name: 'extqs', url: extqs.url, cpu: treesCpu(proxy, host, [launcher]) },
       { name: 'node-floor', url: nodeFloor.url, cpu: treesCpu(nodeFloor.child.pid!, clusterFloor.child.pid!) },
+      { name: 'logging-floor', url: loggingFloor.url, cpu: treesCpu(loggingFloor.child.pid!, clusterFloor.child.pid!) },
     ];
     if (hasNginx() && hasPhpFpm()) {
       const dir = join(sandbox.dir, 'nginx-php-fpm');
