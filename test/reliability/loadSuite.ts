@@ -3,11 +3,12 @@
 // the processes' open files and memory back near their idle level, and (last: it stops the stack to
 // drain the logs) the log lines per request.
 import { readdirSync, readFileSync } from 'node:fs';
+import { isDeepStrictEqual } from 'node:util';
 import autocannon from 'autocannon';
 import { expect } from 'chai';
 import { IDLE_UPSTREAM_SOCKET_MS } from '../../proxy/forwarding.ts';
 import { get } from '../helpers/http.ts';
-import { eventually, makeSandbox, readLog, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
+import { descendants, eventually, makeSandbox, readLog, roleOf, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
 
 /** The observed requests and what the default install answers (docs/design.md §3). */
 const PATHS = [
@@ -39,10 +40,7 @@ function stackPids(sandbox: Sandbox): Record<string, number> {
     if (proxy) pids.proxy = Number(proxy[1]);
   }
   // The proxy's workers hold the client connections and write no line of their own at start.
-  if (pids.proxy) {
-    const children = readFileSync(`/proc/${pids.proxy}/task/${pids.proxy}/children`, 'utf8').trim();
-    for (const child of children ? children.split(' ') : []) pids[`proxy worker ${child}`] = Number(child);
-  }
+  if (pids.proxy) for (const child of descendants(pids.proxy)) if (roleOf(child) === 'proxy worker') pids[`proxy worker ${child}`] = child;
   for (const line of readLog(sandbox, 'host.log')) {
     const pool = /Host pool (\d+) serving/.exec(line);
     if (pool) pids.pool = Number(pool[1]);
@@ -143,14 +141,17 @@ export function describeLoad(requests: number, connections: number): void {
         'the warm-up connections closed',
       );
       for (const [name, pid] of Object.entries(pids)) idle[name] = footprint(pid);
-      // A line reaches its file after the answer reaches the client (a proxy worker hands it to the primary),
-      // so the warm-up's last lines may still be on their way: the count below must not take them for the load's.
-      const warmedUp = JSON.stringify(expectedLines(beforeLoad));
+      // A line reaches its file after the answer reaches the client (a proxy worker hands it to the primary): the
+      // load starts once the warm-up's lines are all in, so a line lost or doubled is the load's, not the warm-up's.
+      const warmedUp = expectedLines(beforeLoad);
+      let logged = loggedLines(sandbox);
       await eventually(
-        () => (JSON.stringify(loggedLines(sandbox)) === warmedUp ? true : undefined),
+        () => (isDeepStrictEqual((logged = loggedLines(sandbox)), warmedUp) ? true : undefined),
         5000,
-        `the warm-up's log lines ${warmedUp}`,
-      );
+        `the warm-up's log lines ${JSON.stringify(warmedUp)}`,
+      ).catch((err: Error) => {
+        throw new Error(`${err.message}; the logs have ${JSON.stringify(logged)}`);
+      });
 
       result = await autocannon({
         url: stack.url,
