@@ -22,7 +22,7 @@ const LAZY = Symbol('lazy context parts');
 
 type Context = ControllerContext & { readonly [LAZY]: LazyParts };
 
-// Defined one by one: with Object.defineProperties a context took 630 ns instead of 390 (a loop making them).
+// Defined one by one: with Object.defineProperties a context took 630 ns to make instead of 390.
 const QUERY_BYTES: PropertyDescriptor = {
   get(this: Context) {
     const parts = this[LAZY];
