@@ -13,6 +13,7 @@ import type { ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { closeSync, mkdirSync, openSync, readFileSync, readSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { SETTINGS } from '../common/settings.ts';
 import { makeSandbox } from '../tools/sandbox.ts';
 import { measureIdleStack, memoryOfTree, totalMb, type IdleStack, type ProcessMemory } from './idleStack.ts';
 import { ROOT, startCommand, startNode, type Running } from './processes.ts';
@@ -201,6 +202,12 @@ function nginxRole(pid: number): string {
   return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('master process') ? 'nginx master' : 'nginx worker';
 }
 
+/** The proxy processes that serve by default on this machine (--proxy-workers' default). */
+function defaultProxyWorkers(): number {
+  const { default: text } = SETTINGS.proxyWorkers;
+  return Number(typeof text === 'function' ? text(() => undefined) : text);
+}
+
 async function main(): Promise<void> {
   // Measured first, while nothing else runs: `extqs start --workers 2` as an operator starts it.
   process.stderr.write(`load generator: ${LOAD_GENERATOR}\n`);
@@ -208,7 +215,9 @@ async function main(): Promise<void> {
   // BENCH_ONLY naming another part of the bench (`stack`): nothing to start here.
   if (scenarios.length === 0) return;
   const idle = ONLY ? undefined : await measureIdleStack(ROOT, 2);
-  const idleOneProxy = ONLY ? undefined : await measureIdleStack(ROOT, 2, ['--proxy-workers', '1']);
+  // Beside the default, the proxy's other shape: one process, or a primary and two workers where that is the default.
+  const otherShape = ['--proxy-workers', defaultProxyWorkers() === 1 ? '2' : '1'];
+  const idleOtherShape = ONLY ? undefined : await measureIdleStack(ROOT, 2, otherShape);
   const sandbox = makeSandbox();
   writeSite(sandbox);
   const socket = join(sandbox.dir, 'host.sock');
@@ -404,11 +413,11 @@ async function main(): Promise<void> {
           `${pad(`${Math.round(r.sixteenCores / 1000)}k req/s`, 12)}` +
           `${Math.round(r.httpProxy.cpuMicrosPerRequest)} us/req, ${Math.round(r.httpProxy.requestsPerSecond)} req/s`,
       ),
-      ...(reload && idle && idleOneProxy
-        ? reloadAndIdleLines(reload, idle, idleOneProxy)
+      ...(reload && idle && idleOtherShape
+        ? reloadAndIdleLines(reload, idle, idleOtherShape)
         : [`BENCH_ONLY=${ONLY}: no reload or idle measurements`]),
     ];
-    function reloadAndIdleLines(reload: ReloadFigures, idle: IdleStack, idleOneProxy: IdleStack): string[] {
+    function reloadAndIdleLines(reload: ReloadFigures, idle: IdleStack, idleOtherShape: IdleStack): string[] {
       const idleAll = totalMb(idle.processes, 'rssMb');
       const idleLauncher = totalMb(idle.processes, 'rssMb', 'launcher');
       return [
@@ -418,7 +427,7 @@ async function main(): Promise<void> {
         ...(
           [
             ['', idle],
-            [' --proxy-workers 1', idleOneProxy],
+            [` ${otherShape.join(' ')}`, idleOtherShape],
           ] as const
         ).map(
           ([args, stack]) =>
@@ -444,7 +453,7 @@ async function main(): Promise<void> {
           workers: WORKERS,
           rows,
           reload,
-          idle: { extqs: idle, extqsOneProxy: idleOneProxy, nginx: nginxIdle },
+          idle: { extqs: idle, extqsOtherShape: idleOtherShape && { args: otherShape, ...idleOtherShape }, nginx: nginxIdle },
           raw: results,
         },
         null,

@@ -157,8 +157,10 @@ async function main(): Promise<void> {
     processes.push(loggingFloor);
     const [proxy, host] = [childInRole(launcher, 'proxy'), childInRole(launcher, 'host')];
     const serving = (pid: number, role: string) => descendants(pid).filter((child) => roleOf(child) === role).length;
-    // What the defaults gave on this machine: a proxy with no workers serves the port itself.
+    // What the defaults gave on this machine, at start (--pm ondemand starts no host worker): a proxy with no workers
+    // serves the port itself.
     const extqsShape = { proxyWorkers: serving(proxy, 'proxy worker'), hostWorkers: serving(host, 'host worker') };
+    const proxyShape = extqsShape.proxyWorkers === 0 ? 'one proxy process' : `${extqsShape.proxyWorkers} proxy workers`;
     const stacks: Stack[] = [
       { name: 'extqs', url: extqs.url, cpu: treesCpu(proxy, host, [launcher]) },
       { name: 'node-floor', url: nodeFloor.url, cpu: treesCpu(nodeFloor.child.pid!, clusterFloor.child.pid!) },
@@ -212,7 +214,7 @@ async function main(): Promise<void> {
     const micros = (value: number) => (Number.isFinite(value) ? String(Math.round(value)) : '-');
     const milliseconds = (value: number) => (Number.isFinite(value) ? value.toFixed(1) : '-');
     const lines = [
-      `whole stack, ${EXTQS_ARGS.length > 0 ? EXTQS_ARGS.join(' ') : 'npm start defaults'} (${extqsShape.proxyWorkers || 'no'} proxy workers, ${extqsShape.hostWorkers} host workers), ${LOAD_GENERATOR}, ${ROUNDS} rounds of ${SECONDS} s per stack, medians`,
+      `whole stack, ${EXTQS_ARGS.length > 0 ? EXTQS_ARGS.join(' ') : 'npm start defaults'} (${proxyShape}, ${extqsShape.hostWorkers} host workers at start), ${LOAD_GENERATOR}, ${ROUNDS} rounds of ${SECONDS} s per stack, medians`,
       `${pad('scenario', 36)}${pad('stack', 18)}${pad('conns', 7)}${pad('req/s', 9)}${pad('p50/p99 ms', 16)}${pad('failed', 8)}CPU us/req front/host/whole`,
       ...rows.flatMap((row) => [
         ...Object.entries(row.stacks).map(([name, s], i) => {

@@ -191,7 +191,7 @@ export const SETTINGS = {
     // Half the CPUs: the host's workers take one each, and a front per CPU beside them keeps twice as many busy
     // processes as CPUs on controller traffic (docs/benchmarks.md, "The whole stack").
     default: () => String(Math.min(Math.ceil(availableParallelism() / 2), MAX_WORKERS)),
-    defaultText: 'half the available CPUs, at least 1',
+    defaultText: 'half the available CPUs, rounded up',
     parse: integer(1, MAX_WORKERS),
     roles: ['proxy'],
     placeholder: 'N',
