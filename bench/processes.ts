@@ -50,7 +50,13 @@ export function startNode(args: string[], what: string): Promise<Running> {
 
 /** Every process under `pid`, from /proc (Linux). */
 export function descendants(pid: number): number[] {
-  const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+  let text: string;
+  try {
+    text = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8');
+  } catch {
+    return []; // it exited while the tree was walked (a host worker's esbuild, a worker replaced)
+  }
+  const children = text.trim().split(/\s+/).filter(Boolean).map(Number);
   return children.flatMap((child) => [child, ...descendants(child)]);
 }
 
