@@ -2,7 +2,7 @@
 // line. (The test suites have richer helpers; the bench does not depend on them.)
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -46,6 +46,13 @@ export function startNode(args: string[], what: string): Promise<Running> {
     });
     void exited.then(([code, signal]) => reject(new Error(`${what} exited with ${code ?? signal} before its ready line`)));
   });
+}
+
+/** bench/nodeFloor.ts in front of the host at `socket`: the Node floor, or, given a logs directory (made here), the logging floor. */
+export function startNodeFloor(socket: string, publicDir: string, logs?: string): Promise<Running> {
+  if (logs) mkdirSync(logs, { recursive: true });
+  const args = ['--import', 'tsx', join(ROOT, 'bench', 'nodeFloor.ts'), socket, publicDir, ...(logs ? [logs] : [])];
+  return startNode(args, logs ? 'nodeFloor.ts (logging)' : 'nodeFloor.ts');
 }
 
 /** Every process under `pid`, from /proc (Linux). */

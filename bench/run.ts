@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { SETTINGS } from '../common/settings.ts';
 import { makeSandbox } from '../tools/sandbox.ts';
 import { measureIdleStack, memoryOfTree, totalMb, type IdleStack, type ProcessMemory } from './idleStack.ts';
-import { ROOT, startCommand, startNode, type Running } from './processes.ts';
+import { ROOT, startCommand, startNode, startNodeFloor, type Running } from './processes.ts';
 import { LOAD_GENERATOR, runLoad, type LoadResult } from './load.ts';
 import { cpuMicros, getBody, median } from './measure.ts';
 import { SCENARIOS, writeSite } from './scenarios.ts';
@@ -265,14 +265,9 @@ async function main(): Promise<void> {
     processes.push(httpProxy);
     const twoWorkers = await startCommand('proxy', proxyArgs('undici', join(sandbox.dir, 'logs-two-workers'), 2));
     processes.push(twoWorkers);
-    const nodeFloor = await startNode(['--import', 'tsx', join(ROOT, 'bench', 'nodeFloor.ts'), socket, sandbox.publicDir], 'nodeFloor.ts');
+    const nodeFloor = await startNodeFloor(socket, sandbox.publicDir);
     processes.push(nodeFloor);
-    const loggingFloorLogs = join(sandbox.dir, 'logs-logging-floor');
-    mkdirSync(loggingFloorLogs);
-    const loggingFloor = await startNode(
-      ['--import', 'tsx', join(ROOT, 'bench', 'nodeFloor.ts'), socket, sandbox.publicDir, loggingFloorLogs],
-      'nodeFloor.ts (logging)',
-    );
+    const loggingFloor = await startNodeFloor(socket, sandbox.publicDir, join(sandbox.dir, 'logs-logging-floor'));
     processes.push(loggingFloor);
     // The host floor behind a proxy of its own, the same as the host's: each host is sent the same requests.
     const floorSocket = join(sandbox.dir, 'host-floor.sock');

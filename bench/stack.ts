@@ -15,7 +15,7 @@ import { LOAD_GENERATOR, runLoad, type LoadResult } from './load.ts';
 import { getBody, median, treeCpuMicros } from './measure.ts';
 import { hasNginx, startNginx, stopNginx } from './nginx.ts';
 import { hasPhpFpm, PHP_FPM, startPhpFpm, stopPhpFpm } from './phpFpm.ts';
-import { descendants, roleOf, ROOT, startNode, type Running } from './processes.ts';
+import { descendants, roleOf, ROOT, startNode, startNodeFloor, type Running } from './processes.ts';
 import { writeSite } from './scenarios.ts';
 import { STACK_ANSWER_BODY, STACK_SCENARIOS, stackPath, writeStackSite, type StackScenario } from './stackScenarios.ts';
 
@@ -142,18 +142,10 @@ async function main(): Promise<void> {
     const floorSocket = join(sandbox.dir, 'cluster-floor.sock');
     const clusterFloor = await startNode(['--import', 'tsx', join(ROOT, 'bench', 'clusterFloor.ts'), floorSocket], 'clusterFloor.ts');
     processes.push(clusterFloor);
-    const nodeFloor = await startNode(
-      ['--import', 'tsx', join(ROOT, 'bench', 'nodeFloor.ts'), floorSocket, sandbox.publicDir],
-      'nodeFloor.ts',
-    );
+    const nodeFloor = await startNodeFloor(floorSocket, sandbox.publicDir);
     processes.push(nodeFloor);
-    // The same front writing the legacy's lines (nodeFloor.ts's logging floor): the least a Node stack pays that logs as extqs does.
-    const floorLogs = join(sandbox.dir, 'logging-floor-logs');
-    mkdirSync(floorLogs);
-    const loggingFloor = await startNode(
-      ['--import', 'tsx', join(ROOT, 'bench', 'nodeFloor.ts'), floorSocket, sandbox.publicDir, floorLogs],
-      'nodeFloor.ts (logging)',
-    );
+    // The same front writing the legacy's lines: the least a Node stack pays that logs as extqs does.
+    const loggingFloor = await startNodeFloor(floorSocket, sandbox.publicDir, join(sandbox.dir, 'logging-floor-logs'));
     processes.push(loggingFloor);
     const [proxy, host] = [childInRole(launcher, 'proxy'), childInRole(launcher, 'host')];
     const serving = (pid: number, role: string) => descendants(pid).filter((child) => roleOf(child) === role).length;
