@@ -32,7 +32,7 @@ function footprint(pid: number): Footprint {
   return { fds: readdirSync(`/proc/${pid}/fd`).length, rssMb: Math.round(rssKb / 102.4) / 10 };
 }
 
-/** proxy, its workers, host pool and host workers: the first and third from their start-up lines. */
+/** proxy, its workers, host pool and host workers: all but the proxy's workers from their start-up lines. */
 function stackPids(sandbox: Sandbox): Record<string, number> {
   const pids: Record<string, number> = {};
   for (const line of readLog(sandbox, 'error.log')) {
