@@ -111,7 +111,12 @@ function procText(pid: number, file: string): string {
 
 export function readLog(sandbox: Sandbox, file: 'access.log' | 'error.log' | 'host.log'): string[] {
   try {
-    return readFileSync(join(sandbox.logs, file), 'utf8').split('\n').filter(Boolean);
+    const text = readFileSync(join(sandbox.logs, file), 'utf8');
+    // Only whole lines: a read can see part of a write still under way (a long line across a page).
+    return text
+      .slice(0, text.lastIndexOf('\n') + 1)
+      .split('\n')
+      .filter(Boolean);
   } catch {
     return [];
   }
