@@ -430,36 +430,36 @@ class MultipartForm {
     out.on('error', () => {
       if (upload.error === UPLOAD_ERR_OK) upload.error = UPLOAD_ERR_CANT_WRITE;
     });
-    part.pipe(
-      new Writable({
-        write: (chunk: Buffer, _encoding, done) => {
-          if (upload.error !== UPLOAD_ERR_OK || out.destroyed) return done();
-          const size = upload.size + chunk.length;
-          const over =
-            uploadMaxFilesize > 0 && size > uploadMaxFilesize
-              ? UPLOAD_ERR_INI_SIZE
-              : maxFileSize > 0 && size > maxFileSize
-                ? UPLOAD_ERR_FORM_SIZE
-                : UPLOAD_ERR_OK;
-          if (over !== UPLOAD_ERR_OK) {
-            upload.error = over;
-            out.destroy();
-            return done();
-          }
-          upload.size = size;
-          if (out.write(chunk)) return done();
-          // On 'close' too: a file that failed never drains, and the part must go on to its end.
-          const next = () => {
-            out.off('drain', next);
-            out.off('close', next);
-            done();
-          };
-          out.on('drain', next);
-          out.on('close', next);
-        },
-      }),
-    );
-    part.once('end', () => this.finish(upload, this.cutParts.has(part) ? UPLOAD_ERR_PARTIAL : upload.error));
+    const sink = new Writable({
+      write: (chunk: Buffer, _encoding, done) => {
+        if (upload.error !== UPLOAD_ERR_OK || out.destroyed) return done();
+        const size = upload.size + chunk.length;
+        const over =
+          uploadMaxFilesize > 0 && size > uploadMaxFilesize
+            ? UPLOAD_ERR_INI_SIZE
+            : maxFileSize > 0 && size > maxFileSize
+              ? UPLOAD_ERR_FORM_SIZE
+              : UPLOAD_ERR_OK;
+        if (over !== UPLOAD_ERR_OK) {
+          upload.error = over;
+          out.destroy();
+          return done();
+        }
+        upload.size = size;
+        if (out.write(chunk)) return done();
+        // On 'close' too: a file that failed never drains, and the part must go on to its end.
+        const next = () => {
+          out.off('drain', next);
+          out.off('close', next);
+          done();
+        };
+        out.on('drain', next);
+        out.on('close', next);
+      },
+    });
+    part.pipe(sink);
+    // Once every chunk has gone to the file, not at the part's end: its last chunks may still wait on a drain.
+    sink.once('finish', () => this.finish(upload, this.cutParts.has(part) ? UPLOAD_ERR_PARTIAL : upload.error));
     return closed;
   }
 
