@@ -5,10 +5,9 @@
 // that dies, recycles one that asks (max requests, an overrun) by starting its replacement first,
 // answers /status and /ping itself, and stops them all on SIGTERM.
 import cluster, { type Worker } from 'node:cluster';
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { chmod, rm } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import type { Readable } from 'node:stream';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -38,7 +37,7 @@ import {
   type WireHostEntry,
   type WorkerSays,
 } from './poolMessages.ts';
-import { removeUploadsOf } from './uploadDir.ts';
+import { makeTempDir, removeStaleTempDirs, removeTempDirsOf } from './tempDirs.ts';
 import { answerMissingController } from './missingController.ts';
 import { requestIdOf } from '../common/requestId.ts';
 import { addDeparted, countMissingAnswered, departedNone, summarize, type PoolFields, type WorkerSnapshot } from './stats.ts';
@@ -91,8 +90,17 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
   const slots = new WeakMap<Worker, WorkerSlot>();
   const workerOf = new WeakMap<WorkerSlot, Worker>();
   const listened = new WeakMap<Worker, () => void>();
+  // What a host or worker killed outright left (they name their directories for their pids): never served again.
+  const stale = await removeStaleTempDirs().catch((err: Error) => {
+    log.warn(`Could not look for temporary directories left by processes that are gone: ${err.message}`);
+    return [];
+  });
+  if (stale.length > 0)
+    log.notice(
+      `Removed ${stale.length} temporary director${stale.length === 1 ? 'y' : 'ies'} left by processes that are gone: ${stale.join(', ')}`,
+    );
   // Each worker's private socket, in a directory only this user can enter.
-  const socketDir = await mkdtemp(join(tmpdir(), 'extqs-host-'));
+  const socketDir = await makeTempDir('host');
   let socketSerial = 0;
   let maxChildrenReached = 0;
   /** php-fpm's "max active processes", as the workers count themselves. */
@@ -130,7 +138,7 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
         // A worker killed mid-request could not delete that request's uploads.
         const pid = worker.process.pid;
         if (pid !== undefined)
-          removeUploadsOf(pid).catch((err: Error) => log.error(`Could not delete the uploads of worker ${pid}: ${err.message}`));
+          removeTempDirsOf('upload', pid).catch((err: Error) => log.error(`Could not delete the uploads of worker ${pid}: ${err.message}`));
         if (was === 'retiring' && !workers.stopped && !reaped.has(worker)) departed.restarts.recycled += 1;
       },
       exited(worker, how, delay) {

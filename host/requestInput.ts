@@ -12,7 +12,7 @@ import { randomBytes } from 'node:crypto';
 import type { QueryValue, RequestBody, UploadedFile, UploadedFiles, UploadError } from '../common/controller.ts';
 import { nullObject } from '../common/nullObject.ts';
 import { MAX_INPUT_VARS, parsePhpForm, PhpVariables } from './query.ts';
-import { makeUploadDir } from './uploadDir.ts';
+import { makeTempDir } from './tempDirs.ts';
 
 export interface InputLimits {
   /** post_max_size in bytes; 0 = none. */
@@ -164,7 +164,7 @@ class UploadDir {
   private dir: Promise<string> | undefined;
 
   async newFile(): Promise<string> {
-    this.dir ??= makeUploadDir();
+    this.dir ??= makeTempDir('upload');
     // PHP's names: php + six random characters.
     return join(await this.dir, `php${randomBytes(6).toString('base64url').slice(0, 6)}`);
   }
