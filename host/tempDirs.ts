@@ -2,6 +2,7 @@
 // primary's worker sockets (`extqs-host-<pid>-…`) and one request's uploads (`extqs-upload-<pid>-…`). A process
 // killed outright (SIGKILL, the OOM killer) cannot remove its own: the pool removes a dead worker's uploads when it
 // exits, and a host that starts removes what processes that are gone left, as php-fpm replaces a stale socket file.
+// A pid is judged in this process's namespace: hosts in containers sharing one TMPDIR volume need one each.
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
