@@ -202,10 +202,10 @@ function nginxRole(pid: number): string {
   return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('master process') ? 'nginx master' : 'nginx worker';
 }
 
-/** The proxy processes that serve by default on this machine (--proxy-workers' default). */
+/** The proxy processes that `extqs start` serves with by default on this machine (--proxy-workers' default). */
 function defaultProxyWorkers(): number {
   const { default: text } = SETTINGS.proxyWorkers;
-  return Number(typeof text === 'function' ? text(() => undefined) : text);
+  return Number(typeof text === 'function' ? text(() => undefined, 'start') : text);
 }
 
 async function main(): Promise<void> {

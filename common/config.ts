@@ -232,7 +232,7 @@ export function readConfig<C extends Command>(
     const other = (name: string) => value(name as SettingKey);
     let raw = '';
     try {
-      raw = fromSources ?? (typeof spec.default === 'function' ? spec.default(other) : spec.default);
+      raw = fromSources ?? (typeof spec.default === 'function' ? spec.default(other, command) : spec.default);
       const fail = (allowed: string): never => {
         throw new ConfigError(labelOf(key), raw, allowed);
       };

@@ -26,7 +26,20 @@ import {
   upstreamList,
   wwwDirectory,
   type Parser,
+  type Upstream,
 } from './settingParsers.ts';
+import type { Command } from './config.ts';
+
+/**
+ * Whether one of the upstreams is on this machine: a unix socket, or a loopback address or name. --help reads a
+ * default with the other settings' default texts, not their values: there is no list then, and no host elsewhere.
+ */
+function reachesHostHere(upstreams: unknown): boolean {
+  if (!Array.isArray(upstreams)) return true;
+  return (upstreams as Upstream[]).some(
+    (upstream) => upstream.kind === 'unix' || upstream.host.toLowerCase() === 'localhost' || isLoopbackAddress(upstream.host),
+  );
+}
 
 /** The two server processes; a setting is used by one or both. */
 export type Role = 'proxy' | 'host';
@@ -39,8 +52,8 @@ export interface SettingSpec<T, R extends readonly Role[], L extends boolean = b
   env: string;
   /** The name read before 0.1 (generic, shared with other programs); still read, with a warning, until 0.2. */
   deprecatedEnv?: string;
-  /** The default as text, parsed like a given value; a function when it follows another setting. */
-  default: string | ((value: (key: string) => unknown) => string);
+  /** The default as text, parsed like a given value; a function when it follows another setting or the command. */
+  default: string | ((value: (key: string) => unknown, command: Command) => string);
   /** The default as --help and docs/configuration.md show it, when it is not the text itself. */
   defaultText?: string;
   parse: Parser<T>;
@@ -188,10 +201,16 @@ export const SETTINGS = {
     flag: 'proxy-workers',
     env: 'EXTQS_PROXY_WORKERS',
     deprecatedEnv: 'PROXY_WORKERS',
-    // Half the CPUs: the host's workers take one each, and a front per CPU beside them keeps twice as many busy
-    // processes as CPUs on controller traffic (docs/benchmarks.md, "The whole stack").
-    default: () => String(Math.min(Math.ceil(availableParallelism() / 2), MAX_WORKERS)),
-    defaultText: 'half the available CPUs, rounded up',
+    // Half the CPUs with a host on this machine: its workers take one each, and a front per CPU beside them keeps
+    // twice as many busy processes as CPUs on controller traffic (docs/benchmarks.md, "The whole stack"). A proxy
+    // whose hosts are elsewhere takes every CPU, as nginx's `worker_processes auto`.
+    default: (other, command) => {
+      const cpus = availableParallelism();
+      const hostHere = command !== 'proxy' || reachesHostHere(other('upstreams'));
+      return String(Math.min(hostHere ? Math.ceil(cpus / 2) : cpus, MAX_WORKERS));
+    },
+    defaultText:
+      'half the available CPUs, rounded up, with a host on this machine (extqs start, or an --upstream on a unix socket or loopback); else all of them',
     parse: integer(1, MAX_WORKERS),
     roles: ['proxy'],
     placeholder: 'N',

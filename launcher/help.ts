@@ -46,7 +46,7 @@ function defaultOf(command: Command, spec: AnySetting): string {
     read.push(key as SettingKey);
     const other = specOf(key as SettingKey).default;
     return typeof other === 'string' ? other : '';
-  });
+  }, command);
   return read.every((key) => takes(command, key)) ? (spec.defaultText ?? computed) : computed;
 }
 

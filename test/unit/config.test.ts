@@ -142,6 +142,29 @@ describe('config', () => {
     });
   });
 
+  describe('the proxy workers by default', () => {
+    const cpus = availableParallelism();
+    const half = Math.ceil(cpus / 2);
+    const proxyWorkers = (command: 'start' | 'proxy', argv: string[]) => readConfigOf(command, argv, {}, cwd).proxyWorkers;
+
+    it('are half the CPUs, rounded up, beside a host on this machine', () => {
+      expect(proxyWorkers('start', [])).to.equal(half);
+      for (const upstream of ['unix:/run/extqs/host.sock', 'http://127.0.0.1:9000', 'http://localhost:9000', 'http://[::1]:9000'])
+        expect(proxyWorkers('proxy', ['--upstream', upstream]), upstream).to.equal(half);
+      expect(proxyWorkers('proxy', ['--upstream', 'http://10.0.0.5:9000', '--upstream', 'unix:/run/extqs/host.sock'])).to.equal(half);
+    });
+
+    it('are every CPU for a proxy whose hosts are elsewhere, as nginx worker_processes auto', () => {
+      expect(proxyWorkers('proxy', ['--upstream', 'http://10.0.0.5:9000', '--upstream', 'http://hosts.example:9000'])).to.equal(cpus);
+      expect(proxyWorkers('proxy', [])).to.equal(cpus);
+    });
+
+    it('are what --proxy-workers says when it is given', () => {
+      expect(proxyWorkers('proxy', ['--upstream', 'http://10.0.0.5:9000', '--proxy-workers', '1'])).to.equal(1);
+      expect(proxyWorkers('start', ['--proxy-workers', '3'])).to.equal(3);
+    });
+  });
+
   describe("the proxy's limits against slow or hostile clients", () => {
     it('reads each from its flag or its environment name', () => {
       const config = readConfig(
