@@ -57,10 +57,13 @@ function replacesProxyWorkers(reader: Reader, running: Values): boolean {
   return (reader === 'launcher' || reader === 'proxy-primary') && (running.proxyWorkers ?? 1) > 1;
 }
 
-/** Read by a proxy worker when it starts, and only by the proxy: new workers take it. */
+/**
+ * Read by the proxy's request path: new workers take it where there are two or more; a lone process builds a new
+ * request path with it, which new requests take while those in flight end on the old (proxy/server.ts reload()).
+ */
 const byNewProxyWorkers: Rule = {
-  decide: (running, _fresh, reader) => (replacesProxyWorkers(reader, running) ? 'replaced' : 'restart'),
-  summary: 'applied by new workers at --proxy-workers 2 or more; else restart',
+  decide: (running, _fresh, reader) => (replacesProxyWorkers(reader, running) ? 'replaced' : 'applied'),
+  summary: 'applied by new workers at --proxy-workers 2 or more; by a new request path in one process',
 };
 
 /**

@@ -80,6 +80,8 @@ function setting<T, const R extends readonly Role[], const L extends boolean = f
 }
 
 const MAX_WORKERS = 256;
+/** --max-header-fields' ceiling: HTTP/2 sessions are bounded by it from the start, so a SIGHUP may raise the limit. */
+export const MAX_HEADER_FIELDS = 10_000;
 /** The host keeps idle sockets 75 s (host/app.ts); the proxy's own clients must be let go sooner. */
 const MAX_KEEP_ALIVE_TIMEOUT = 60;
 const seconds = (max: number) => integer(0, max);
@@ -794,7 +796,7 @@ export const SETTINGS = {
     env: 'EXTQS_MAX_HEADER_FIELDS',
     deprecatedEnv: 'MAX_HEADER_FIELDS',
     default: '100',
-    parse: integer(1, 10_000),
+    parse: integer(1, MAX_HEADER_FIELDS),
     roles: ['proxy'],
     placeholder: 'N',
     help: 'header fields in one request, then 400 (Apache LimitRequestFields 100)',

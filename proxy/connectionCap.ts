@@ -8,8 +8,8 @@ import type { ErrorLog } from './errorLog.ts';
 /** Connections refused past --max-connections are logged as one line per this interval, not one each. */
 const DROP_REPORT_MS = 10_000;
 
-export function capConnections(listeners: readonly Pick<NetServer, 'on'>[], maxConnections: number, errorLog: ErrorLog): void {
-  if (maxConnections <= 0) return;
+/** `maxConnections` is read for each connection, as a SIGHUP may change it (0: no cap). */
+export function capConnections(listeners: readonly Pick<NetServer, 'on'>[], maxConnections: () => number, errorLog: ErrorLog): void {
   let connections = 0;
   let dropped = 0;
   const reportDrop = (): void => {
@@ -18,14 +18,15 @@ export function capConnections(listeners: readonly Pick<NetServer, 'on'>[], maxC
       errorLog.write({
         module: 'mpm_event',
         level: 'error',
-        message: `server reached --max-connections (${maxConnections}): ${dropped} connection(s) refused in the last ${DROP_REPORT_MS / 1000} s`,
+        message: `server reached --max-connections (${maxConnections()}): ${dropped} connection(s) refused in the last ${DROP_REPORT_MS / 1000} s`,
       });
       dropped = 0;
     }, DROP_REPORT_MS).unref();
   };
   for (const listener of listeners) {
     listener.on('connection', (socket: Socket) => {
-      if (connections >= maxConnections) {
+      const max = maxConnections();
+      if (max > 0 && connections >= max) {
         socket.destroy();
         reportDrop();
         return;

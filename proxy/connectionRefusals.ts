@@ -26,14 +26,17 @@ export interface RefusalOptions {
   errorLog: ErrorLog;
   accessLog: AccessLog;
   requestMetrics: RequestMetrics;
-  /** The Server field (--server-tokens); absent sends none. */
-  serverBanner: string | undefined;
+  /** The Server field (--server-tokens) as it is now (a SIGHUP may change it); undefined sends none. */
+  serverBanner: () => string | undefined;
   /** HTTP/2's CONNECT (RFC 9113 §8.5) comes with a response for a socket: it is answered as any request. */
   answerHttp2Connect: (req: IncomingMessage, res: ServerResponse) => void;
 }
 
 export function connectionRefusals({ errorLog, accessLog, requestMetrics, serverBanner, answerHttp2Connect }: RefusalOptions) {
-  const serverField = serverBanner === undefined ? '' : `Server: ${serverBanner}\r\n`;
+  const serverField = () => {
+    const banner = serverBanner();
+    return banner === undefined ? '' : `Server: ${banner}\r\n`;
+  };
 
   /**
    * Writes Apache's page for `status` straight to a socket Node's server no longer answers on, then closes
@@ -42,7 +45,7 @@ export function connectionRefusals({ errorLog, accessLog, requestMetrics, server
   function answerAndClose(socket: Socket, status: number, extraHeaders = ''): number {
     const page = errorPage(status);
     const head =
-      `HTTP/1.1 ${status} ${reasonOf(status)}\r\n${serverField}${extraHeaders}` +
+      `HTTP/1.1 ${status} ${reasonOf(status)}\r\n${serverField()}${extraHeaders}` +
       `Content-Type: text/html; charset=iso-8859-1\r\nContent-Length: ${page.length}\r\nConnection: close\r\n\r\n`;
     socket.end(Buffer.concat([Buffer.from(head, 'latin1'), page]));
     return page.length;

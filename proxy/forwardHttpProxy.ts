@@ -13,10 +13,11 @@ import {
   IDLE_UPSTREAM_SOCKET_MS,
   NODE_FRAMED,
   responseHeaders,
-  type Forward,
+  type Forwarding,
   type ForwarderOptions,
 } from './forwarding.ts';
-import { ForwardedRequest, forwardingShared, type EngineRequest } from './forwardingCore.ts';
+import { ForwardedRequest, forwardingShared, stopFollowing, type EngineRequest } from './forwardingCore.ts';
+import type { RequestContext } from './requestContext.ts';
 import { isHttp2 } from './protocols.ts';
 import type { Readable } from 'node:stream';
 
@@ -40,7 +41,7 @@ interface ProxiedRequest extends EngineRequest {
   attempts: number;
 }
 
-export function createHttpProxyForwarder(options: ForwarderOptions): Forward {
+export function createHttpProxyForwarder(options: ForwarderOptions): Forwarding {
   // A worker that left its host's table retires once its connections close: the idle ones are closed here
   // (the agent names a unix socket's connections after its path, last).
   const shared = forwardingShared(options, (worker) => {
@@ -110,7 +111,7 @@ export function createHttpProxyForwarder(options: ForwarderOptions): Forward {
     });
   });
 
-  return function forward(ctx, url) {
+  function forward(ctx: RequestContext, url: string): () => void {
     const { req, res } = ctx;
     const forwarded = new ForwardedRequest(ctx, url, shared);
     // http-proxy sends this instead of `req` (its `buffer` option).
@@ -141,5 +142,17 @@ export function createHttpProxyForwarder(options: ForwarderOptions): Forward {
     req.headers = forwardedHeaders(ctx, ENGINE_FRAMED, options.markLocalClients);
     req.url = url;
     return forwarded.start(request);
-  };
+  }
+
+  function retire(): void {
+    stopFollowing(shared);
+    // Each socket is closed as its request ends (none is kept free), the free ones now.
+    for (const each of [agent, tlsAgent]) {
+      if (!each) continue;
+      each.maxFreeSockets = 0;
+      for (const sockets of Object.values(each.freeSockets)) for (const socket of sockets ?? []) socket.destroy();
+    }
+  }
+
+  return { forward, retire };
 }

@@ -12,10 +12,10 @@ import {
   IDLE_UPSTREAM_SOCKET_MS,
   NODE_FRAMED,
   responseHeaders,
-  type Forward,
   type ForwarderOptions,
+  type Forwarding,
 } from './forwarding.ts';
-import { ForwardedRequest, forwardingShared, type EngineRequest } from './forwardingCore.ts';
+import { ForwardedRequest, forwardingShared, stopFollowing, type EngineRequest } from './forwardingCore.ts';
 import { hostTlsFor } from './hostTls.ts';
 
 /** Fields undici frames or refuses itself (the other hop-by-hop ones are never forwarded). */
@@ -106,7 +106,7 @@ function originOf(upstream: Upstream): string {
   return upstream.kind === 'unix' ? 'http://localhost' : formatUpstream(upstream);
 }
 
-export function createUndiciForwarder(options: ForwarderOptions): Forward {
+export function createUndiciForwarder(options: ForwarderOptions): Forwarding {
   const newPool = (target: Upstream) =>
     new UndiciPool(originOf(target), {
       socketPath: target.kind === 'unix' ? target.path : undefined,
@@ -134,15 +134,22 @@ export function createUndiciForwarder(options: ForwarderOptions): Forward {
     pool?.close().catch(() => undefined);
   });
 
-  return function forward(ctx, url) {
-    const forwarded = new ForwardedRequest(ctx, url, shared);
-    const headers = forwardedHeaders(ctx, ENGINE_FRAMED, options.markLocalClients);
-    const dispatch: Dispatcher.DispatchOptions = {
-      path: url,
-      method: ctx.req.method as Dispatcher.HttpMethod,
-      headers,
-      body: forwarded.body(),
-    };
-    return forwarded.start(new UndiciRequest(forwarded, poolFor, dispatch));
+  return {
+    forward(ctx, url) {
+      const forwarded = new ForwardedRequest(ctx, url, shared);
+      const headers = forwardedHeaders(ctx, ENGINE_FRAMED, options.markLocalClients);
+      const dispatch: Dispatcher.DispatchOptions = {
+        path: url,
+        method: ctx.req.method as Dispatcher.HttpMethod,
+        headers,
+        body: forwarded.body(),
+      };
+      return forwarded.start(new UndiciRequest(forwarded, poolFor, dispatch));
+    },
+    retire() {
+      stopFollowing(shared);
+      // A closed pool finishes what it was given, then closes its connections.
+      for (const pool of pools.values()) pool.close().catch(() => undefined);
+    },
   };
 }

@@ -27,6 +27,16 @@ import type { Upstreams, UpstreamState } from './upstreams.ts';
  */
 export type Forward = (ctx: RequestContext, url: string) => () => void;
 
+/** An engine's forwarding, and its end: a reload's new settings get an engine of their own (server.ts). */
+export interface Forwarding {
+  forward: Forward;
+  /**
+   * Takes no new request: stops following the hosts' tables and closes each connection to a host once the request
+   * on it has ended. What is in flight finishes; a retry it needs fails as one with no host.
+   */
+  retire(): void;
+}
+
 export interface ForwarderOptions {
   upstreams: Upstreams;
   /** No response headers within this many ms of the request's end: 504. 0 = wait as long as it takes. */

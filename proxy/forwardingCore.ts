@@ -77,6 +77,11 @@ export function forwardingShared(options: ForwarderOptions, workerLeft: (target:
   return { ...options, fail: failures(options), workersOf };
 }
 
+/** Stops following every host's table (an engine that retires). */
+export function stopFollowing(shared: ForwardingShared): void {
+  for (const workers of shared.workersOf.values()) workers.close();
+}
+
 export class ForwardedRequest implements SentRequest {
   /** Answered by the proxy itself (504, a refused body, a host error page) or nobody left: the host's answer is dropped. */
   settled = false;

@@ -20,7 +20,7 @@ import { errorFile, openErrorLog, relayedErrors } from './errorLog.ts';
 import { setErrorDocuments } from './errorPages.ts';
 import { terminalWriter } from '../common/terminal.ts';
 import { announceStart, listenerUrl, reloadedEntries, stoppingEntry } from './lifecycle.ts';
-import { createProxyServer } from './server.ts';
+import { createProxyServer, type RequestPathOptions } from './server.ts';
 import { serverBanner } from './serverBanner.ts';
 import { allowList } from '../common/clientList.ts';
 import { StaticCache } from './staticCache.ts';
@@ -75,6 +75,7 @@ export async function serveProxy(
   );
   // Registered first, so a SIGHUP during start-up reopens the logs rather than ending the process.
   let reloadCertificate = (_settings: ProxyConfig): void => {};
+  let reloadRequestPath = (_settings: ProxyConfig): void => {};
   // Read by every request, so a SIGHUP's --compression applies to the next answers.
   const compression: CompressionSettings = { codings: config.compression };
   setErrorDocuments(config.errorDocuments);
@@ -83,32 +84,53 @@ export async function serveProxy(
     const reopened = [accessLog.reopen(settings) && 'access.log', errorLog.reopen(settings) && 'error.log'];
     compression.codings = settings.compression;
     if (!primary) for (const entry of reloadedEntries(reopened, note, kept, settings)) errorLog.write(entry);
-    if (!kept) reloadCertificate(settings);
+    if (kept) return;
+    reloadCertificate(settings);
+    // A primary's workers are replaced with these instead (primary.ts); a lone process takes them itself.
+    if (!primary) reloadRequestPath(settings);
   });
   useHostTls(config);
-  const upstreams = new Upstreams(
-    config.upstreams,
-    { maxFails: config.upstreamMaxFails, failTimeoutMs: config.upstreamFailTimeout * 1000 },
-    (message) => errorLog.write({ module: 'proxy', level: 'warn', message }),
-  );
+  const upstreamsOf = (settings: ProxyConfig) =>
+    new Upstreams(
+      settings.upstreams,
+      { maxFails: settings.upstreamMaxFails, failTimeoutMs: settings.upstreamFailTimeout * 1000 },
+      (message) => errorLog.write({ module: 'proxy', level: 'warn', message }),
+    );
   const publicDir = join(config.www, 'public');
   const staticCache = new StaticCache(publicDir, { links: new LinkGuard(publicDir, config.followSymlinks) });
-  const { server, tlsServer, stop, metrics, reloadTls } = createProxyServer({
+  /** What a lone process's SIGHUP builds a new request path from (server.ts reload()). */
+  const requestPathOf = async (settings: ProxyConfig): Promise<RequestPathOptions> => ({
+    upstreams: upstreamsOf(settings),
+    statusAllow: allowList(settings.statusAllow),
+    upstreamTimeoutMs: settings.upstreamTimeout * 1000,
+    createForwarder: await loadForwarder(settings.forwarder),
+    limits: settings,
+    serverBanner: serverBanner(settings.serverTokens),
+  });
+  const { server, tlsServer, stop, metrics, reloadTls, reload } = createProxyServer({
+    ...(await requestPathOf(config)),
     www: config.www,
     staticCache,
-    upstreams,
-    statusAllow: allowList(config.statusAllow),
-    upstreamTimeoutMs: config.upstreamTimeout * 1000,
-    createForwarder: await loadForwarder(config.forwarder),
-    limits: config,
     accessLog,
     errorLog,
     everyShare: primary && (() => primary.request('all-metrics', null, SHARES_TIMEOUT_MS)),
     tls: config.tlsCert === undefined ? undefined : tlsOptionsOf(config),
     compression,
     markLocalClients: config.dev === true,
-    serverBanner: serverBanner(config.serverTokens),
   });
+  // Applied in the order the SIGHUPs came, each once its engine is loaded.
+  let reloading = Promise.resolve();
+  reloadRequestPath = (settings) => {
+    reloading = reloading
+      .then(async () => reload(await requestPathOf(settings)))
+      .catch((err: Error) =>
+        errorLog.write({
+          module: 'core',
+          level: 'error',
+          message: `the new settings were not applied, the old ones serve on: ${err.message}`,
+        }),
+      );
+  };
   primary?.answer('metrics', metrics);
   /**
    * The certificate and key read again (certbot renews them in place), for new handshakes. Whether there

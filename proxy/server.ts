@@ -9,7 +9,7 @@ import { Server as NetServer, type AddressInfo, type BlockList, type Socket } fr
 import { once } from 'node:events';
 import type { TLSSocket } from 'node:tls';
 import { join } from 'node:path';
-import type { Forward, ForwarderOptions } from './forwarding.ts';
+import type { ForwarderOptions, Forwarding } from './forwarding.ts';
 import type { AccessLog } from './accessLog.ts';
 import { http1Limits, type ClientLimits } from './clientLimits.ts';
 import type { CompressionSettings } from './compression.ts';
@@ -35,6 +35,7 @@ import { serverStatus } from './serverStatus.ts';
 import type { StaticCache } from './staticCache.ts';
 import { staticFiles } from './staticFiles.ts';
 import { TLS_DEFAULTS, type TlsOptions } from './tls.ts';
+import { MAX_HEADER_FIELDS } from '../common/settings.ts';
 import type { Upstreams } from './upstreams.ts';
 
 export type { ClientLimits } from './clientLimits.ts';
@@ -45,7 +46,7 @@ export interface ProxyOptions {
   /** 0 = wait for the host's headers as long as it takes. */
   upstreamTimeoutMs: number;
   /** The chosen engine's constructor (main.ts loads only that one). */
-  createForwarder: (options: ForwarderOptions) => Forward;
+  createForwarder: (options: ForwarderOptions) => Forwarding;
   /** Small files and misses of www/public (watched by the caller). */
   staticCache: StaticCache;
   accessLog: AccessLog;
@@ -66,12 +67,36 @@ export interface ProxyOptions {
   serverBanner?: string;
 }
 
+/**
+ * What a SIGHUP may change in a lone proxy process (reload()); with --proxy-workers 2 or more the primary starts
+ * workers with them instead (primary.ts).
+ */
+export type RequestPathOptions = Pick<
+  ProxyOptions,
+  'upstreams' | 'upstreamTimeoutMs' | 'createForwarder' | 'statusAllow' | 'limits' | 'serverBanner'
+>;
+
+/** The passes and what they were built with: a request runs on the path it arrived on to its end. */
+interface RequestPath {
+  passes: Pass[];
+  forwarding: Forwarding;
+  limits: ClientLimits;
+  upstreams: Upstreams;
+  serverBanner: string | undefined;
+}
+
 export interface ProxyServer {
   server: Server;
   /** The HTTPS listener, when `tls` was given (not listening yet, as `server`). */
   tlsServer?: Http2SecureServer;
   /** A SIGHUP's TLS settings: the pair read again (new handshakes use it) and the redirect. */
   reloadTls: (tls: TlsOptions) => void;
+  /**
+   * A SIGHUP's limits, timeouts, upstreams, engine, status allow list and Server field: new requests (and, for
+   * the listeners' limits, new connections) take them; those in flight end on the old ones, whose engine then
+   * closes its connections to the hosts.
+   */
+  reload: (next: RequestPathOptions) => void;
   /**
    * Graceful stop: no new connections, `Connection: close` on every answer from now on (keep-alive
    * clients would otherwise go on sending), and resolves when every response has ended, or were cut
@@ -115,23 +140,8 @@ function closeQueued(queued: Set<ServerResponse>): void {
   }
 }
 
-export function createProxyServer({
-  www,
-  upstreams,
-  upstreamTimeoutMs,
-  createForwarder,
-  staticCache,
-  accessLog,
-  errorLog,
-  statusAllow,
-  limits,
-  tls,
-  everyShare,
-  compression,
-  markLocalClients = false,
-  serverBanner,
-}: ProxyOptions): ProxyServer {
-  const forward = createForwarder({ upstreams, upstreamTimeoutMs, limitRequestBody: limits.limitRequestBody, markLocalClients });
+export function createProxyServer(options: ProxyOptions): ProxyServer {
+  const { www, staticCache, accessLog, errorLog, limits, tls, everyShare, compression, markLocalClients = false } = options;
 
   const open = new InFlightList<ServerResponse>();
   const startedAt = new Date();
@@ -167,7 +177,8 @@ export function createProxyServer({
         // Twice ours: Node resets a stream past its own limit silently; below it this server answers 431.
         maxHeaderListSize: limits.maxHeaderSize * 2,
       },
-      maxHeaderListPairs: (limits.maxHeaderFields + 4) * 2,
+      // The most --max-header-fields allows, so a SIGHUP may raise it: the framing pass holds requests to the setting.
+      maxHeaderListPairs: (MAX_HEADER_FIELDS + 4) * 2,
       // A client that connects and says nothing is cut at --header-timeout, as on plain HTTP (Node: 120 s).
       handshakeTimeout: limits.headerTimeout * 1000,
     });
@@ -203,10 +214,11 @@ export function createProxyServer({
     if (!res.socket) closeWithConnection(req.socket, res);
     watchBody(ctx);
     res.once('close', () => requestEnded(ctx, openEntry));
-    if (stopping || limits.keepAliveTimeout === 0) res.shouldKeepAlive = false;
+    const current = path;
+    if (stopping || current.limits.keepAliveTimeout === 0) res.shouldKeepAlive = false;
     res.setHeader('X-Request-Id', ctx.id);
-    if (serverBanner !== undefined) res.setHeader('Server', serverBanner);
-    for (const pass of passes) if (pass(ctx)) return;
+    if (current.serverBanner !== undefined) res.setHeader('Server', current.serverBanner);
+    for (const pass of current.passes) if (pass(ctx)) return;
   }
 
   function requestEnded(ctx: RequestContext, openEntry: InFlightEntry<ServerResponse>): void {
@@ -220,31 +232,51 @@ export function createProxyServer({
 
   const openConnections = async () => (await Promise.all(servers.map(connectionsOf))).reduce((sum, count) => sum + count, 0);
   const metrics = async (): Promise<MetricJson[]> =>
-    processMetricsJson(requestMetrics, { startedAt, inFlight: open.size, connections: await openConnections() }, upstreams);
+    processMetricsJson(requestMetrics, { startedAt, inFlight: open.size, connections: await openConnections() }, path.upstreams);
   const shares = everyShare ?? (async () => [await metrics()]);
-  /** The request path, in order: each pass answers the request or leaves it to the next (passes/). */
-  const passes: Pass[] = [
-    framingPass(limits),
-    httpsRedirectPass({
-      enabled: () => redirect,
-      // A plain request can come before the HTTPS listener is bound (start-up).
-      tlsPort: () => (tlsServer?.address() as AddressInfo | null)?.port,
-    }),
-    bodyLimitsPass(limits),
-    routePass,
-    statusPagesPass({
-      serverStatus: serverStatus({ shares, upstreams, allow: statusAllow }),
-      metrics: metricsEndpoint({ processes: shares, upstreams, allow: statusAllow }),
-    }),
-    probesPass(upstreams),
-    filesPass(staticFiles(join(www, 'public'), staticCache), compression),
-    forwardPass(forward, compression),
-  ];
+  const files = staticFiles(join(www, 'public'), staticCache);
+  const redirectPass = httpsRedirectPass({
+    enabled: () => redirect,
+    // A plain request can come before the HTTPS listener is bound (start-up).
+    tlsPort: () => (tlsServer?.address() as AddressInfo | null)?.port,
+  });
+
+  function requestPath(next: RequestPathOptions): RequestPath {
+    const { upstreams, statusAllow } = next;
+    const forwarding = next.createForwarder({
+      upstreams,
+      upstreamTimeoutMs: next.upstreamTimeoutMs,
+      limitRequestBody: next.limits.limitRequestBody,
+      markLocalClients,
+    });
+    /** The request path, in order: each pass answers the request or leaves it to the next (passes/). */
+    const passes: Pass[] = [
+      framingPass(next.limits),
+      redirectPass,
+      bodyLimitsPass(next.limits),
+      routePass,
+      statusPagesPass({
+        serverStatus: serverStatus({ shares, upstreams, allow: statusAllow }),
+        metrics: metricsEndpoint({ processes: shares, upstreams, allow: statusAllow }),
+      }),
+      probesPass(upstreams),
+      filesPass(files, compression),
+      forwardPass(forwarding.forward, compression),
+    ];
+    return { passes, forwarding, limits: next.limits, upstreams, serverBanner: next.serverBanner };
+  }
+  let path = requestPath(options);
   // Node's own field limit drops the fields past it silently, Host among them when it comes last (then
   // Node answers a bare 400 itself): keep every field, which maxHeaderSize bounds, and count them above.
   server.maxHeadersCount = 0;
-  capConnections(servers, limits.maxConnections, errorLog);
-  const refusals = connectionRefusals({ errorLog, accessLog, requestMetrics, serverBanner, answerHttp2Connect: handleRequest });
+  capConnections(servers, () => path.limits.maxConnections, errorLog);
+  const refusals = connectionRefusals({
+    errorLog,
+    accessLog,
+    requestMetrics,
+    serverBanner: () => path.serverBanner,
+    answerHttp2Connect: handleRequest,
+  });
   for (const listener of servers) {
     // A request Node's parser rejects never reaches the handler. (HTTP/1.1 over TLS is parsed by the same code.)
     listener.on('clientError', refusals.refuseUnparsed);
@@ -293,7 +325,24 @@ export function createProxyServer({
     redirect = next.redirect;
   }
 
-  return { server, tlsServer, stop, metrics, reloadTls };
+  function reload(next: RequestPathOptions): void {
+    const old = path;
+    path = requestPath(next);
+    const { limits: nextLimits } = next;
+    // Node reads these from the server for each connection (parser, keep-alive wait, the deadline checks).
+    Object.assign(server, http1Limits(nextLimits));
+    if (tlsServer) {
+      Object.assign(tlsServer, http1Limits(nextLimits));
+      tlsServer.setTimeout(Math.max(nextLimits.keepAliveTimeout, nextLimits.requestTimeout) * 1000);
+      tlsServer.updateSettings({
+        maxConcurrentStreams: nextLimits.h2MaxConcurrentStreams,
+        maxHeaderListSize: nextLimits.maxHeaderSize * 2,
+      });
+    }
+    old.forwarding.retire();
+  }
+
+  return { server, tlsServer, stop, metrics, reloadTls, reload };
 }
 
 function connectionsOf(listener: Server | Http2SecureServer): Promise<number> {

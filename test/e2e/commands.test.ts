@@ -498,7 +498,7 @@ describe('the extqs command', function () {
     it('makes extqs proxy on its own read its settings again: the log level applied, the rest named', async function () {
       const file = join(sandbox.dir, 'proxy.conf');
       writeFileSync(file, 'LOG_LEVEL=warn\nWORKERS=3\n');
-      // One process: nothing can take its place, so a client limit needs a restart (with two, new workers apply it).
+      // One process: it applies a client limit itself (with two, new workers would); what it reads at start needs a restart.
       running = await startProxy(sandbox, [
         '--upstream',
         `unix:${join(sandbox.dir, 'none.sock')}`,
@@ -510,7 +510,7 @@ describe('the extqs command', function () {
       // A missing file is an info line (AH00128): not written at warn, written at info.
       const idOfMiss = async () => (await get(running!.url, '/no-such-file.txt')).headers['x-request-id'] as string;
       const beforeId = await idOfMiss();
-      writeFileSync(file, 'LOG_LEVEL=info\nWORKERS=4\nKEEP_ALIVE_TIMEOUT=2\n');
+      writeFileSync(file, 'LOG_LEVEL=info\nWORKERS=4\nKEEP_ALIVE_TIMEOUT=2\nEXTQS_FOLLOW_SYMLINKS=off\n');
       running.child.kill('SIGHUP');
       const line = await eventually(
         () => readLog(sandbox, 'error.log').find((l) => l.includes('SIGHUP received')),
@@ -519,7 +519,8 @@ describe('the extqs command', function () {
       );
       expect(line).to.contain('[mpm_event:notice]');
       expect(line).to.contain(
-        'SIGHUP received: reopened access.log, error.log; applied --log-level "warn" -> "info"; need a restart to apply: --keep-alive-timeout 5 -> 2',
+        'SIGHUP received: reopened access.log, error.log; applied --log-level "warn" -> "info", --keep-alive-timeout 5 -> 2; ' +
+          'need a restart to apply: --follow-symlinks "owner" -> "off"',
       );
       const afterId = await idOfMiss();
       await eventually(() => readLog(sandbox, 'error.log').find((l) => l.includes(afterId)), 3000, 'the info line of a miss after SIGHUP');

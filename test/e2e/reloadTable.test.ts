@@ -18,10 +18,12 @@ import { total } from '../helpers/metrics.ts';
 import {
   descendants,
   eventually,
+  holdController,
   makeSandbox,
   readLog,
   roleOf,
   spawnReady,
+  startProcess,
   startProxy,
   type Running,
   type Sandbox,
@@ -84,8 +86,25 @@ async function servedName(url: string): Promise<string> {
 const restartOnly = (values: Partial<Record<SettingKey, string>>): Step[] =>
   Object.entries(values).map(([key, value]) => ({ set: () => ({ [key]: value }), said: 'restart' }));
 
-/** A proxy setting new workers take: applied by replacing them where there are two, a restart with one process. */
-const byWorkers = (proxyWorkers: number): Said => (proxyWorkers > 1 ? 'replaced' : 'restart');
+/** A proxy setting new workers take where there are two; one process applies it to the requests that come next. */
+const byWorkers = (proxyWorkers: number): Said => (proxyWorkers > 1 ? 'replaced' : 'applied');
+
+/**
+ * Waits until every request `check` makes sees the new settings: one process's new request path (its engine is
+ * loaded first), or with two workers every one started since the SIGHUP.
+ */
+const inEffect = (stage: Stage, check: () => Promise<unknown>) =>
+  stage.proxyWorkers > 1
+    ? everyWorkerRenewed(stage.sandbox, stage.workersAtSighup, check)
+    : eventually(
+        () =>
+          check().then(
+            () => true as const,
+            () => undefined,
+          ),
+        5000,
+        'the new settings in effect',
+      );
 
 /**
  * Steps of proxy settings new workers take, seen in the settings lines and, where there are two workers, in the
@@ -226,7 +245,7 @@ const GROUPS: Group[] = [
       {
         // From 2 to 3 a worker starts; from 1 to 2 the lone process would need a primary.
         set: ({ proxyWorkers }) => ({ proxyWorkers: String(proxyWorkers + 1) }),
-        said: byWorkers,
+        said: (proxyWorkers) => (proxyWorkers > 1 ? 'replaced' : 'restart'),
         observe: async ({ stack, proxyWorkers }) => {
           const workers = async () => total((await get(stack.url, '/metrics')).body, 'extqs_proxy_workers');
           if (proxyWorkers === 1) {
@@ -250,11 +269,8 @@ const GROUPS: Group[] = [
       {
         set: () => ({ serverTokens: 'prod' }),
         said: byWorkers,
-        observe: async ({ stack, sandbox, proxyWorkers, workersAtSighup }) => {
-          const server = async () => (await get(stack.url, '/hello.txt')).headers.server;
-          if (proxyWorkers === 1) expect(await server()).to.match(/^extqs\/\S+ \(Node\.js /);
-          else await everyWorkerRenewed(sandbox, workersAtSighup, async () => expect(await server()).to.equal('extqs'));
-        },
+        observe: (stage) =>
+          inEffect(stage, async () => expect((await get(stage.stack.url, '/hello.txt')).headers.server).to.equal('extqs')),
       },
       {
         set: ({ sandbox }) => ({ logs: join(sandbox.dir, 'logs2') }),
@@ -312,11 +328,7 @@ const GROUPS: Group[] = [
         // 127.0.0.1 is refused from now on by the new workers.
         set: () => ({ statusAllow: '10.0.0.0/8' }),
         said: byWorkers,
-        observe: async ({ stack, sandbox, proxyWorkers, workersAtSighup }) => {
-          const status = async () => (await get(stack.url, '/server-status?auto')).status;
-          if (proxyWorkers === 1) expect(await status()).to.equal(200);
-          else await everyWorkerRenewed(sandbox, workersAtSighup, async () => expect(await status()).to.equal(403));
-        },
+        observe: (stage) => inEffect(stage, async () => expect((await get(stage.stack.url, '/server-status?auto')).status).to.equal(403)),
       },
       ...newWorkersOnly({
         upstreamMaxFails: '3',
@@ -329,21 +341,18 @@ const GROUPS: Group[] = [
       {
         set: () => ({ maxHeaderFields: '5' }),
         said: byWorkers,
-        observe: async ({ stack, sandbox, proxyWorkers, workersAtSighup }) => {
+        observe: (stage) => {
           const headers = Object.fromEntries(Array.from({ length: 10 }, (_, i) => [`x-field-${i}`, 'x']));
-          const status = async () => (await get(stack.url, '/hello.txt', { headers })).status;
-          if (proxyWorkers === 1) expect(await status()).to.equal(200);
-          else await everyWorkerRenewed(sandbox, workersAtSighup, async () => expect(await status()).to.equal(400));
+          return inEffect(stage, async () => expect((await get(stage.stack.url, '/hello.txt', { headers })).status).to.equal(400));
         },
       },
       {
         set: () => ({ limitRequestBody: '1k' }),
         said: byWorkers,
-        observe: async ({ stack, sandbox, proxyWorkers, workersAtSighup }) => {
-          const status = async () => (await get(stack.url, '/hello.txt', { method: 'POST', body: 'x'.repeat(2048) })).status;
-          if (proxyWorkers === 1) expect(await status()).not.to.equal(413);
-          else await everyWorkerRenewed(sandbox, workersAtSighup, async () => expect(await status()).to.equal(413));
-        },
+        observe: (stage) =>
+          inEffect(stage, async () =>
+            expect((await get(stage.stack.url, '/hello.txt', { method: 'POST', body: 'x'.repeat(2048) })).status).to.equal(413),
+          ),
       },
       ...newWorkersOnly({ maxConnections: '10' }),
       // The launcher sets these for its children: `extqs start` does not read them, and says nothing of them.
@@ -534,6 +543,45 @@ describe('the SIGHUP table', function () {
 });
 
 describe('a SIGHUP sent to extqs proxy on its own', function () {
+  it('at --proxy-workers 1, sends new requests to a new --upstream while one in flight ends on the old host', async function () {
+    const sandbox = makeSandbox();
+    const running: Running[] = [];
+    const held = holdController(sandbox, 'Held');
+    try {
+      // Two real hosts, each with its own Which controller; Held, on the first, answers once released.
+      const wwwB = join(sandbox.dir, 'www-b');
+      for (const dir of [join(wwwB, 'controllers'), join(wwwB, 'public'), join(sandbox.dir, 'logs-b')]) mkdirSync(dir, { recursive: true });
+      writeFileSync(join(sandbox.controllers, 'Which.ts'), `export default () => 'a';\n`);
+      writeFileSync(join(wwwB, 'controllers', 'Which.ts'), `export default () => 'b';\n`);
+      const socket = (name: string) => join(sandbox.dir, name);
+      for (const [www, logs, name] of [
+        [sandbox.www, sandbox.logs, 'a.sock'],
+        [wwwB, join(sandbox.dir, 'logs-b'), 'b.sock'],
+      ])
+        running.push(await startProcess('host', ['--www', www, '--logs', logs, '--socket', socket(name), '--workers', '1']));
+      const conf = join(sandbox.dir, 'proxy.conf');
+      writeFileSync(conf, `EXTQS_UPSTREAM=unix:${socket('a.sock')}\n`);
+      const proxy = await startProxy(sandbox, ['--proxy-workers', '1', '--config', conf]);
+      running.push(proxy);
+      const which = async () => (await get(proxy.url, '/External/Which')).body;
+      expect(await which()).to.equal('a');
+      const inFlight = get(proxy.url, '/External/Held');
+      await held.reached();
+
+      writeFileSync(conf, `EXTQS_UPSTREAM=unix:${socket('b.sock')}\n`);
+      proxy.child.kill('SIGHUP');
+      await eventually(async () => ((await which()) === 'b' ? true : undefined), 5000, 'the new upstream answering');
+      for (let answer = 0; answer < ANSWERS_IN_A_ROW; answer++) expect(await which()).to.equal('b');
+      held.release();
+      const answer = await inFlight;
+      expect([answer.status, answer.body]).to.deep.equal([200, 'released']);
+    } finally {
+      held.release();
+      for (const each of running.reverse()) await each.stop();
+      sandbox.remove();
+    }
+  });
+
   for (const proxyWorkers of [1, 2]) {
     it(`adding a certificate needs a restart and opens no HTTPS listener, at --proxy-workers ${proxyWorkers}`, async function () {
       const sandbox = makeSandbox();
@@ -580,8 +628,8 @@ describe('a SIGHUP sent to extqs proxy on its own', function () {
         const changes = `--server-tokens "full" -> "prod", --upstream "${upstream('a.sock')}" -> "${upstream('b.sock')}"`;
         const server = async () => (await get(proxy.url, '/hello.txt')).headers.server;
         if (proxyWorkers === 1) {
-          expect(line).to.contain(`live settings unchanged; need a restart to apply: ${changes}`);
-          expect(await server()).to.match(/^extqs\/\S+ \(Node\.js /);
+          expect(line).to.contain(`applied ${changes}`);
+          await eventually(async () => ((await server()) === 'extqs' ? true : undefined), 5000, 'the new Server field');
         } else {
           expect(line).to.contain(`applied by starting new workers: ${changes}`);
           expect(workersAtSighup, 'one per --proxy-workers').to.have.length(proxyWorkers);

@@ -58,7 +58,7 @@ describe('the reload resolver', () => {
       '10.0.0.0/8',
     ]);
     expect(reloadNote(resolveReload('proxy', running, fresh))).to.equal(
-      'live settings unchanged; need a restart to apply: --status-allow "127.0.0.0/8,::1/128" -> "10.0.0.0/8", ' +
+      'applied --status-allow "127.0.0.0/8,::1/128" -> "10.0.0.0/8", ' +
         '--upstream "unix:/run/a.sock" -> "unix:/run/a.sock,http://10.0.0.2:9000", --keep-alive-timeout 5 -> 2',
     );
   });
@@ -111,7 +111,7 @@ describe('the reload resolver', () => {
     }
   });
 
-  it("applies the proxy workers' own settings by starting new workers where a primary has two or more, else needs a restart", () => {
+  it("applies the proxy workers' own settings by starting new workers where a primary has two or more, in one process itself", () => {
     const running = read(['--proxy-workers', '2', '--workers', '4']);
     const fresh = read([
       '--proxy-workers',
@@ -144,13 +144,13 @@ describe('the reload resolver', () => {
       const config = reloadedConfig(reader, running, fresh);
       expect([config.proxyWorkers, config.upstreamTimeout, config.port]).to.deep.equal([3, 45, 8080]);
     }
-    // One proxy process holds the port itself: nothing can take its place.
+    // One proxy process holds the port itself, and builds a new request path with them.
     const alone = read(['--proxy-workers', '1']);
     const freshAlone = read(['--proxy-workers', '1', '--upstream-timeout', '45']);
-    for (const reader of ['launcher', 'proxy'] as const)
-      expect(reloadNote(resolveReload(reader, alone, freshAlone))).to.equal(
-        'live settings unchanged; need a restart to apply: --upstream-timeout 30 -> 45',
-      );
+    for (const reader of ['launcher', 'proxy'] as const) {
+      expect(reloadNote(resolveReload(reader, alone, freshAlone))).to.equal('applied --upstream-timeout 30 -> 45');
+      expect(reloadedConfig(reader, alone, freshAlone).upstreamTimeout).to.equal(45);
+    }
     // Going to one worker, or from one, changes who holds the port.
     expect(resolveReload('proxy-primary', running, read(['--proxy-workers', '1', '--workers', '4'])).map((c) => c.outcome)).to.deep.equal([
       'restart',
