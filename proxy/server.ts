@@ -327,6 +327,7 @@ export function createProxyServer(options: ProxyOptions): ProxyServer {
 
   function reload(next: RequestPathOptions): void {
     const old = path;
+    next.upstreams.countOn(old.upstreams);
     path = requestPath(next);
     const { limits: nextLimits } = next;
     // Node reads these from the server for each connection (parser, keep-alive wait, the deadline checks).

@@ -100,6 +100,20 @@ export class Upstreams {
     if (wasDown) this.onChange(`upstream ${state.name} back in the rotation`);
   }
 
+  /**
+   * Takes the counts of the same upstreams from `previous` (a reload's new Upstreams), so no counter of /metrics goes
+   * back. Whether each is in the rotation starts again, as nginx's health does at a reload.
+   */
+  countOn(previous: Upstreams): void {
+    const before = new Map(previous.all.map((state) => [state.name, state]));
+    for (const state of this.all) {
+      const old = before.get(state.name);
+      if (!old) continue;
+      state.requests += old.requests;
+      state.totalFails += old.totalFails;
+    }
+  }
+
   snapshot(): UpstreamSnapshot[] {
     const now = this.now();
     return this.all.map((state) => ({

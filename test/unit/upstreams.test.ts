@@ -84,6 +84,20 @@ describe('the upstream rotation', () => {
   });
 });
 
+describe("a reload's new upstreams", () => {
+  it('go on counting from the old ones where the upstream stays, and start in the rotation', () => {
+    const old = new Upstreams([A, B], { maxFails: 1, failTimeoutMs: 10_000 });
+    for (let i = 0; i < 3; i++) old.pick()!.requests += 1;
+    old.connectFailed(old.all[1]);
+    const fresh = new Upstreams([B, C], { maxFails: 1, failTimeoutMs: 10_000 });
+    fresh.countOn(old);
+    expect(fresh.snapshot().map(({ name, state, requests, fails }) => [name, state, requests, fails])).to.deep.equal([
+      ['http://10.0.0.6:9000', 'up', 1, 1],
+      ['http://10.0.0.7:9000', 'up', 0, 0],
+    ]);
+  });
+});
+
 describe("an upstream's /metrics label", () => {
   it('is the configured upstream as given, unless it is labelled (the launcher labels its own socket `local`)', () => {
     const upstreams = new Upstreams([A, B, { kind: 'unix', path: '/tmp/extqs-x1y2z3/host.sock', label: LOCAL_UPSTREAM_LABEL }], {
