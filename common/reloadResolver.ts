@@ -3,6 +3,7 @@
 // launcher, `extqs proxy` alone or as the primary of workers, `extqs host`'s pool), whether a changed
 // value is applied now or needs a restart (its running value is kept until then), and the words of the
 // SIGHUP line each of them writes. The processes only carry out what this decides.
+import { isDeepStrictEqual } from 'node:util';
 import { flagValue, type Command } from './config.ts';
 import { SETTING_KEYS, specOf, type Config, type SettingKey } from './settings.ts';
 
@@ -76,6 +77,38 @@ const proxyWorkerCount: Rule = {
 };
 
 /**
+ * An https:// upstream goes with the mutual TLS pair the proxy runs with: added while --mtls-* change (a restart),
+ * it waits for that restart too, or it would be sent with no pair, or the old one.
+ */
+const upstreamsWithTheirPair: Rule = {
+  decide: (running, fresh, reader) => {
+    const secure = (fresh.upstreams ?? []).some((upstream) => upstream.kind === 'tcp' && upstream.tls);
+    const pairChanged = (['mtlsCert', 'mtlsKey', 'mtlsCa'] as const).some((key) => !isDeepStrictEqual(running[key], fresh[key]));
+    return secure && pairChanged ? 'restart' : byNewProxyWorkers.decide(running, fresh, reader);
+  },
+  summary: `${byNewProxyWorkers.summary}; restart when an https:// upstream comes with new --mtls-* files`,
+};
+
+/** The settings the proxy's request path is built with (byNewProxyWorkers, upstreamsWithTheirPair). */
+export const REQUEST_PATH_SETTINGS = [
+  'h2MaxConcurrentStreams',
+  'serverTokens',
+  'upstreamTimeout',
+  'forwarder',
+  'statusAllow',
+  'upstreams',
+  'upstreamMaxFails',
+  'upstreamFailTimeout',
+  'headerTimeout',
+  'requestTimeout',
+  'keepAliveTimeout',
+  'maxHeaderSize',
+  'maxHeaderFields',
+  'limitRequestBody',
+  'maxConnections',
+] as const satisfies readonly SettingKey[];
+
+/**
  * Read by a host worker when it starts: the pool (always a primary with its workers) starts new ones with it,
  * each taking an old one's place once it listens, as after --max-requests.
  */
@@ -110,27 +143,7 @@ const RULES: Partial<Record<SettingKey, Rule>> = {
       ['workers', 'workerConcurrency', 'startWorkers', 'listenBacklog', 'minSpareWorkers', 'maxSpareWorkers', 'workerIdleTimeout'] as const
     ).map((key) => [key, byThePool]),
   ),
-  ...Object.fromEntries(
-    (
-      [
-        'h2MaxConcurrentStreams',
-        'serverTokens',
-        'upstreamTimeout',
-        'forwarder',
-        'statusAllow',
-        'upstreams',
-        'upstreamMaxFails',
-        'upstreamFailTimeout',
-        'headerTimeout',
-        'requestTimeout',
-        'keepAliveTimeout',
-        'maxHeaderSize',
-        'maxHeaderFields',
-        'limitRequestBody',
-        'maxConnections',
-      ] as const
-    ).map((key) => [key, byNewProxyWorkers]),
-  ),
+  ...Object.fromEntries(REQUEST_PATH_SETTINGS.map((key) => [key, key === 'upstreams' ? upstreamsWithTheirPair : byNewProxyWorkers])),
   ...Object.fromEntries(
     (
       [

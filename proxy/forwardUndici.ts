@@ -120,10 +120,16 @@ export function createUndiciForwarder(options: ForwarderOptions): Forwarding {
     });
   /** A pool per host primary and per host worker, by address. */
   const pools = new Map<string, Pool>();
+  let retired = false;
   const poolFor = (target: Upstream) => {
     const name = formatUpstream(target);
     let pool = pools.get(name);
-    if (!pool) pools.set(name, (pool = newPool(target)));
+    if (pool && !retired) return pool;
+    pool = newPool(target);
+    // Retired, a request it still sends (another try for one in flight) gets a pool of its own, closed once
+    // that request ends (the dispatch comes right after this returns).
+    if (retired) setImmediate(() => void pool.close().catch(() => undefined));
+    else pools.set(name, pool);
     return pool;
   };
   // A worker that left its host's table retires: its connections close as their requests end.
@@ -147,6 +153,7 @@ export function createUndiciForwarder(options: ForwarderOptions): Forwarding {
       return forwarded.start(new UndiciRequest(forwarded, poolFor, dispatch));
     },
     retire() {
+      retired = true;
       stopFollowing(shared);
       // A closed pool finishes what it was given, then closes its connections.
       for (const pool of pools.values()) pool.close().catch(() => undefined);

@@ -11,7 +11,13 @@ const HOST_READY_TIMEOUT_MS = 1_000;
 /** Undefined when the host is ready, else why not. */
 export function hostNotReady({ upstream }: UpstreamState): Promise<string | undefined> {
   const where = upstream.kind === 'unix' ? { socketPath: upstream.path } : { host: upstream.host, port: upstream.port };
-  const tls = hostTlsFor(upstream);
+  let tls: ReturnType<typeof hostTlsFor>;
+  try {
+    tls = hostTlsFor(upstream);
+  } catch (err) {
+    // A host that cannot even be asked (no mutual TLS pair for it) is not ready: a reason, never a throw.
+    return Promise.resolve((err as Error).message);
+  }
   const send = tls ? requestTls : request;
   return new Promise((resolve) => {
     const req = send({ ...where, ...tls, path: '/ready', agent: false, timeout: HOST_READY_TIMEOUT_MS }, (res) => {

@@ -7,6 +7,7 @@ import type { Server } from 'node:http';
 import type { Http2SecureServer } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { isDeepStrictEqual } from 'node:util';
 import { LinkGuard } from '../common/linkGuard.ts';
 import { logSettingsOf } from '../common/config.ts';
 import type { IpcChannel } from '../common/ipc.ts';
@@ -21,6 +22,7 @@ import { setErrorDocuments } from './errorPages.ts';
 import { terminalWriter } from '../common/terminal.ts';
 import { announceStart, listenerUrl, reloadedEntries, stoppingEntry } from './lifecycle.ts';
 import { createProxyServer, type RequestPathOptions } from './server.ts';
+import { REQUEST_PATH_SETTINGS } from '../common/reloadResolver.ts';
 import { serverBanner } from './serverBanner.ts';
 import { allowList } from '../common/clientList.ts';
 import { StaticCache } from './staticCache.ts';
@@ -75,6 +77,8 @@ export async function serveProxy(
   );
   // Registered first, so a SIGHUP during start-up reopens the logs rather than ending the process.
   let reloadCertificate = (_settings: ProxyConfig): void => {};
+  // The settings the request path is (to be) built with; a SIGHUP before the server exists is applied once it does.
+  let pathSettings = config;
   let reloadRequestPath = (_settings: ProxyConfig): void => {};
   // Read by every request, so a SIGHUP's --compression applies to the next answers.
   const compression: CompressionSettings = { codings: config.compression };
@@ -86,8 +90,11 @@ export async function serveProxy(
     if (!primary) for (const entry of reloadedEntries(reopened, note, kept, settings)) errorLog.write(entry);
     if (kept) return;
     reloadCertificate(settings);
-    // A primary's workers are replaced with these instead (primary.ts); a lone process takes them itself.
-    if (!primary) reloadRequestPath(settings);
+    // A primary's workers are replaced with these instead (primary.ts); a lone process takes them itself, only when
+    // one changed: a SIGHUP for logrotate keeps the hosts' connections and what the upstreams' health has learned.
+    if (primary || REQUEST_PATH_SETTINGS.every((key) => isDeepStrictEqual(pathSettings[key], settings[key]))) return;
+    pathSettings = settings;
+    reloadRequestPath(settings);
   });
   useHostTls(config);
   const upstreamsOf = (settings: ProxyConfig) =>
@@ -131,6 +138,7 @@ export async function serveProxy(
         }),
       );
   };
+  if (pathSettings !== config) reloadRequestPath(pathSettings);
   primary?.answer('metrics', metrics);
   /**
    * The certificate and key read again (certbot renews them in place), for new handshakes. Whether there

@@ -543,6 +543,44 @@ describe('the SIGHUP table', function () {
 });
 
 describe('a SIGHUP sent to extqs proxy on its own', function () {
+  it('at --proxy-workers 1, keeps its hosts and what it learnt of them through a SIGHUP that changes none of its settings', async function () {
+    const sandbox = makeSandbox();
+    const running: Running[] = [];
+    try {
+      writeFileSync(join(sandbox.controllers, 'Which.ts'), `export default () => 'a';\n`);
+      const socket = (name: string) => join(sandbox.dir, name);
+      running.push(
+        await startProcess('host', ['--www', sandbox.www, '--logs', sandbox.logs, '--socket', socket('a.sock'), '--workers', '1']),
+      );
+      // b.sock has no host: its first failed connect takes it out of the rotation for a minute.
+      const conf = join(sandbox.dir, 'proxy.conf');
+      writeFileSync(conf, `EXTQS_UPSTREAM=unix:${socket('a.sock')},unix:${socket('b.sock')}\nEXTQS_UPSTREAM_FAIL_TIMEOUT=60\n`);
+      const proxy = await startProxy(sandbox, ['--proxy-workers', '1', '--config', conf]);
+      running.push(proxy);
+      const outLines = () => readLog(sandbox, 'error.log').filter((l) => l.includes('b.sock out of the rotation')).length;
+      const bUp = async () => /^extqs_upstream_up\{upstream="[^"]*b\.sock"\} (\d)$/m.exec((await get(proxy.url, '/metrics')).body)?.[1];
+      /** Waits for a line written after everything before it (a missing file's), so a count of the earlier ones is final. */
+      const linesSettled = async (marker: string) => {
+        await get(proxy.url, `/${marker}`);
+        await eventually(() => readLog(sandbox, 'error.log').find((l) => l.includes(marker)), 3000, `the line of /${marker}`);
+      };
+      for (let i = 0; i < 2; i++) expect((await get(proxy.url, '/External/Which')).body).to.equal('a');
+      await linesSettled('first-marker.txt');
+      expect([outLines(), await bUp()]).to.deep.equal([1, '0']);
+
+      // logrotate's SIGHUP: the files reopened, nothing else.
+      proxy.child.kill('SIGHUP');
+      await eventually(() => readLog(sandbox, 'error.log').find((l) => l.includes('SIGHUP received')), 5000, 'the reload line');
+      // A new request path would have put b.sock back in the rotation, and the next requests would fail on it again.
+      for (let i = 0; i < ANSWERS_IN_A_ROW; i++) expect((await get(proxy.url, '/External/Which')).body).to.equal('a');
+      await linesSettled('second-marker.txt');
+      expect([outLines(), await bUp()]).to.deep.equal([1, '0']);
+    } finally {
+      for (const each of running.reverse()) await each.stop();
+      sandbox.remove();
+    }
+  });
+
   it('at --proxy-workers 1, sends new requests to a new --upstream while one in flight ends on the old host', async function () {
     const sandbox = makeSandbox();
     const running: Running[] = [];

@@ -158,6 +158,20 @@ describe('the reload resolver', () => {
     expect(resolveReload('launcher', alone, read(['--proxy-workers', '2'])).map((c) => c.outcome)).to.deep.equal(['restart']);
   });
 
+  it('keeps a new https:// upstream for the restart that its new --mtls-* files need', () => {
+    const running = read(['--upstream', 'unix:/run/a.sock']);
+    const secure = { upstreams: [{ kind: 'tcp' as const, host: '10.0.0.5', port: 9443, tls: true as const }] };
+    // The pair as the parser keeps it: only whether it changed matters to the rule.
+    const pair = { mtlsCert: 'cert', mtlsKey: 'key', mtlsCa: 'ca' };
+    const outcomes = (fresh: object, from: object = running) =>
+      resolveReload('proxy', from as typeof running, { ...(from as typeof running), ...fresh }).map(({ key, outcome }) => [key, outcome]);
+    expect(outcomes({ ...secure, ...pair })).to.deep.include(['upstreams', 'restart']);
+    // With the pair it runs with already, the new upstream is the request path's like any other.
+    expect(outcomes(secure, { ...running, ...pair })).to.deep.equal([['upstreams', 'applied']]);
+    // A plain upstream does not wait for a new pair.
+    expect(outcomes({ upstreams: [{ kind: 'unix', path: '/run/b.sock' }], ...pair })).to.deep.include(['upstreams', 'applied']);
+  });
+
   it("applies the host workers' own limits by starting new host workers, from the launcher or the pool, and the pool's bounds live", () => {
     const running = read(['--workers', '4']);
     const fresh = read(['--workers', '4', '--max-requests', '100', '--post-max-size', '1m', '--listen-backlog', '100']);
