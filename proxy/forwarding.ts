@@ -32,7 +32,7 @@ export interface Forwarding {
   forward: Forward;
   /**
    * Takes no new request: stops following the hosts' tables and closes each connection to a host once the request
-   * on it has ended. What is in flight finishes; a retry it needs fails as one with no host.
+   * on it has ended. What is in flight finishes, another try it needs included.
    */
   retire(): void;
 }
