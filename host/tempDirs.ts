@@ -18,7 +18,7 @@ function ownerOf(name: string): number | undefined {
 }
 
 /** Whether `pid` names a running process: one of another user's counts (EPERM), only "no such process" does not. */
-export function processAlive(pid: number): boolean {
+function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
@@ -44,11 +44,11 @@ export async function removeTempDirsOf(kind: TempDirKind, pid: number): Promise<
  * process keeps its directory until that one is gone too; another user's directory is left where it is (a
  * sticky /tmp refuses it), as is anything that cannot be removed.
  */
-export async function removeStaleTempDirs(alive: (pid: number) => boolean = processAlive): Promise<string[]> {
+export async function removeStaleTempDirs(): Promise<string[]> {
   const root = tmpdir();
   const stale = (await readdir(root)).filter((name) => {
     const pid = ownerOf(name);
-    return pid !== undefined && pid !== process.pid && !alive(pid);
+    return pid !== undefined && pid !== process.pid && !processAlive(pid);
   });
   const removed = await Promise.all(
     stale.map((name) =>
