@@ -15,7 +15,7 @@ import {
   type ForwarderOptions,
   type Forwarding,
 } from './forwarding.ts';
-import { ForwardedRequest, forwardingShared, stopFollowing, type EngineRequest } from './forwardingCore.ts';
+import { ForwardedRequest, forwardingShared, hostLinks, stopFollowing, type EngineRequest } from './forwardingCore.ts';
 import { hostTlsFor } from './hostTls.ts';
 
 /** Fields undici frames or refuses itself (the other hop-by-hop ones are never forwarded). */
@@ -118,27 +118,8 @@ export function createUndiciForwarder(options: ForwarderOptions): Forwarding {
       headersTimeout: 0,
       bodyTimeout: 0,
     });
-  /** A pool per host primary and per host worker, by address. */
-  const pools = new Map<string, Pool>();
-  let retired = false;
-  const poolFor = (target: Upstream) => {
-    const name = formatUpstream(target);
-    let pool = pools.get(name);
-    if (pool && !retired) return pool;
-    pool = newPool(target);
-    // Retired, a request it still sends (another try for one in flight) gets a pool of its own, closed once
-    // that request ends (the dispatch comes right after this returns).
-    if (retired) setImmediate(() => void pool.close().catch(() => undefined));
-    else pools.set(name, pool);
-    return pool;
-  };
-  // A worker that left its host's table retires: its connections close as their requests end.
-  const shared = forwardingShared(options, (worker) => {
-    const name = formatUpstream(worker.upstream);
-    const pool = pools.get(name);
-    pools.delete(name);
-    pool?.close().catch(() => undefined);
-  });
+  const pools = hostLinks(newPool, (pool) => void pool.close().catch(() => undefined));
+  const shared = forwardingShared(options, (worker) => pools.left(worker.upstream));
 
   return {
     forward(ctx, url) {
@@ -150,13 +131,12 @@ export function createUndiciForwarder(options: ForwarderOptions): Forwarding {
         headers,
         body: forwarded.body(),
       };
-      return forwarded.start(new UndiciRequest(forwarded, poolFor, dispatch));
+      return forwarded.start(new UndiciRequest(forwarded, pools.to, dispatch));
     },
     retire() {
-      retired = true;
       stopFollowing(shared);
       // A closed pool finishes what it was given, then closes its connections.
-      for (const pool of pools.values()) pool.close().catch(() => undefined);
+      pools.retire();
     },
   };
 }

@@ -8,7 +8,7 @@ import { PassThrough, type Readable } from 'node:stream';
 import { failures, isConnectError, type Failures, type ForwarderOptions } from './forwarding.ts';
 import type { InFlightEntry } from './inFlightList.ts';
 import type { RequestContext } from './requestContext.ts';
-import type { Upstream } from '../common/settingParsers.ts';
+import { formatUpstream, type Upstream } from '../common/settingParsers.ts';
 import type { UpstreamState } from './upstreams.ts';
 import { HostWorkers, type SentRequest, type WorkerTarget } from './workerRoutes.ts';
 
@@ -80,6 +80,45 @@ export function forwardingShared(options: ForwarderOptions, workerLeft: (target:
 /** Stops following every host's table (an engine that retires). */
 export function stopFollowing(shared: ForwardingShared): void {
   for (const workers of shared.workersOf.values()) workers.close();
+}
+
+/** An engine's connections to each host process (a primary or a worker), by address. */
+export interface HostLinks<T> {
+  /** Those to `target`, made on first use. */
+  to: (target: Upstream) => T;
+  /** A worker left its host's table: its connections close as their requests end. */
+  left: (target: Upstream) => void;
+  /** Every connection closes as its request ends; a request still sent (another try) gets links closed after it. */
+  retire: () => void;
+}
+
+/** `open` makes the connections to one address, `close` ends them once their requests have (undici's Pool.close()). */
+export function hostLinks<T>(open: (target: Upstream) => T, close: (links: T) => void): HostLinks<T> {
+  const byAddress = new Map<string, T>();
+  let retired = false;
+  return {
+    to: (target) => {
+      const address = formatUpstream(target);
+      const known = byAddress.get(address);
+      if (known !== undefined && !retired) return known;
+      const links = open(target);
+      // Retired, a request it still sends gets links of their own, closed once that request ends (it is sent right
+      // after this returns, and a closing pool or connection set finishes what it was given).
+      if (retired) setImmediate(() => close(links));
+      else byAddress.set(address, links);
+      return links;
+    },
+    left: (target) => {
+      const address = formatUpstream(target);
+      const links = byAddress.get(address);
+      byAddress.delete(address);
+      if (links !== undefined) close(links);
+    },
+    retire: () => {
+      retired = true;
+      for (const links of byAddress.values()) close(links);
+    },
+  };
 }
 
 export class ForwardedRequest implements SentRequest {

@@ -36,6 +36,7 @@ const SHARES_TIMEOUT_MS = 2_000;
 
 /** Only the chosen engine is loaded: undici takes 18 MB of resident memory, http-proxy 4 MB. */
 async function loadForwarder(forwarder: Forwarder) {
+  if (forwarder === 'builtin') return (await import('./forwardBuiltin.ts')).createBuiltinForwarder;
   return forwarder === 'undici'
     ? (await import('./forwardUndici.ts')).createUndiciForwarder
     : (await import('./forwardHttpProxy.ts')).createHttpProxyForwarder;

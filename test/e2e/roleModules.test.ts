@@ -32,9 +32,10 @@ describe('what each process of extqs start loads', function () {
     sandbox.remove();
   });
 
-  it('a proxy primary loads no serving code and no forwarding engine; no worker loads the log writer (winston)', async function () {
+  it('a proxy primary loads no serving code and no forwarding engine; a worker with undici only its Pool; none winston', async function () {
     this.timeout(40_000); // every process writes each module it loads
-    stack = await startStack(sandbox, ['--workers', '1', '--proxy-workers', '2'], { NODE_DEBUG: 'module' });
+    const args = ['--workers', '1', '--proxy-workers', '2', '--forwarder', 'undici'];
+    stack = await startStack(sandbox, args, { NODE_DEBUG: 'module' });
     const roles = new Map(descendants(stack.child.pid!).map((pid) => [pid, roleOf(pid)]));
     await stack.stop();
     const loaded = packagesByPid(stack.stderr());

@@ -118,7 +118,7 @@ describe('config', () => {
         uploadMaxFilesize: 2 * 1024 * 1024,
         maxFileUploads: 20,
         upstreamTimeout: 30,
-        forwarder: 'undici',
+        forwarder: 'builtin',
         serverTokens: 'full',
         compression: ['gzip', 'br'],
         shutdownTimeout: 35,
@@ -235,7 +235,7 @@ describe('config', () => {
       expect(readConfig(['--forwarder', 'http-proxy'], {}, cwd).forwarder).to.equal('http-proxy');
       expect(() => readConfig([], { FORWARDER: 'nginx' }, cwd)).to.throw(
         ConfigError,
-        '--forwarder (EXTQS_FORWARDER) must be one of undici, http-proxy, got "nginx"',
+        '--forwarder (EXTQS_FORWARDER) must be one of undici, http-proxy, builtin, got "nginx"',
       );
     });
 

@@ -1,0 +1,333 @@
+// The builtin engine: HTTP/1.1 to the host over kept-alive connections of its own, written as one string a
+// request and read by hostResponseParser.ts, the answer's bytes handed to the request's answer sink as they come.
+// undici does the same with a general client's layers (a Request object, a handler wrapper, a parsed copy of the
+// head); this does only what the host's answers need, and costs the proxy about 6 µs less a relayed request
+// (docs/benchmarks.md, Forwarding engine). What a forwarded request goes through besides moving bytes is the
+// core's (forwardingCore.ts), as for the other engines.
+import { connect as connectTcp, type Socket } from 'node:net';
+import { connect as connectTls } from 'node:tls';
+import type { Readable } from 'node:stream';
+import type { Upstream } from '../common/settingParsers.ts';
+import {
+  forwardedHeaders,
+  IDLE_UPSTREAM_SOCKET_MS,
+  NODE_FRAMED,
+  responseHeaders,
+  type ForwarderOptions,
+  type Forwarding,
+} from './forwarding.ts';
+import { ForwardedRequest, forwardingShared, hostLinks, stopFollowing, type EngineRequest } from './forwardingCore.ts';
+import { HostResponseParser, type ResponseHandler } from './hostResponseParser.ts';
+import { hostTlsFor } from './hostTls.ts';
+
+/** Fields this engine frames itself (the body's), or that would make the host answer 100 first. */
+const ENGINE_FRAMED = ['transfer-encoding', 'expect', 'content-length'] as const;
+
+/** A byte no request line or field may hold: it would end the line early (request splitting). */
+const LINE_BREAKING = /[\0\r\n]/;
+/** What a request target may hold on the wire (RFC 9112 §3.2: no space, no control byte). */
+const TARGET = /^[\x21-\x7e\x80-\xff]+$/;
+
+/** The request's head, as it goes on the wire; throws on a byte that would break its lines. */
+function requestHead(method: string, target: string, fields: Record<string, string | string[]>, framing: string): string {
+  if (!TARGET.test(target)) throw new Error('invalid request target');
+  let head = `${method} ${target} HTTP/1.1\r\n`;
+  for (const name in fields) {
+    const value = fields[name];
+    for (const each of typeof value === 'string' ? [value] : value) {
+      if (LINE_BREAKING.test(each)) throw new Error(`invalid value of request field ${name}`);
+      head += `${name}: ${each}\r\n`;
+    }
+  }
+  return `${head}${framing}\r\n`;
+}
+
+/** One piece of a request body, in a chunk of its own when `chunked`; false when the socket is full. */
+function writeBodyPiece(socket: Socket, piece: Buffer, chunked: boolean): boolean {
+  if (!chunked) return socket.write(piece);
+  if (piece.length === 0) return true; // a chunk of 0 would end the body
+  socket.cork();
+  socket.write(`${piece.length.toString(16)}\r\n`, 'latin1');
+  socket.write(piece);
+  const room = socket.write('\r\n', 'latin1');
+  socket.uncork();
+  return room;
+}
+
+/** The kept-alive connections to one host process; a connection carries one request at a time. */
+class HostConnections {
+  private readonly idle: HostConnection[] = [];
+  private closed = false;
+
+  constructor(readonly target: Upstream) {}
+
+  /** A free connection, or a new one. */
+  take(): HostConnection {
+    for (let connection = this.idle.pop(); connection; connection = this.idle.pop()) if (connection.usable) return connection;
+    return new HostConnection(this);
+  }
+
+  /** A connection whose request has ended, whole both ways: kept for the next one, unless the host or a retire ends it. */
+  release(connection: HostConnection): void {
+    if (this.closed) return connection.destroy();
+    this.idle.push(connection);
+  }
+
+  /** An idle connection the host closed, or that stayed idle too long. */
+  forget(connection: HostConnection): void {
+    const at = this.idle.indexOf(connection);
+    if (at !== -1) this.idle.splice(at, 1);
+  }
+
+  /** No new request; idle connections close now, busy ones when their request ends. */
+  close(): void {
+    this.closed = true;
+    for (const connection of this.idle.splice(0)) connection.destroy();
+  }
+}
+
+/** One connection to a host process. */
+class HostConnection {
+  private readonly socket: Socket;
+  private attempt: BuiltinAttempt | undefined;
+  private gone = false;
+
+  constructor(private readonly connections: HostConnections) {
+    const { target } = connections;
+    this.socket =
+      target.kind === 'unix'
+        ? connectTcp({ path: target.path })
+        : target.tls
+          ? connectTls({ host: target.host, port: target.port, ...hostTlsFor(target) })
+          : connectTcp({ host: target.host, port: target.port });
+    this.socket.setNoDelay(true);
+    // Idle this long, it is closed: the host keeps its side longer (host/app.ts) and never closes one while retiring.
+    this.socket.setTimeout(IDLE_UPSTREAM_SOCKET_MS, () => {
+      if (!this.attempt) this.destroy();
+    });
+    // Bytes while no request is on it are nothing the host may send: the connection is not kept.
+    this.socket.on('data', (chunk: Buffer) => (this.attempt ? this.attempt.received(chunk) : this.destroy()));
+    this.socket.on('error', (err) => this.ended(err));
+    this.socket.on('close', () => this.ended());
+  }
+
+  /** Whether it may take a request: open, and nothing on it. */
+  get usable(): boolean {
+    return !this.gone && !this.attempt && !this.socket.destroyed;
+  }
+
+  get writable(): Socket {
+    return this.socket;
+  }
+
+  carry(attempt: BuiltinAttempt): void {
+    this.attempt = attempt;
+  }
+
+  /** The attempt's request and answer ended whole: the connection serves another, unless the host said close. */
+  finished(keepAlive: boolean): void {
+    this.attempt = undefined;
+    if (!keepAlive || this.gone) return this.destroy();
+    // Paused for a client that was slow to read it (an answer whose last bytes came with the pause): the next
+    // request's answer must flow.
+    this.socket.resume();
+    this.connections.release(this);
+  }
+
+  destroy(): void {
+    this.attempt = undefined;
+    this.socket.destroy();
+  }
+
+  /** Stops reading for `attempt` while its client's socket is full. */
+  pauseFor(attempt: BuiltinAttempt): void {
+    if (this.attempt === attempt) this.socket.pause();
+  }
+
+  /** Reads on for `attempt`, unless the connection has gone on to another request meanwhile. */
+  resumeFor(attempt: BuiltinAttempt): void {
+    if (this.attempt === attempt) this.socket.resume();
+  }
+
+  private ended(err?: NodeJS.ErrnoException): void {
+    if (this.gone) return;
+    this.gone = true;
+    this.connections.forget(this);
+    const attempt = this.attempt;
+    this.attempt = undefined;
+    attempt?.connectionEnded(err);
+  }
+}
+
+/** One forwarded request; each send is an attempt of its own. */
+class BuiltinRequest implements EngineRequest {
+  private attempt: BuiltinAttempt | undefined;
+
+  constructor(
+    private readonly forwarded: ForwardedRequest,
+    private readonly connectionsFor: (target: Upstream) => HostConnections,
+    private readonly head: string,
+    private readonly body: Readable | null,
+    /** The body's Content-Length; undefined sends it chunked. */
+    private readonly declaredLength: number | undefined,
+  ) {}
+
+  send(target: Upstream): void {
+    const connection = this.connectionsFor(target).take();
+    this.attempt = new BuiltinAttempt(this.forwarded, connection, this.forwarded.ctx.req.method === 'HEAD');
+    this.attempt.start(this.head, this.body, this.declaredLength);
+  }
+
+  abort(): void {
+    this.attempt?.drop();
+  }
+}
+
+/** One send of a forwarded request on one connection: the host's answer goes to the request's answer sink as it comes. */
+class BuiltinAttempt implements ResponseHandler {
+  private readonly parser: HostResponseParser;
+  /** Set once it is aborted: nothing it hears from then on reaches the request (it may have been sent again). */
+  private dropped = false;
+  /** The proxy answered instead: the host's body is read and dropped, so the connection serves the next request. */
+  private discarding = false;
+  private bodySent = true;
+  private requestBody: Readable | null = null;
+  private over = false;
+
+  constructor(
+    private readonly forwarded: ForwardedRequest,
+    private readonly connection: HostConnection,
+    headRequest: boolean,
+  ) {
+    this.parser = new HostResponseParser(this, headRequest);
+    connection.carry(this);
+  }
+
+  /** Writes the head, then the body: chunked when `declaredLength` is undefined, else exactly that long. */
+  start(head: string, body: Readable | null, declaredLength: number | undefined): void {
+    const socket = this.connection.writable;
+    if (!body) return void socket.write(head, 'latin1');
+    const chunked = declaredLength === undefined;
+    this.bodySent = false;
+    this.requestBody = body;
+    socket.write(head, 'latin1');
+    // A declared length is the body's: node:http's parser frames an HTTP/1.1 body by it, and nghttp2 resets an
+    // HTTP/2 stream whose DATA differs from it, which ends this request (and its host connection) as a client's abort.
+    const resume = () => body.resume();
+    body.on('data', (chunk: Buffer) => {
+      if (this.over) return;
+      if (writeBodyPiece(socket, chunk, chunked)) return;
+      body.pause();
+      socket.once('drain', resume);
+    });
+    body.once('end', () => {
+      if (this.over) return;
+      if (chunked) socket.write('0\r\n\r\n');
+      this.bodySent = true;
+    });
+  }
+
+  received(chunk: Buffer): void {
+    try {
+      this.parser.feed(chunk);
+    } catch (err) {
+      // What the host sent is no HTTP/1.1 answer, or the client's response refused it (a field value Node will not
+      // write): the connection is not read on, and the request fails as one whose host connection failed.
+      this.connection.destroy();
+      this.connectionEnded(err as NodeJS.ErrnoException);
+    }
+  }
+
+  drop(): void {
+    if (this.dropped) return;
+    this.dropped = true;
+    this.stopBody();
+    if (!this.over) this.connection.destroy();
+  }
+
+  head(status: number, fields: Record<string, string | string[]>): void {
+    if (this.dropped || this.forwarded.settled) {
+      this.over = true;
+      this.stopBody();
+      return this.connection.destroy();
+    }
+    if (!this.forwarded.answerHead(status, fields)) {
+      this.discarding = true;
+      return;
+    }
+    this.forwarded.ctx.answer.head(status, responseHeaders(fields, NODE_FRAMED));
+  }
+
+  body(chunk: Buffer): void {
+    if (this.dropped || this.discarding || this.forwarded.settled) return;
+    this.forwarded.passed(chunk.length);
+    const { answer } = this.forwarded.ctx;
+    if (answer.write(chunk)) return;
+    this.connection.pauseFor(this);
+    answer.onDrain(() => this.connection.resumeFor(this));
+  }
+
+  end(trailers: Record<string, string | string[]>): void {
+    this.over = true;
+    // An answer that came before the whole body went leaves a connection that cannot carry another request.
+    const reusable = this.bodySent && this.parser.keepAlive;
+    this.stopBody();
+    this.connection.finished(reusable);
+    if (this.dropped || this.discarding || this.forwarded.settled) return;
+    if (!this.forwarded.answerEnded(trailers)) this.forwarded.ctx.answer.end();
+  }
+
+  /** The connection closed or failed while it carried this attempt. */
+  connectionEnded(err?: NodeJS.ErrnoException): void {
+    if (this.over) return;
+    if (this.parser.close()) return; // a body read to the connection's end, now ended
+    this.over = true;
+    this.stopBody();
+    if (this.dropped) return;
+    const cause = err ?? Object.assign(new Error('other side closed'), { code: 'ECONNRESET' });
+    if (this.parser.headRead && !this.discarding) this.forwarded.cutShort(cause);
+    else if (!this.parser.headRead) this.forwarded.failed(cause);
+  }
+
+  private stopBody(): void {
+    const body = this.requestBody;
+    if (!body || this.bodySent) return;
+    this.bodySent = true;
+    body.removeAllListeners('data');
+    // A body nobody reads any more is dropped as it comes: the client is not left stalled (forwardingCore.ts).
+    body.resume();
+  }
+}
+
+export function createBuiltinForwarder(options: ForwarderOptions): Forwarding {
+  const hosts = hostLinks(
+    (target) => new HostConnections(target),
+    (connections) => connections.close(),
+  );
+  const shared = forwardingShared(options, (worker) => hosts.left(worker.upstream));
+
+  return {
+    forward(ctx, url) {
+      const forwarded = new ForwardedRequest(ctx, url, shared);
+      const fields = forwardedHeaders(ctx, ENGINE_FRAMED, options.markLocalClients);
+      const body = forwarded.body();
+      const declared = ctx.req.headers['content-length'];
+      // A body of a declared length goes as it is; one without (chunked, or HTTP/2's) is chunked to the host.
+      const declaredLength = body === null || declared === undefined ? undefined : Number(declared);
+      const framing =
+        body === null ? '' : declaredLength === undefined ? 'transfer-encoding: chunked\r\n' : `content-length: ${declaredLength}\r\n`;
+      let head: string;
+      try {
+        head = requestHead(ctx.req.method ?? 'GET', url, fields, framing);
+      } catch (err) {
+        const failing: EngineRequest = { send: () => forwarded.failed(err as NodeJS.ErrnoException), abort: () => undefined };
+        return forwarded.start(failing);
+      }
+      return forwarded.start(new BuiltinRequest(forwarded, hosts.to, head, body, declaredLength));
+    },
+    retire() {
+      stopFollowing(shared);
+      hosts.retire();
+    },
+  };
+}
