@@ -31,7 +31,8 @@ const TARGET = /^[\x21-\x7e\x80-\xff]+$/;
 /** The request's head, as it goes on the wire; throws on a byte that would break its lines. */
 function requestHead(method: string, target: string, fields: Record<string, string | string[]>, framing: string): string {
   if (!TARGET.test(target)) throw new Error('invalid request target');
-  let head = `${method} ${target} HTTP/1.1\r\n`;
+  // An HTTP/1.0 client may send no Host; the host's node:http refuses an HTTP/1.1 request without one (undici's origin).
+  let head = `${method} ${target} HTTP/1.1\r\n${fields.host === undefined ? 'host: localhost\r\n' : ''}`;
   for (const name in fields) {
     const value = fields[name];
     for (const each of typeof value === 'string' ? [value] : value) {
@@ -54,35 +55,59 @@ function writeBodyPiece(socket: Socket, piece: Buffer, chunked: boolean): boolea
   return room;
 }
 
+/** Connections to one host process at the most, as undici's Pool allowed: past it requests wait for one to free up. */
+const MAX_CONNECTIONS = 512;
+
 /** The kept-alive connections to one host process; a connection carries one request at a time. */
 class HostConnections {
   private readonly idle: HostConnection[] = [];
+  /** Attempts waiting for a connection, first come first served. */
+  private readonly waiting: BuiltinAttempt[] = [];
+  private open = 0;
   private closed = false;
 
   constructor(readonly target: Upstream) {}
 
-  /** A free connection, or a new one. */
-  take(): HostConnection {
-    for (let connection = this.idle.pop(); connection; connection = this.idle.pop()) if (connection.usable) return connection;
-    return new HostConnection(this);
+  /** Starts `attempt` on a free connection, a new one, or, past the cap, the first that frees up. */
+  assign(attempt: BuiltinAttempt): void {
+    for (let connection = this.idle.pop(); connection; connection = this.idle.pop())
+      if (connection.usable) return attempt.begin(connection);
+    if (this.open < MAX_CONNECTIONS) return attempt.begin(this.connect());
+    this.waiting.push(attempt);
   }
 
-  /** A connection whose request has ended, whole both ways: kept for the next one, unless the host or a retire ends it. */
+  /** An attempt dropped while it waited. */
+  withdraw(attempt: BuiltinAttempt): void {
+    const at = this.waiting.indexOf(attempt);
+    if (at !== -1) this.waiting.splice(at, 1);
+  }
+
+  /** A connection whose request has ended, whole both ways: the next waiting request's, else kept, unless retired. */
   release(connection: HostConnection): void {
+    const next = this.waiting.shift();
+    if (next) return next.begin(connection);
     if (this.closed) return connection.destroy();
     this.idle.push(connection);
   }
 
-  /** An idle connection the host closed, or that stayed idle too long. */
-  forget(connection: HostConnection): void {
+  /** A connection that closed (the host, an idle timeout, a failure): a waiting request gets a new one. */
+  gone(connection: HostConnection): void {
+    this.open -= 1;
     const at = this.idle.indexOf(connection);
     if (at !== -1) this.idle.splice(at, 1);
+    const next = this.waiting.shift();
+    if (next) next.begin(this.connect());
   }
 
   /** No new request; idle connections close now, busy ones when their request ends. */
   close(): void {
     this.closed = true;
     for (const connection of this.idle.splice(0)) connection.destroy();
+  }
+
+  private connect(): HostConnection {
+    this.open += 1;
+    return new HostConnection(this);
   }
 }
 
@@ -107,6 +132,8 @@ class HostConnection {
     });
     // Bytes while no request is on it are nothing the host may send: the connection is not kept.
     this.socket.on('data', (chunk: Buffer) => (this.attempt ? this.attempt.received(chunk) : this.destroy()));
+    // The host's end: the connection takes no other request (Node would refuse to write on it), its request reads on.
+    this.socket.on('end', () => this.ended());
     this.socket.on('error', (err) => this.ended(err));
     this.socket.on('close', () => this.ended());
   }
@@ -139,6 +166,11 @@ class HostConnection {
     this.socket.destroy();
   }
 
+  /** Closes it if it still carries `attempt` (once its answer ended, it may carry the next request already). */
+  destroyFor(attempt: BuiltinAttempt): void {
+    if (this.attempt === attempt) this.destroy();
+  }
+
   /** Stops reading for `attempt` while its client's socket is full. */
   pauseFor(attempt: BuiltinAttempt): void {
     if (this.attempt === attempt) this.socket.pause();
@@ -152,7 +184,8 @@ class HostConnection {
   private ended(err?: NodeJS.ErrnoException): void {
     if (this.gone) return;
     this.gone = true;
-    this.connections.forget(this);
+    this.connections.gone(this);
+    // Every byte the host sent has been read ('end' comes after the last 'data'): its request ends with this.
     const attempt = this.attempt;
     this.attempt = undefined;
     attempt?.connectionEnded(err);
@@ -166,16 +199,13 @@ class BuiltinRequest implements EngineRequest {
   constructor(
     private readonly forwarded: ForwardedRequest,
     private readonly connectionsFor: (target: Upstream) => HostConnections,
-    private readonly head: string,
-    private readonly body: Readable | null,
-    /** The body's Content-Length; undefined sends it chunked. */
-    private readonly declaredLength: number | undefined,
+    private readonly request: RequestOut,
   ) {}
 
   send(target: Upstream): void {
-    const connection = this.connectionsFor(target).take();
-    this.attempt = new BuiltinAttempt(this.forwarded, connection, this.forwarded.ctx.req.method === 'HEAD');
-    this.attempt.start(this.head, this.body, this.declaredLength);
+    const connections = this.connectionsFor(target);
+    this.attempt = new BuiltinAttempt(this.forwarded, this.request, connections);
+    connections.assign(this.attempt);
   }
 
   abort(): void {
@@ -183,33 +213,43 @@ class BuiltinRequest implements EngineRequest {
   }
 }
 
+/** What goes to the host: the head as written, and the body (chunked when it declared no length). */
+interface RequestOut {
+  head: string;
+  body: Readable | null;
+  declaredLength: number | undefined;
+}
+
 /** One send of a forwarded request on one connection: the host's answer goes to the request's answer sink as it comes. */
 class BuiltinAttempt implements ResponseHandler {
   private readonly parser: HostResponseParser;
+  private connection: HostConnection | undefined;
   /** Set once it is aborted: nothing it hears from then on reaches the request (it may have been sent again). */
   private dropped = false;
   /** The proxy answered instead: the host's body is read and dropped, so the connection serves the next request. */
   private discarding = false;
+  /** Its connection is paused until the client's socket drains. */
+  private waitingForClient = false;
   private bodySent = true;
-  private requestBody: Readable | null = null;
   private over = false;
 
   constructor(
     private readonly forwarded: ForwardedRequest,
-    private readonly connection: HostConnection,
-    headRequest: boolean,
+    private readonly request: RequestOut,
+    private readonly connections: HostConnections,
   ) {
-    this.parser = new HostResponseParser(this, headRequest);
-    connection.carry(this);
+    this.parser = new HostResponseParser(this, forwarded.ctx.req.method === 'HEAD');
   }
 
-  /** Writes the head, then the body: chunked when `declaredLength` is undefined, else exactly that long. */
-  start(head: string, body: Readable | null, declaredLength: number | undefined): void {
-    const socket = this.connection.writable;
+  /** Writes the head, then the body on `connection`: chunked when it declared no length, else exactly that long. */
+  begin(connection: HostConnection): void {
+    this.connection = connection;
+    connection.carry(this);
+    const { head, body, declaredLength } = this.request;
+    const socket = connection.writable;
     if (!body) return void socket.write(head, 'latin1');
     const chunked = declaredLength === undefined;
     this.bodySent = false;
-    this.requestBody = body;
     socket.write(head, 'latin1');
     // A declared length is the body's: node:http's parser frames an HTTP/1.1 body by it, and nghttp2 resets an
     // HTTP/2 stream whose DATA differs from it, which ends this request (and its host connection) as a client's abort.
@@ -232,9 +272,9 @@ class BuiltinAttempt implements ResponseHandler {
       this.parser.feed(chunk);
     } catch (err) {
       // What the host sent is no HTTP/1.1 answer, or the client's response refused it (a field value Node will not
-      // write): the connection is not read on, and the request fails as one whose host connection failed.
-      this.connection.destroy();
-      this.connectionEnded(err as NodeJS.ErrnoException);
+      // write): the connection is not read on, and the request fails, or is cut once its head has gone.
+      this.connection!.destroyFor(this);
+      this.broke(err as NodeJS.ErrnoException);
     }
   }
 
@@ -242,6 +282,7 @@ class BuiltinAttempt implements ResponseHandler {
     if (this.dropped) return;
     this.dropped = true;
     this.stopBody();
+    if (!this.connection) return this.connections.withdraw(this);
     if (!this.over) this.connection.destroy();
   }
 
@@ -249,7 +290,7 @@ class BuiltinAttempt implements ResponseHandler {
     if (this.dropped || this.forwarded.settled) {
       this.over = true;
       this.stopBody();
-      return this.connection.destroy();
+      return this.connection!.destroy();
     }
     if (!this.forwarded.answerHead(status, fields)) {
       this.discarding = true;
@@ -262,9 +303,14 @@ class BuiltinAttempt implements ResponseHandler {
     if (this.dropped || this.discarding || this.forwarded.settled) return;
     this.forwarded.passed(chunk.length);
     const { answer } = this.forwarded.ctx;
-    if (answer.write(chunk)) return;
-    this.connection.pauseFor(this);
-    answer.onDrain(() => this.connection.resumeFor(this));
+    // What came with the read that filled the client's socket is written too; one wait for its drain is enough.
+    if (answer.write(chunk) || this.waitingForClient) return;
+    this.waitingForClient = true;
+    this.connection!.pauseFor(this);
+    answer.onDrain(() => {
+      this.waitingForClient = false;
+      this.connection!.resumeFor(this);
+    });
   }
 
   end(trailers: Record<string, string | string[]>): void {
@@ -272,7 +318,7 @@ class BuiltinAttempt implements ResponseHandler {
     // An answer that came before the whole body went leaves a connection that cannot carry another request.
     const reusable = this.bodySent && this.parser.keepAlive;
     this.stopBody();
-    this.connection.finished(reusable);
+    this.connection!.finished(reusable);
     if (this.dropped || this.discarding || this.forwarded.settled) return;
     if (!this.forwarded.answerEnded(trailers)) this.forwarded.ctx.answer.end();
   }
@@ -281,16 +327,20 @@ class BuiltinAttempt implements ResponseHandler {
   connectionEnded(err?: NodeJS.ErrnoException): void {
     if (this.over) return;
     if (this.parser.close()) return; // a body read to the connection's end, now ended
+    this.broke(err ?? Object.assign(new Error('other side closed'), { code: 'ECONNRESET' }));
+  }
+
+  /** Ends it with `err`: the request fails, or its answer is cut once its head has gone to the client. */
+  private broke(err: NodeJS.ErrnoException): void {
     this.over = true;
     this.stopBody();
-    if (this.dropped) return;
-    const cause = err ?? Object.assign(new Error('other side closed'), { code: 'ECONNRESET' });
-    if (this.parser.headRead && !this.discarding) this.forwarded.cutShort(cause);
-    else if (!this.parser.headRead) this.forwarded.failed(cause);
+    if (this.dropped || this.discarding) return;
+    if (this.forwarded.ctx.res.headersSent) this.forwarded.cutShort(err);
+    else this.forwarded.failed(err);
   }
 
   private stopBody(): void {
-    const body = this.requestBody;
+    const { body } = this.request;
     if (!body || this.bodySent) return;
     this.bodySent = true;
     body.removeAllListeners('data');
@@ -312,10 +362,10 @@ export function createBuiltinForwarder(options: ForwarderOptions): Forwarding {
       const fields = forwardedHeaders(ctx, ENGINE_FRAMED, options.markLocalClients);
       const body = forwarded.body();
       const declared = ctx.req.headers['content-length'];
-      // A body of a declared length goes as it is; one without (chunked, or HTTP/2's) is chunked to the host.
-      const declaredLength = body === null || declared === undefined ? undefined : Number(declared);
-      const framing =
-        body === null ? '' : declaredLength === undefined ? 'transfer-encoding: chunked\r\n' : `content-length: ${declaredLength}\r\n`;
+      // A body of a declared length goes as it is (a POST's `Content-Length: 0` too); one without (chunked, or HTTP/2's)
+      // is chunked to the host.
+      const declaredLength = declared === undefined ? undefined : Number(declared);
+      const framing = declaredLength !== undefined ? `content-length: ${declaredLength}\r\n` : body ? 'transfer-encoding: chunked\r\n' : '';
       let head: string;
       try {
         head = requestHead(ctx.req.method ?? 'GET', url, fields, framing);
@@ -323,7 +373,7 @@ export function createBuiltinForwarder(options: ForwarderOptions): Forwarding {
         const failing: EngineRequest = { send: () => forwarded.failed(err as NodeJS.ErrnoException), abort: () => undefined };
         return forwarded.start(failing);
       }
-      return forwarded.start(new BuiltinRequest(forwarded, hosts.to, head, body, declaredLength));
+      return forwarded.start(new BuiltinRequest(forwarded, hosts.to, { head, body, declaredLength }));
     },
     retire() {
       stopFollowing(shared);

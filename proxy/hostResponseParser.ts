@@ -25,6 +25,9 @@ const MAX_HEAD_BYTES = 16 * 1024;
 const MAX_CHUNK_LINE = 1024;
 const STATUS_LINE = /^HTTP\/1\.([01]) (\d{3})(?: [^\r\n]*)?$/;
 const FIELD_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+/** What a field value may not hold (RFC 9110 §5.5): control bytes other than HTAB, a bare CR or LF among them. */
+// eslint-disable-next-line no-control-regex -- control bytes are what it finds
+const CONTROL = /[\x00-\x08\x0a-\x1f\x7f]/;
 const CHUNK_SIZE = /^([0-9A-Fa-f]{1,12})(?:[ \t]*;[^\r\n]*)?$/;
 const CRLF = Buffer.from('\r\n');
 const HEAD_END = Buffer.from('\r\n\r\n');
@@ -75,6 +78,7 @@ export class HostResponseParser {
         case State.Head: {
           const end = data.indexOf(HEAD_END, at);
           if (end === -1) return this.keep(data, at);
+          if (end - at > MAX_HEAD_BYTES) throw new HostProtocolError('a head past 16 KiB');
           this.readHead(data.toString('latin1', at, end));
           at = end + HEAD_END.length;
           break;
@@ -120,6 +124,7 @@ export class HostResponseParser {
           }
           const end = data.indexOf(HEAD_END, at);
           if (end === -1) return this.keep(data, at);
+          if (end - at > MAX_HEAD_BYTES) throw new HostProtocolError('a head past 16 KiB');
           const trailers: Fields = Object.create(null) as Fields;
           readFields(data.toString('latin1', at, end).split('\r\n'), 0, trailers);
           at = end + HEAD_END.length;
@@ -165,7 +170,7 @@ export class HostResponseParser {
       if (status === 101) throw new HostProtocolError('101 Switching Protocols, never asked for');
       return;
     }
-    const connection = typeof fields.connection === 'string' ? fields.connection.toLowerCase() : '';
+    const connection = [fields.connection ?? []].flat().join(',').toLowerCase();
     this.keepAlive = statusLine[1] === '1' ? !/\bclose\b/.test(connection) : /\bkeep-alive\b/.test(connection);
     const bodyless = this.headRequest || status === 204 || status === 304;
     if (bodyless) this.state = State.Done;
@@ -196,6 +201,7 @@ function readFields(lines: string[], from: number, fields: Fields): void {
     if (!FIELD_NAME.test(name)) throw new HostProtocolError(`a malformed field line: ${JSON.stringify(line.slice(0, 64))}`);
     const key = name.toLowerCase();
     const value = line.slice(colon + 1).trim();
+    if (CONTROL.test(value)) throw new HostProtocolError(`a control byte in the value of ${name}`);
     const had = fields[key];
     if (had === undefined) fields[key] = value;
     else if (typeof had === 'string') fields[key] = [had, value];

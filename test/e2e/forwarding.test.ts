@@ -51,6 +51,21 @@ for (const forwarder of FORWARDERS) {
       sandbox?.remove();
     });
 
+    it('answers an HTTP/1.0 request without Host from its controller, as Apache serves one', async function () {
+      const response = await rawExchange(stack.url, 'GET /External/Headers HTTP/1.0\r\n\r\n');
+      expect(response).to.match(/^HTTP\/1\.1 200 OK\r\n/);
+      expect(response).to.match(/"requestId":"[0-9a-f-]{36}"/);
+    });
+
+    it("passes a POST's Content-Length: 0 on to the controller", async function () {
+      const response = await rawExchange(
+        stack.url,
+        'POST /External/Headers HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n',
+      );
+      expect(response).to.match(/^HTTP\/1\.1 200 OK\r\n/);
+      expect(response).to.match(/"content-length":"0"/);
+    });
+
     it('survives a Trailer header on a GET (node-http-proxy #1647) and keeps serving', async function () {
       const response = await rawExchange(
         stack.url,

@@ -104,6 +104,8 @@ describe('hostResponseParser', () => {
     expect(read(['HTTP/1.1 200 OK\r\nConnection: close\r\ncontent-length: 0\r\n\r\n']).parser.keepAlive).to.equal(false);
     expect(read(['HTTP/1.0 200 OK\r\ncontent-length: 0\r\n\r\n']).parser.keepAlive).to.equal(false);
     expect(read(['HTTP/1.0 200 OK\r\nConnection: keep-alive\r\ncontent-length: 0\r\n\r\n']).parser.keepAlive).to.equal(true);
+    const repeated = 'HTTP/1.1 200 OK\r\nConnection: keep-alive\r\nConnection: close\r\ncontent-length: 0\r\n\r\n';
+    expect(read([repeated]).parser.keepAlive).to.equal(false);
   });
 
   it('refuses what is no HTTP/1.1 answer with an error naming it', () => {
@@ -118,6 +120,9 @@ describe('hostResponseParser', () => {
       ['HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n1\r\nab\r\n', /chunk not followed by CR LF/],
       ['HTTP/1.1 101 Switching Protocols\r\n\r\n', /101/],
       ['HTTP/1.1 200 OK\r\ncontent-length: 1\r\n\r\nab', /bytes after the end/],
+      ['HTTP/1.1 200 OK\r\nx-a: one\ntwo\r\ncontent-length: 0\r\n\r\n', /control byte in the value of x-a/],
+      ['HTTP/1.1 200 OK\r\nx-a: \x01\r\ncontent-length: 0\r\n\r\n', /control byte/],
+      [`HTTP/1.1 200 OK\r\nx-long: ${'a'.repeat(17 * 1024)}\r\ncontent-length: 0\r\n\r\n`, /16 KiB/],
     ];
     for (const [answer, message] of refusals) {
       expect(() => read([answer]), answer).to.throw(HostProtocolError, message);
