@@ -67,4 +67,16 @@ describe('what each process of extqs start loads', function () {
     expect([...hostWorker], 'a host worker serves with fastify').to.include('fastify');
     expect([...hostWorker], 'a host worker relays its log lines to the host').not.to.include('winston');
   });
+
+  it('a proxy with the default engine loads no client package (the builtin engine is its own)', async function () {
+    this.timeout(40_000);
+    stack = await startStack(sandbox, ['--workers', '1', '--proxy-workers', '1'], { NODE_DEBUG: 'module' });
+    const proxies = descendants(stack.child.pid!).filter((pid) => roleOf(pid) === 'proxy');
+    await stack.stop();
+    const loaded = packagesByPid(stack.stderr());
+    expect(proxies).to.have.length(1);
+    const packages = [...(loaded.get(proxies[0]) ?? new Set<string>())];
+    expect(packages, 'the proxy serves files with send').to.include('send');
+    expect(packages.filter((name) => name === 'undici' || name === 'http-proxy')).to.deep.equal([]);
+  });
 });
