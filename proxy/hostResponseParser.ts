@@ -58,16 +58,6 @@ export class HostResponseParser {
     private readonly headRequest: boolean,
   ) {}
 
-  /** Whether the answer has ended. */
-  get done(): boolean {
-    return this.state === State.Done;
-  }
-
-  /** Whether any of the final answer's head has been read. */
-  get headRead(): boolean {
-    return this.state !== State.Head;
-  }
-
   /** Reads `chunk`; throws HostProtocolError on what is not HTTP/1.1, or bytes after the answer's end. */
   feed(chunk: Buffer): void {
     const data = this.pending ? Buffer.concat([this.pending, chunk]) : chunk;
