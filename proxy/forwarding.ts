@@ -2,7 +2,7 @@
 // both directions, and the answers and error-log lines for each way forwarding fails (docs/design.md §3).
 // The engines (forwardHttpProxy.ts, forwardUndici.ts) only move bytes.
 import { constants } from 'node:os';
-import { nullObject } from '../common/nullObject.ts';
+import { fieldTable } from '../common/nullObject.ts';
 import {
   CONTROLLER_ANSWER_FIELD,
   CONTROLLER_FAILED_FIELD,
@@ -138,7 +138,7 @@ function nominatedBy(connection: string | string[] | undefined): readonly string
  */
 export function responseHeaders(headers: Headers, engineFramed: readonly string[] = []): Headers {
   const nominated = nominatedBy(headers.connection);
-  const out = nullObject<string | string[] | undefined>();
+  const out = fieldTable<string | string[] | undefined>();
   for (const name in headers) {
     if (NOT_PASSED_ON.has(name) || engineFramed.includes(name) || nominated.includes(name)) continue;
     out[name] = headers[name];
@@ -191,7 +191,7 @@ export function forwardedHeaders(
   const incoming = req.headers;
   const nominated = nominatedBy(incoming.connection);
   // Field names are the client's words (HTTP/2 passes a `__proto__` field on): no inherited keys.
-  const out = nullObject<string | string[]>();
+  const out = fieldTable<string | string[]>();
   for (const name in incoming) {
     const value = incoming[name];
     // HTTP/2's pseudo-header fields (`:path`…) are no fields of the HTTP/1.1 request to the host.

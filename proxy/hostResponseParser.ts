@@ -4,6 +4,8 @@
 // skipped. It reads what an HTTP/1.1 server may send, strictly (RFC 9112), and refuses the rest with an error
 // naming it: the host is this project's, and anything else on the wire means the connection is not to be trusted.
 
+import { fieldTable } from '../common/nullObject.ts';
+
 type Fields = Record<string, string | string[]>;
 
 export interface ResponseHandler {
@@ -115,7 +117,7 @@ export class HostResponseParser {
           const end = data.indexOf(HEAD_END, at);
           if (end === -1) return this.keep(data, at);
           if (end - at > MAX_HEAD_BYTES) throw new HostProtocolError('a head past 16 KiB');
-          const trailers: Fields = Object.create(null) as Fields;
+          const trailers = fieldTable<string | string[]>();
           readFields(data.toString('latin1', at, end).split('\r\n'), 0, trailers);
           at = end + HEAD_END.length;
           this.finish(trailers);
@@ -153,15 +155,16 @@ export class HostResponseParser {
     const statusLine = STATUS_LINE.exec(lines[0]);
     if (!statusLine) throw new HostProtocolError(`no HTTP/1.1 status line: ${JSON.stringify(lines[0].slice(0, 64))}`);
     const status = Number(statusLine[2]);
-    const fields: Fields = Object.create(null) as Fields;
+    const fields = fieldTable<string | string[]>();
     readFields(lines, 1, fields);
     // An interim answer (100 Continue, 103 Early Hints) is followed by the real one.
     if (status >= 100 && status < 200) {
       if (status === 101) throw new HostProtocolError('101 Switching Protocols, never asked for');
       return;
     }
-    const connection = [fields.connection ?? []].flat().join(',').toLowerCase();
-    this.keepAlive = statusLine[1] === '1' ? !/\bclose\b/.test(connection) : /\bkeep-alive\b/.test(connection);
+    const connection = fields.connection;
+    const options = connection === undefined ? '' : (typeof connection === 'string' ? connection : connection.join(',')).toLowerCase();
+    this.keepAlive = statusLine[1] === '1' ? !/\bclose\b/.test(options) : /\bkeep-alive\b/.test(options);
     const bodyless = this.headRequest || status === 204 || status === 304;
     if (bodyless) this.state = State.Done;
     else if (fields['transfer-encoding'] !== undefined) {
