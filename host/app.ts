@@ -294,7 +294,8 @@ export function createHostApp({
           files: controller.files,
           what,
         };
-        const result = await runControllerCall(call, request.raw, () => controller.handler(context));
+        const ran = runControllerCall(call, request.raw, () => controller.handler(context));
+        const result = ran instanceof Promise ? await ran : ran;
         if (overran) return;
         const sent = sendResult(
           reply,

@@ -30,11 +30,38 @@ export interface CallFailure {
 
 const failures = new WeakMap<object, CallFailure>();
 
-/** Runs the handler as `call`; when it throws or rejects, the failure is kept under `request`, then rethrown. */
-export async function runControllerCall<T>(call: ControllerCall, request: object, handler: () => T | Promise<T>): Promise<T> {
+/**
+ * Runs the handler as `call`; when it throws or rejects, the failure is kept under `request`, then rethrown. What
+ * a handler returns at once is returned at once, without a promise: on Node 20 every promise runs the hooks that
+ * AsyncLocalStorage needs, a few hundred nanoseconds each (docs/benchmarks.md, "The whole stack").
+ */
+export function runControllerCall<T>(call: ControllerCall, request: object, handler: () => T): Awaited<T> | Promise<Awaited<T>> {
   inFlight.add(call);
+  let result: T;
   try {
-    return await calls.run(call, handler);
+    result = calls.run(call, handler);
+    if (isThenable(result)) return settle(call, request, result);
+  } catch (err) {
+    inFlight.delete(call);
+    failures.set(request, { call, error: err, stage: 'run' });
+    throw err;
+  }
+  inFlight.delete(call);
+  return result as Awaited<T>;
+}
+
+/** What `await` would wait on: an object or function with a `then` method. */
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return (
+    (typeof value === 'object' || typeof value === 'function') &&
+    value !== null &&
+    typeof (value as PromiseLike<unknown>).then === 'function'
+  );
+}
+
+async function settle<T>(call: ControllerCall, request: object, pending: T): Promise<Awaited<T>> {
+  try {
+    return await pending;
   } catch (err) {
     failures.set(request, { call, error: err, stage: 'run' });
     throw err;
