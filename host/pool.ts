@@ -37,7 +37,7 @@ import {
   type WireHostEntry,
   type WorkerSays,
 } from './poolMessages.ts';
-import { makeTempDir, removeStaleTempDirs, removeTempDirsOf } from './tempDirs.ts';
+import { makeTempDir, removeStaleTempDirs, removeTempDirsOf } from '../common/tempDirs.ts';
 import { answerMissingController } from './missingController.ts';
 import { requestIdOf } from '../common/requestId.ts';
 import { addDeparted, countMissingAnswered, departedNone, summarize, type PoolFields, type WorkerSnapshot } from './stats.ts';

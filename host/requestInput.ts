@@ -12,7 +12,7 @@ import { randomBytes } from 'node:crypto';
 import type { QueryValue, RequestBody, UploadedFile, UploadedFiles, UploadError } from '../common/controller.ts';
 import { nullObject } from '../common/nullObject.ts';
 import { MAX_INPUT_VARS, parsePhpForm, PhpVariables } from './query.ts';
-import { makeTempDir } from './tempDirs.ts';
+import { makeTempDir } from '../common/tempDirs.ts';
 
 export interface InputLimits {
   /** post_max_size in bytes; 0 = none. */

@@ -2,8 +2,7 @@
 // front of it, hands each its settings, and prints the proxy's ready line. On SIGINT/SIGTERM it stops
 // the proxy first (requests in flight finish against the host), then the host. On SIGHUP it reads the
 // configuration again and sends both children what the reload resolver applies (common/reloadResolver.ts).
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { sliceFor, type Config } from '../common/config.ts';
 import { writePidFile } from '../common/pidFile.ts';
@@ -13,6 +12,7 @@ import { LOCAL_UPSTREAM_LABEL } from '../common/settingParsers.ts';
 import { notifyReady } from '../common/serviceManager.ts';
 import type { HostConfig, ProxyConfig } from '../common/settings.ts';
 import { STOP_MARGIN_S } from '../common/shutdown.ts';
+import { makeTempDir } from '../common/tempDirs.ts';
 import { colourWanted } from '../common/terminal.ts';
 import { watchTypes, type TypeWatch } from './devTypes.ts';
 import { Supervisor } from './supervisor.ts';
@@ -30,8 +30,9 @@ export const DEV_DEFAULTS: readonly string[] = ['--workers', '1', '--proxy-worke
 export async function start(argv: readonly string[], initial: Config, dev = false): Promise<void> {
   const command = dev ? 'dev' : 'start';
   let config = initial;
-  // The host listens on a socket in a directory only this user can enter (0700); the socket itself is 0600.
-  const runDir = mkdtempSync(join(tmpdir(), 'extqs-'));
+  // The host listens on a socket in a directory only this user can enter (0700); the socket itself is 0600. Named for
+  // this process: if it is killed outright, the next host to start removes what it left.
+  const runDir = await makeTempDir('run');
   const socket = join(runDir, 'host.sock');
   const removeRunDir = () => rmSync(runDir, { recursive: true, force: true });
   const say = (message: string) => process.stderr.write(`extqs: ${message}\n`);

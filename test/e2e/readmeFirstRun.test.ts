@@ -28,11 +28,11 @@ const QUOTES: readonly Quote[] = [
   { readme: '`settings: …`', log: 'error.log', line: () => /\[mpm_event:info\] \[pid \d+\] settings: --port / },
   { readme: '`Worker N ready`', log: 'host.log', line: () => /\[info\] \[req -\] Worker \d+ ready$/ },
   {
-    readme: '`Host pool … serving …/www/controllers on unix:/tmp/extqs-XXXXXX/host.sock with N workers`',
+    readme: '`Host pool … serving …/www/controllers on unix:/tmp/extqs-run-PID-XXXXXX/host.sock with N workers`',
     log: 'host.log',
     line: (www) =>
       new RegExp(
-        `\\] Host pool \\d+ serving ${escape(www)}/controllers on unix:${escape(tmpdir())}/extqs-\\w{6}/host\\.sock with \\d+ workers$`,
+        `\\] Host pool \\d+ serving ${escape(www)}/controllers on unix:${escape(tmpdir())}/extqs-run-\\d+-\\w{6}/host\\.sock with \\d+ workers$`,
       ),
   },
   { readme: '`Settings: …`', log: 'host.log', line: () => /\[info\] \[req -\] Settings: --www / },

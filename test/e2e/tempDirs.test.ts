@@ -1,6 +1,6 @@
-// A host killed outright leaves its worker sockets' directory in TMPDIR, and a worker killed with it the uploads
-// of the request it ran (host/tempDirs.ts). The next host to start removes what processes that are gone left,
-// and nothing of a process that still runs.
+// A host killed outright leaves its worker sockets' directory in TMPDIR, a worker killed with it the uploads of the
+// request it ran, and a launcher killed outright the directory of its host's socket (common/tempDirs.ts). The next
+// host to start removes what processes that are gone left, and nothing of a process that still runs.
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
@@ -11,16 +11,19 @@ import {
   readHostEvents,
   roleOf,
   startProcess,
+  startStack,
   type Running,
   type Sandbox,
 } from '../helpers/stack.ts';
 
-describe('temporary directories left by a host killed outright', function () {
+describe('temporary directories left by a process killed outright', function () {
   this.timeout(60_000);
   let sandbox: Sandbox;
   let tmp: string;
   let killed: Running | undefined;
   let next: Running | undefined;
+  let killedLauncher: Running | undefined;
+  let nextLauncher: Running | undefined;
 
   before(() => {
     sandbox = makeSandbox();
@@ -30,8 +33,7 @@ describe('temporary directories left by a host killed outright', function () {
   });
 
   after(async () => {
-    await killed?.stop();
-    await next?.stop();
+    for (const running of [killed, next, killedLauncher, nextLauncher]) await running?.stop();
     sandbox?.remove();
   });
 
@@ -82,5 +84,24 @@ describe('temporary directories left by a host killed outright', function () {
     expect(removed).to.have.length(1);
     expect(removed[0]).to.include('[notice]').and.include(`Removed 2 temporary directories left by processes that are gone: `);
     expect(removed[0]).to.include(socketDir!).and.include(deadUploads);
+  });
+
+  it("of a launcher killed outright, its host's socket directory, are removed by the next start", async () => {
+    killedLauncher = await startStack(sandbox, ['--workers', '1'], { TMPDIR: tmp });
+    const pid = killedLauncher.child.pid!;
+    const runDir = readdirSync(tmp).find((name) => name.startsWith(`extqs-run-${pid}-`));
+    expect(runDir, "the host's socket directory, named for the launcher").to.not.equal(undefined);
+    const children = descendants(pid);
+
+    killedLauncher.child.kill('SIGKILL');
+    expect(await killedLauncher.stop()).to.equal('SIGKILL');
+    // The proxy and the host end with their channel to the launcher.
+    await eventually(() => (children.every((child) => roleOf(child) === 'exited') ? true : undefined), 20_000, 'its children to exit');
+    expect(existsSync(join(tmp, runDir!)), 'a killed launcher cannot remove its own directory').to.equal(true);
+
+    nextLauncher = await startStack(sandbox, ['--workers', '1'], { TMPDIR: tmp });
+    const left = readdirSync(tmp);
+    expect(left).to.not.include(runDir);
+    expect(left.filter((name) => name.startsWith(`extqs-run-${nextLauncher!.child.pid}-`))).to.have.length(1);
   });
 });

@@ -1,19 +1,20 @@
-// The host's directories under the system temp directory (TMPDIR), each named for the process that made it: the
-// primary's worker sockets (`extqs-host-<pid>-…`) and one request's uploads (`extqs-upload-<pid>-…`). A process
-// killed outright (SIGKILL, the OOM killer) cannot remove its own: the pool removes a dead worker's uploads when it
-// exits, and a host that starts removes what processes that are gone left, as php-fpm replaces a stale socket file.
+// extqs's directories under the system temp directory (TMPDIR), each named for the process that made it: the
+// launcher's (`extqs-run-<pid>-…`, the host's socket), the host primary's worker sockets (`extqs-host-<pid>-…`) and one
+// request's uploads (`extqs-upload-<pid>-…`). A process killed outright (SIGKILL, the OOM killer) cannot remove its
+// own: the pool removes a dead worker's uploads when it exits, and a host that starts removes what processes that are
+// gone left, as php-fpm replaces a stale socket file.
 // A pid is judged in this process's namespace: hosts in containers sharing one TMPDIR volume need one each.
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-export type TempDirKind = 'host' | 'upload';
+export type TempDirKind = 'run' | 'host' | 'upload';
 
 const prefixOf = (kind: TempDirKind, pid: number) => `extqs-${kind}-${pid}-`;
 
 /** `extqs-host-1234-AbC123` → 1234, or undefined for a name that is not one of these directories. */
 function ownerOf(name: string): number | undefined {
-  const match = /^extqs-(?:host|upload)-(\d+)-[^-]+$/.exec(name);
+  const match = /^extqs-(?:run|host|upload)-(\d+)-[^-]+$/.exec(name);
   return match ? Number(match[1]) : undefined;
 }
 
