@@ -241,7 +241,8 @@ export function createHostApp({
         // As PHP, the body is read before the script runs and its time is not max_execution_time's.
         const read = readRequestInput(request.raw, inputLimits);
         const input = read instanceof Promise ? await read : read;
-        if (ended) await input.discard();
+        // A body-less request has nothing to delete, and its end makes no promise for it.
+        if (ended) await input.discard?.();
         else discardUploads = input.discard;
         if (warnings.length + cookies.warnings.length + input.warnings.length > 0)
           startupWarnings = [...warnings, ...cookies.warnings, ...input.warnings].map((warning) => `${warning} ${where}`);

@@ -28,8 +28,8 @@ export interface RequestInput {
   body: RequestBody;
   /** PHP's start-up warnings for this body, for host.log. */
   warnings: string[];
-  /** Deletes the uploads; call it when the request has ended, however it ended. */
-  discard: () => Promise<void>;
+  /** Deletes the uploads; call it when the request has ended, however it ended. Absent without a body: nothing to delete. */
+  discard: (() => Promise<void>) | undefined;
 }
 
 const FORM = 'application/x-www-form-urlencoded';
@@ -48,9 +48,6 @@ const UPLOAD_ERR_CANT_WRITE = 7;
 
 const startupWarning = (text: string) => `PHP Warning:  PHP Request Startup: ${text} in Unknown on line 0`;
 
-/** Nothing to delete: a request without a body has no uploads. */
-const discardNothing = () => Promise.resolve();
-
 /**
  * Reads the input a controller gets from `req`, as PHP would have before running the script. A request
  * without a body (most are GETs) gets its input at once, not a promise: no await, no upload directory.
@@ -58,7 +55,7 @@ const discardNothing = () => Promise.resolve();
 export function readRequestInput(req: IncomingMessage, limits: InputLimits): RequestInput | Promise<RequestInput> {
   const declared = req.headers['content-length'];
   const hasBody = declared !== undefined ? declared !== '0' : req.headers['transfer-encoding'] !== undefined;
-  if (!hasBody) return { post: nullObject(), files: nullObject(), body: NO_BODY, warnings: [], discard: discardNothing };
+  if (!hasBody) return { post: nullObject(), files: nullObject(), body: NO_BODY, warnings: [], discard: undefined };
   return readBodyInput(req, limits, declared);
 }
 
