@@ -342,6 +342,8 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
       try {
         const said = JSON.parse(line) as WatchdogLine;
         if ('blocked' in said) return blockedChanged(worker, said.blocked, said.running);
+        // Read by the death handling of the pool (docs/design.md §7.3); until then the entry is enough.
+        if ('death' in said) return;
         writeWireEntry(said);
       } catch {
         log.error(`Unreadable line from the watchdog of worker ${worker.process.pid}: ${line}`);

@@ -53,10 +53,24 @@ export interface PoolSays extends Conversation {
 export const BLOCKED_AFTER_MS = 300;
 
 /**
- * A line of the watchdog's pipe: a host.log event, or whether the worker's event loop has stopped turning
- * while it runs calls (the primary then routes around it).
+ * Why a worker is about to die, said by the worker (or its watchdog thread) before it goes, when the cause is
+ * known: the request whose controller ended it is never sent again, and counts towards that controller's
+ * quarantine. A death without this line has no known cause.
  */
-export type WatchdogLine = WireHostEntry | { blocked: boolean; running: string[] };
+export interface DeathCause {
+  /** The request whose controller call caused the death (its X-Request-Id). */
+  requestId: string;
+  /** The controller's name, as routed (`Latest`). */
+  controller: string;
+  /** What ended it, for the death line: `process.kill(process.pid, 'SIGKILL')`, `an uncaught exception: …`. */
+  cause: string;
+}
+
+/**
+ * A line of the watchdog's pipe: a host.log event, whether the worker's event loop has stopped turning
+ * while it runs calls (the primary then routes around it), or the known cause of the worker's coming death.
+ */
+export type WatchdogLine = WireHostEntry | { blocked: boolean; running: string[] } | { death: DeathCause };
 
 /** The worker's file descriptor of the pipe to the primary on which its watchdog thread writes host.log events. */
 export const WATCHDOG_LOG_FD = 4;
