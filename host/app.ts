@@ -29,6 +29,7 @@ import { parsePhpCookies, parsePhpQuery } from './query.ts';
 import { readRequestInput, type InputLimits } from './requestInput.ts';
 import type { ControllerRegistry, LoadedController } from './registry.ts';
 import { sendResult } from './respond.ts';
+import { AnswerLengthError } from './answerFraming.ts';
 import { routeController } from './route.ts';
 import { requestIdOrNew } from '../common/requestId.ts';
 import { refuseUnreadable } from './unreadableRequest.ts';
@@ -304,7 +305,10 @@ export function createHostApp({
           function failedWhileSending(err) {
             counters.errors += 1;
             const detail = err instanceof Error ? controller.mapStack(err.stack ?? err.message) : String(err);
-            const message = `Uncaught exception in controller ${controller.file} (version ${controller.version}) while sending its answer ${where}: ${detail}`;
+            const message =
+              err instanceof AnswerLengthError
+                ? `Controller ${controller.name} (${controller.file}) answered ${where}, but ${err.message}: the answer is cut and its connection closed`
+                : `Uncaught exception in controller ${controller.file} (version ${controller.version}) while sending its answer ${where}: ${detail}`;
             log.error(message, request.id);
             // As PHP's fatal error reaches stderr: the message and the first lines of its stack.
             return `PHP Fatal error:  ${message.split('\n', 1 + STDERR_STACK_LINES).join('\n')}`;

@@ -11,6 +11,7 @@ import {
   ENDED_WITHOUT_HEADERS_FIELD,
   HOST_STDERR_FIELD,
 } from '../common/protocol.ts';
+import { declaredLength, FRAMING_FIELDS, withinDeclaredLength } from './answerFraming.ts';
 import { ControllerHeadTooLargeError } from './errors.ts';
 
 /** The host's own signals to the proxy: never a controller's to send. */
@@ -22,11 +23,8 @@ export type FailedWhileSending = (err: unknown) => string;
 /** Why a trailer function gives no value: fastify then leaves the trailer out. */
 const NO_FAILURE = new Error('the body did not fail');
 
-/**
- * A controller's body, its first chunk already read: on a failure it ends, with `failed` called, so the
- * answer's framing closes normally and the trailer can say what happened.
- */
-async function* bodyOf(held: Uint8Array[], reader: ReadableStreamDefaultReader<Uint8Array>, failed: (err: unknown) => void) {
+/** A controller's body, its first chunks already read; the controller's stream is told when it is not read to its end. */
+async function* chunksOf(held: Uint8Array[], reader: ReadableStreamDefaultReader<Uint8Array>): AsyncGenerator<Uint8Array> {
   try {
     yield* held;
     for (;;) {
@@ -34,11 +32,18 @@ async function* bodyOf(held: Uint8Array[], reader: ReadableStreamDefaultReader<U
       if (next.done) return;
       yield next.value;
     }
+  } finally {
+    // The client may have left (the stream is destroyed), or the body broke its framing.
+    reader.cancel().catch(() => {});
+  }
+}
+
+/** `chunks` with `failed` called on a failure: it rethrows to cut the answer, or returns so its framing closes normally. */
+async function* reportingFailure(chunks: AsyncIterable<Uint8Array>, failed: (err: unknown) => void): AsyncGenerator<Uint8Array> {
+  try {
+    yield* chunks;
   } catch (err) {
     failed(err);
-  } finally {
-    // The client may have left (the stream is destroyed): the controller's stream is told.
-    reader.cancel().catch(() => {});
   }
 }
 
@@ -68,10 +73,33 @@ export function sendResult(
   return reply.type('application/json; charset=utf-8').send(JSON.stringify(result));
 }
 
+/** Whether an answer of `status` to `method` carries a body: a Content-Length on one that does not describes no bytes. */
+function hasBody(method: string, status: number): boolean {
+  return method !== 'HEAD' && status !== 204 && status !== 304 && (status < 100 || status >= 200);
+}
+
+/**
+ * The Response's fields as they go out: never the host's signals nor the fields that frame a connection (the
+ * host's own). A Response from fetch() that names a content-encoding holds a body undici has already decoded
+ * (its url is set; undici keeps the wire's Content-Encoding and Content-Length, nodejs/undici#2514): it goes
+ * without both, as Bun.serve sends it, so its client gets a body its fields describe.
+ */
+function fieldsToSend(result: Response): [string, string][] {
+  const decodedRelay = result.url !== '' && result.headers.has('content-encoding');
+  const fields: [string, string][] = [];
+  result.headers.forEach((value, key) => {
+    if (HOST_SIGNALS.includes(key) || FRAMING_FIELDS.has(key)) return;
+    if (decodedRelay && (key === 'content-encoding' || key === 'content-length')) return;
+    fields.push([key, value]);
+  });
+  return fields;
+}
+
 /**
  * A Response's first chunk is read before its head goes out (as fastify's stream does anyway), so a body
  * that fails at once is the controller's failure (thrown, H4); one that fails later gets `failedWhileSending`
- * and the trailer.
+ * and the trailer. A declared Content-Length goes out as declared and the body is held to it
+ * (answerFraming.ts): one that runs past it or ends short is cut, and its connection closed.
  */
 async function sendResponse(
   reply: FastifyReply,
@@ -84,6 +112,12 @@ async function sendResponse(
     result.body?.cancel().catch(() => {});
     throw new ControllerHeadTooLargeError(headBytes, CONTROLLER_HEAD_MAX);
   }
+  const fields = fieldsToSend(result);
+  const lengthAt = fields.findIndex(([key]) => key === 'content-length');
+  const declared = lengthAt === -1 ? undefined : declaredLength(fields[lengthAt][1]);
+  // A length that is no byte count is no framing at all: the host frames the body itself.
+  if (lengthAt !== -1 && declared === undefined) fields.splice(lengthAt, 1);
+  const counted = declared !== undefined && hasBody(reply.request.method, result.status);
   let body: Readable | Buffer | string = '';
   if (result.body) {
     const reader = (result.body as ReadableStream<Uint8Array>).getReader();
@@ -107,9 +141,7 @@ async function sendResponse(
       // Within the buffer the status is still ours to change: 500 with what was written, as PHP answers.
       const stderr = failedWhileSending(err);
       reply.code(500);
-      result.headers.forEach((value, key) => {
-        if (!HOST_SIGNALS.includes(key) && key !== 'content-length') reply.header(key, value);
-      });
+      for (const [key, value] of fields) if (key !== 'content-length') reply.header(key, value);
       return reply.header(CONTROLLER_ANSWER_FIELD, '1').header(HOST_STDERR_FIELD, encodeStderr(stderr)).send(Buffer.concat(held));
     }
     // The controller overran its limit meanwhile (the connection is cut) or the client left.
@@ -117,27 +149,33 @@ async function sendResponse(
       reader.cancel().catch(() => {});
       return reply;
     }
-    if (ended) body = Buffer.concat(held);
+    if (ended && (!counted || heldBytes === declared)) body = Buffer.concat(held);
     else {
-      // Trailers need chunked framing: under a declared length the failure cuts the connection instead (P4).
-      const trailed = !result.headers.has('content-length');
+      // Trailers need chunked framing: under a declared length a failure cuts the connection instead (P4).
+      const trailed = declared === undefined;
       let stderr: string | undefined;
       const failed = (err: unknown) => {
         stderr = failedWhileSending(err);
         if (!trailed) throw err;
       };
-      body = Readable.from(bodyOf(held, reader, failed), { objectMode: false });
+      const chunks = chunksOf(held, reader);
+      body = Readable.from(reportingFailure(counted ? withinDeclaredLength(chunks, declared) : chunks, failed), { objectMode: false });
       if (trailed) {
         reply.trailer(HOST_STDERR_FIELD, (_reply, _payload, done) =>
           stderr === undefined ? done(NO_FAILURE) : done(null, encodeStderr(stderr)),
         );
       }
     }
+  } else if (counted && declared !== 0) {
+    // No body under a length of some bytes: it ends short at once, cut like any other.
+    const cut = (err: unknown) => {
+      failedWhileSending(err);
+      throw err;
+    };
+    body = Readable.from(reportingFailure(withinDeclaredLength([], declared), cut), { objectMode: false });
   }
   reply.code(result.status);
-  result.headers.forEach((value, key) => {
-    if (!HOST_SIGNALS.includes(key)) reply.header(key, value);
-  });
+  for (const [key, value] of fields) reply.header(key, value);
   // A controller's error status is its answer, which the proxy relays (not the host's own, common/protocol.ts).
   if (result.status >= 400) reply.header(CONTROLLER_ANSWER_FIELD, '1');
   return reply.send(body);

@@ -17,6 +17,9 @@ import { WorkerStats } from './stats.ts';
 import { watchControllers } from './watcher.ts';
 import { reportExitsDuringCalls } from './workerExit.ts';
 
+/** The kernel caps a listen queue at net.core.somaxconn (4096 on current Linux): asking more takes that. */
+const WORKER_LISTEN_QUEUE = 65_535;
+
 const STATUS_TIMEOUT_MS = 2_000;
 
 export async function runWorker(config: HostConfig, socket: string, pool: IpcChannel<WorkerSays, PoolSays>): Promise<void> {
@@ -126,8 +129,10 @@ export async function runWorker(config: HostConfig, socket: string, pool: IpcCha
   const recycleStopMs = (config.maxExecutionTime || 30) * 1000 + 15_000;
   onShutdownSignal(() => retire(config.shutdownTimeout * 1000));
 
-  // Its own socket, not one shared through node:cluster: the dispatcher chooses which worker runs a request.
-  await app.listen({ path: socket, exclusive: true });
+  // Its own socket, not one shared through node:cluster: the dispatcher chooses which worker runs a request. A
+  // unix socket refuses a connect past its listen queue (EAGAIN) instead of retrying as TCP does, and a proxy
+  // opens a connection per request in flight: the queue is as long as the kernel allows (net.core.somaxconn).
+  await app.listen({ path: socket, exclusive: true, backlog: WORKER_LISTEN_QUEUE });
   log.info(`Worker ${process.pid} ready`);
   pool.notify('listening', null);
   stats.starting = false;

@@ -55,48 +55,51 @@ function writeBodyPiece(socket: Socket, piece: Buffer, chunked: boolean): boolea
   return room;
 }
 
-/** Connections to one host process at the most, as undici's Pool allowed: past it requests wait for one to free up. */
-const MAX_CONNECTIONS = 512;
+/** The wait before connecting again to a socket whose listen queue was full, doubling up to the most. */
+const CONNECT_AGAIN_MS = { first: 5, most: 100 } as const;
 
-/** The kept-alive connections to one host process; a connection carries one request at a time. */
+/**
+ * The kept-alive connections to one host process; a connection carries one request at a time. They are not
+ * capped: a worker runs any number of calls at once, so a cap here would be a hidden queue where a fast request
+ * waits behind slow ones. File descriptors are the bound; when they run out the request gets 503 (forwarding.ts).
+ */
 class HostConnections {
   private readonly idle: HostConnection[] = [];
-  /** Attempts waiting for a connection, first come first served. */
-  private readonly waiting: BuiltinAttempt[] = [];
-  private open = 0;
   private closed = false;
 
   constructor(readonly target: Upstream) {}
 
-  /** Starts `attempt` on a free connection, a new one, or, past the cap, the first that frees up. */
+  /** Starts `attempt` on a free connection, else on a new one once it connects. */
   assign(attempt: BuiltinAttempt): void {
     for (let connection = this.idle.pop(); connection; connection = this.idle.pop())
       if (connection.usable) return attempt.begin(connection);
-    if (this.open < MAX_CONNECTIONS) return attempt.begin(this.connect());
-    this.waiting.push(attempt);
+    new HostConnection(this, attempt);
   }
 
-  /** An attempt dropped while it waited. */
-  withdraw(attempt: BuiltinAttempt): void {
-    const at = this.waiting.indexOf(attempt);
-    if (at !== -1) this.waiting.splice(at, 1);
+  /**
+   * A new connection for `attempt` failed before it connected. A unix socket whose listen queue is full refuses
+   * at once (EAGAIN) where TCP would retry: nothing of the request was written, so it connects again, as a SYN is
+   * sent again, until its client leaves or the core's deadline drops it. Any other failure is the request's.
+   */
+  connectFailed(attempt: BuiltinAttempt, err: NodeJS.ErrnoException | undefined): void {
+    if (attempt.dropped) return;
+    if (err?.code !== 'EAGAIN' || this.closed) return attempt.connectionEnded(err);
+    const wait = Math.min(CONNECT_AGAIN_MS.first * 2 ** attempt.connectTries++, CONNECT_AGAIN_MS.most);
+    setTimeout(() => {
+      if (!attempt.dropped) this.assign(attempt);
+    }, wait);
   }
 
-  /** A connection whose request has ended, whole both ways: the next waiting request's, else kept, unless retired. */
+  /** A connection whose request has ended, whole both ways: kept for the next, unless retired. */
   release(connection: HostConnection): void {
-    const next = this.waiting.shift();
-    if (next) return next.begin(connection);
     if (this.closed) return connection.destroy();
     this.idle.push(connection);
   }
 
-  /** A connection that closed (the host, an idle timeout, a failure): a waiting request gets a new one. */
+  /** A connection that closed (the host, an idle timeout, a failure). */
   gone(connection: HostConnection): void {
-    this.open -= 1;
     const at = this.idle.indexOf(connection);
     if (at !== -1) this.idle.splice(at, 1);
-    const next = this.waiting.shift();
-    if (next) next.begin(this.connect());
   }
 
   /** No new request; idle connections close now, busy ones when their request ends. */
@@ -104,27 +107,34 @@ class HostConnections {
     this.closed = true;
     for (const connection of this.idle.splice(0)) connection.destroy();
   }
-
-  private connect(): HostConnection {
-    this.open += 1;
-    return new HostConnection(this);
-  }
 }
 
 /** One connection to a host process. */
 class HostConnection {
   private readonly socket: Socket;
   private attempt: BuiltinAttempt | undefined;
+  /** The attempt it was opened for, until it connects: nothing is written before, so a refused connect loses nothing. */
+  private opening: BuiltinAttempt | undefined;
   private gone = false;
 
-  constructor(private readonly connections: HostConnections) {
+  constructor(
+    private readonly connections: HostConnections,
+    first: BuiltinAttempt,
+  ) {
     const { target } = connections;
+    this.opening = first;
+    const connected = () => {
+      const attempt = this.opening;
+      this.opening = undefined;
+      if (attempt && !attempt.dropped) attempt.begin(this);
+      else this.connections.release(this);
+    };
     this.socket =
       target.kind === 'unix'
-        ? connectTcp({ path: target.path })
+        ? connectTcp({ path: target.path }, connected)
         : target.tls
-          ? connectTls({ host: target.host, port: target.port, ...hostTlsFor(target) })
-          : connectTcp({ host: target.host, port: target.port });
+          ? connectTls({ host: target.host, port: target.port, ...hostTlsFor(target) }, connected)
+          : connectTcp({ host: target.host, port: target.port }, connected);
     this.socket.setNoDelay(true);
     // Idle this long, it is closed: the host keeps its side longer (host/app.ts) and never closes one while retiring.
     this.socket.setTimeout(IDLE_UPSTREAM_SOCKET_MS, () => {
@@ -185,6 +195,9 @@ class HostConnection {
     if (this.gone) return;
     this.gone = true;
     this.connections.gone(this);
+    const opening = this.opening;
+    this.opening = undefined;
+    if (opening) return this.connections.connectFailed(opening, err);
     // Every byte the host sent has been read ('end' comes after the last 'data'): its request ends with this.
     const attempt = this.attempt;
     this.attempt = undefined;
@@ -204,7 +217,7 @@ class BuiltinRequest implements EngineRequest {
 
   send(target: Upstream): void {
     const connections = this.connectionsFor(target);
-    this.attempt = new BuiltinAttempt(this.forwarded, this.request, connections);
+    this.attempt = new BuiltinAttempt(this.forwarded, this.request);
     connections.assign(this.attempt);
   }
 
@@ -225,18 +238,24 @@ class BuiltinAttempt implements ResponseHandler {
   private readonly parser: HostResponseParser;
   private connection: HostConnection | undefined;
   /** Set once it is aborted: nothing it hears from then on reaches the request (it may have been sent again). */
-  private dropped = false;
+  dropped = false;
+  /** Connects refused so far because the host's listen queue was full. */
+  connectTries = 0;
   /** The proxy answered instead: the host's body is read and dropped, so the connection serves the next request. */
   private discarding = false;
   /** Its connection is paused until the client's socket drains. */
   private waitingForClient = false;
   private bodySent = true;
   private over = false;
+  /** Its answer ended at its framing (not broken off). */
+  private endedWhole = false;
+  /** While the parser reads a chunk; and whether the connection is to be reused once it has read all of it. */
+  private feeding = false;
+  private reuseAfterFeed: boolean | undefined;
 
   constructor(
     private readonly forwarded: ForwardedRequest,
     private readonly request: RequestOut,
-    private readonly connections: HostConnections,
   ) {
     this.parser = new HostResponseParser(this, forwarded.ctx.req.method === 'HEAD');
   }
@@ -268,22 +287,30 @@ class BuiltinAttempt implements ResponseHandler {
   }
 
   received(chunk: Buffer): void {
+    this.feeding = true;
     try {
       this.parser.feed(chunk);
     } catch (err) {
       // What the host sent is no HTTP/1.1 answer, or the client's response refused it (a field value Node will not
-      // write): the connection is not read on, and the request fails, or is cut once its head has gone.
+      // write): the connection is not read on, and the request fails, or is cut once its head has gone. Bytes
+      // past an answer that ended belong to no request: its client has its answer, and the connection closes.
+      this.feeding = false;
+      this.reuseAfterFeed = undefined;
       this.connection!.destroyFor(this);
-      this.broke(err as NodeJS.ErrnoException);
+      if (this.endedWhole) return this.forwarded.pastEnd();
+      return this.broke(err as NodeJS.ErrnoException);
     }
+    this.feeding = false;
+    // The answer ended in this chunk with no byte after it: only now may its connection carry another request.
+    if (this.reuseAfterFeed !== undefined) this.connection!.finished(this.reuseAfterFeed);
+    this.reuseAfterFeed = undefined;
   }
 
   drop(): void {
     if (this.dropped) return;
     this.dropped = true;
     this.stopBody();
-    if (!this.connection) return this.connections.withdraw(this);
-    if (!this.over) this.connection.destroy();
+    if (this.connection && !this.over) this.connection.destroy();
   }
 
   head(status: number, fields: Record<string, string | string[]>): void {
@@ -315,10 +342,13 @@ class BuiltinAttempt implements ResponseHandler {
 
   end(trailers: Record<string, string | string[]>): void {
     this.over = true;
+    this.endedWhole = true;
     // An answer that came before the whole body went leaves a connection that cannot carry another request.
     const reusable = this.bodySent && this.parser.keepAlive;
     this.stopBody();
-    this.connection!.finished(reusable);
+    // Within a chunk, the rest of it is read first: a byte past the answer's end closes the connection instead.
+    if (this.feeding) this.reuseAfterFeed = reusable;
+    else this.connection!.finished(reusable);
     if (this.dropped || this.discarding || this.forwarded.settled) return;
     if (!this.forwarded.answerEnded(trailers)) this.forwarded.ctx.answer.end();
   }

@@ -52,7 +52,7 @@ export function createHttpProxyForwarder(options: ForwarderOptions): Forwarding 
   // emits 'timeout', which nothing here listens to (the response deadline is the core's).
   const agentOptions = {
     keepAlive: true,
-    maxSockets: 512,
+    // No cap (Node's default): a cap would queue a fast request behind slow ones (forwardBuiltin.ts says why).
     maxFreeSockets: 256,
     scheduling: 'lifo',
     timeout: IDLE_UPSTREAM_SOCKET_MS,

@@ -16,6 +16,7 @@ import {
 import { sendErrorPage } from './errorPages.ts';
 import { END_OF_SCRIPT_OUTPUT, HOST_STDERR_PREFIX } from './hostFailureLines.ts';
 import { isLoopback } from './loopback.ts';
+import { isOutOfDescriptors, outOfDescriptorsLine, watchOpenFilesLimit } from './openFilesLimit.ts';
 import { authorityOf, isHttp2, responseGone, schemeOf } from './protocols.ts';
 import type { RequestContext } from './requestContext.ts';
 import type { Upstreams, UpstreamState } from './upstreams.ts';
@@ -95,6 +96,8 @@ const STRERROR: Record<string, string> = {
   ECONNRESET: 'Connection reset by peer',
   EPIPE: 'Broken pipe',
   ECONNABORTED: 'Software caused connection abort',
+  EMFILE: 'Too many open files',
+  ENFILE: 'Too many open files in system',
 };
 
 /** `(<errno>)<text>`, Apache's `%E`, for an error with a system error code. */
@@ -244,11 +247,17 @@ export interface Failures {
   hostRefused(status: number, ctx: RequestContext, path: string): void;
   /** The body passed LimitRequestBody while it streamed: 413, and the connection closed. */
   tooLarge(ctx: RequestContext, received: number): void;
+  /**
+   * The host sent bytes past the end of an answer (one that ended whole): its connection is closed, not reused,
+   * so they never reach another request.
+   */
+  pastEnd(ctx: RequestContext, path: string, upstream: UpstreamState): void;
   /** The host's answer broke off after its headers: the client can only be cut; logged once. */
   cutShort(err: NodeJS.ErrnoException, ctx: RequestContext, path: string, upstream: UpstreamState): void;
 }
 
 export function failures({ upstreamTimeoutMs, limitRequestBody }: ForwarderOptions): Failures {
+  watchOpenFilesLimit();
   const logConnectFailure = (err: NodeJS.ErrnoException, ctx: RequestContext, path: string, upstream: UpstreamState) =>
     ctx.log('proxy', 'error', `attempt to connect to upstream ${upstream.name} failed for ${path}`, `(${err.code})${err.message}`);
   /** The host's stderr lines, as mod_fcgid relays a PHP process's (P5); returns how many. */
@@ -327,6 +336,10 @@ export function failures({ upstreamTimeoutMs, limitRequestBody }: ForwarderOptio
         logConnectFailure(err, ctx, path, upstream);
         return sendErrorPage(res, 503);
       }
+      if (isOutOfDescriptors(err)) {
+        ctx.log('proxy', 'error', outOfDescriptorsLine(err, upstream.name, path), errnoText(err));
+        return sendErrorPage(res, 503);
+      }
       // The host's connection failed before a response header (a worker killed mid-request): the socket's
       // error as mod_fcgid reports a failed read, then what Apache says of the script (docs/design.md §3.2).
       if (err.code !== undefined && err.code in errno) {
@@ -336,6 +349,9 @@ export function failures({ upstreamTimeoutMs, limitRequestBody }: ForwarderOptio
       }
       endOfScriptOutput(ctx, path);
       sendErrorPage(res, 500);
+    },
+    pastEnd(ctx, path, upstream) {
+      ctx.log('proxy', 'error', `upstream ${upstream.name} sent bytes past the end of its answer to ${path}: its connection is closed`);
     },
     cutShort(err, ctx, path, upstream) {
       if (ctx.res.destroyed) return;

@@ -55,6 +55,10 @@ const WORKER_EXIT_WAIT_MS = 1_000;
 /** A request that failed this soon after it was sent to a retiring worker never reached a controller. */
 const JUST_SENT_MS = 1_000;
 
+/** Connects again to a host whose listen queue was full: this often, at most this many times (about 2 s). */
+const QUEUE_FULL_WAIT_MS = 10;
+const QUEUE_FULL_TRIES = 200;
+
 /** What every forwarded request shares: the engine's options, the answers to each failure, and each host's workers. */
 export interface ForwardingShared extends ForwarderOptions {
   fail: Failures;
@@ -132,6 +136,7 @@ export class ForwardedRequest implements SentRequest {
   private sentEntry: InFlightEntry<SentRequest> | undefined;
   /** Sent once more after its worker's connection failed before an answer (a worker that died). */
   private resent = false;
+  private queueFullTries = 0;
   /** When it was last sent (performance.now()). */
   private sentAt = 0;
   /** Upstreams that could not be reached for it. */
@@ -279,6 +284,14 @@ export class ForwardedRequest implements SentRequest {
     // the next upstream request as an immediate end).
     const again = this.retryable && !res.headersSent && !req.socket?.destroyed;
     const worker = this.leaveWorker();
+    if (err.code === 'EAGAIN' && again && (this.queueFullTries += 1) <= QUEUE_FULL_TRIES) {
+      // A unix socket whose listen queue is full refuses a connect at once, where TCP retries: nothing reached the
+      // host, so it is connected again shortly (the builtin engine does this itself, for any request).
+      setTimeout(() => {
+        if (!this.settled && !res.headersSent && !req.socket?.destroyed) this.sendTo(this.upstream);
+      }, QUEUE_FULL_WAIT_MS);
+      return;
+    }
     if (worker && connect) {
       // A worker that cannot be reached (it retired a moment ago) is left out; nothing reached it.
       this.shared.workersOf.get(this.upstream)!.unreachable(worker);
@@ -320,6 +333,11 @@ export class ForwardedRequest implements SentRequest {
     clearTimeout(this.deadline);
     this.settled = true;
     this.shared.fail.failed(err, this.ctx, this.path, this.upstream);
+  }
+
+  /** The host sent bytes past the end of this request's answer: they belong to no request, and its connection closed. */
+  pastEnd(): void {
+    this.shared.fail.pastEnd(this.ctx, this.path, this.upstream);
   }
 
   /** The host's answer broke off after its head: the client's answer is cut, and logged once. */

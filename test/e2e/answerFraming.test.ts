@@ -1,0 +1,352 @@
+// No client ever gets another's bytes (docs/design.md §5.2, "Who frames an answer"): a controller's Response
+// whose body runs past its declared Content-Length, ends short of it, or names the fields that frame a
+// connection, among ordinary requests on kept-alive connections, on the two engines. Every neighbour's body is
+// checked byte for byte; the failing answer's own client sees a cut (curl's exit 18), and host.log says why.
+import { execFile } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { Agent, request } from 'node:http';
+import { createServer, type AddressInfo, type Server } from 'node:net';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { gzipSync } from 'node:zlib';
+import { expect } from 'chai';
+import { WORKERS_PATH } from '../../common/protocol.ts';
+import { get, rawAnswerOnSocket } from '../helpers/http.ts';
+import {
+  descendants,
+  eventually,
+  holdController,
+  makeSandbox,
+  readLog,
+  roleOf,
+  startProxy,
+  startStack,
+  type Running,
+  type Sandbox,
+} from '../helpers/stack.ts';
+
+/** The engines this round keeps (the undici engine is being retired). */
+const ENGINES = ['builtin', 'http-proxy'] as const;
+
+/** What an overrunning answer carries past its length: a whole answer, which a reused connection would give another client. */
+const SMUGGLED = 'HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 8\r\n\r\nSMUGGLED';
+
+interface Outcome {
+  status: number;
+  body: string;
+  /** The answer broke off before its end (the client saw a cut). */
+  cut: boolean;
+}
+
+/** curl's exit code and what it wrote (the head with `-D -`), whatever the code. */
+function curlExit(url: string, args: string[]): Promise<{ code: number; out: string }> {
+  return new Promise((resolve) => {
+    execFile('curl', ['--silent', ...args, url], { encoding: 'latin1' }, (err, stdout) =>
+      resolve({ code: err ? Number((err as { code?: number }).code) : 0, out: stdout }),
+    );
+  });
+}
+
+/** GET `path` on a kept-alive `agent`; a cut answer resolves with `cut`, never rejects. */
+function fetchOn(agent: Agent, base: string, path: string): Promise<Outcome> {
+  const url = new URL(base);
+  return new Promise((resolve) => {
+    const req = request({ host: url.hostname, port: url.port, path, agent }, (res) => {
+      let body = '';
+      res.setEncoding('latin1');
+      res.on('data', (chunk: string) => (body += chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body, cut: !res.complete }));
+      res.on('error', () => resolve({ status: res.statusCode ?? 0, body, cut: true }));
+    });
+    req.on('error', () => resolve({ status: 0, body: '', cut: true }));
+    req.setTimeout(30_000, () => req.destroy(new Error(`no answer to ${path} within 30 s`)));
+    req.end();
+  });
+}
+
+/**
+ * `total` requests over `connections` kept-alive connections, every `every`-th one to `faulty`, the rest to Echo
+ * with a number of their own: returns the neighbours whose answer was not exactly theirs, and the faulty outcomes.
+ */
+async function mix(base: string, faulty: string, total: number, every: number, connections = 16) {
+  const agent = new Agent({ keepAlive: true, maxSockets: connections });
+  try {
+    const sent = Array.from({ length: total }, (_, i) => (i % every === every - 1 ? { i, faulty: true } : { i, faulty: false }));
+    const outcomes = await Promise.all(
+      sent.map(async ({ i, faulty: isFaulty }) => ({
+        i,
+        isFaulty,
+        outcome: await fetchOn(agent, base, isFaulty ? `/External/${faulty}?n=${i}` : `/External/Echo?n=${i}`),
+      })),
+    );
+    const wrong = outcomes.filter(({ i, isFaulty, outcome }) => !isFaulty && (outcome.status !== 200 || outcome.body !== `echo ${i}`));
+    const faultyOutcomes = outcomes.filter(({ isFaulty }) => isFaulty).map(({ outcome }) => outcome);
+    return { wrong, faultyOutcomes };
+  } finally {
+    agent.destroy();
+  }
+}
+
+for (const engine of ENGINES) {
+  describe(`answer framing is the host's (--forwarder ${engine})`, function () {
+    this.timeout(120_000);
+    let sandbox: Sandbox;
+    let stack: Running;
+
+    before(async function () {
+      sandbox = makeSandbox();
+      writeFileSync(join(sandbox.controllers, 'Echo.ts'), `export default ({ query }) => 'echo ' + query.n;\n`);
+      // 4,096 bytes as declared, then a whole answer more, a moment later (so it goes in a piece of its own).
+      writeFileSync(
+        join(sandbox.controllers, 'Overrun.ts'),
+        `const smuggled = ${JSON.stringify(SMUGGLED)};
+export default () => {
+  const bytes = new TextEncoder();
+  return new Response(new ReadableStream({
+    async start(controller) {
+      controller.enqueue(bytes.encode('x'.repeat(4096)));
+      await new Promise((r) => setTimeout(r, 5));
+      controller.enqueue(bytes.encode(smuggled));
+      controller.close();
+    },
+  }), { headers: { 'content-type': 'text/plain', 'content-length': '4096' } });
+};\n`,
+      );
+      writeFileSync(
+        join(sandbox.controllers, 'Short.ts'),
+        `export default () => {
+  const bytes = new TextEncoder();
+  return new Response(new ReadableStream({
+    async start(controller) {
+      controller.enqueue(bytes.encode('y'.repeat(5000)));
+      await new Promise((r) => setTimeout(r, 5));
+      controller.close();
+    },
+  }), { headers: { 'content-type': 'text/plain', 'content-length': '8192' } });
+};\n`,
+      );
+      writeFileSync(
+        join(sandbox.controllers, 'Framed.ts'),
+        `export default () => new Response('abc', { headers: { 'content-type': 'text/plain', connection: 'close', 'keep-alive': 'timeout=1', upgrade: 'h2c', trailer: 'x-late', te: 'trailers', 'transfer-encoding': 'chunked' } });\n`,
+      );
+      writeFileSync(join(sandbox.controllers, 'Relay.ts'), `export default ({ query }) => fetch(String(query.u));\n`);
+      writeFileSync(
+        join(sandbox.controllers, 'OwnGzip.ts'),
+        `const gzipped = ${JSON.stringify([...gzipSync('gzipped by the controller')])};
+export default () => new Response(new Uint8Array(gzipped), { headers: { 'content-type': 'text/plain', 'content-encoding': 'gzip' } });\n`,
+      );
+      // A file the proxy compresses when asked (above its minimum length, a compressible type).
+      writeFileSync(join(sandbox.www, 'public', 'words.txt'), 'every word the relay must carry as it is. '.repeat(200));
+      stack = await startStack(sandbox, ['--forwarder', engine]);
+    });
+
+    after(async function () {
+      await stack?.stop();
+      sandbox?.remove();
+    });
+
+    it('gives none of 1,000 neighbours of 100 overrunning answers a foreign or wrong body, and cuts each overrun', async function () {
+      const { wrong, faultyOutcomes } = await mix(stack.url, 'Overrun', 1100, 11);
+      expect(wrong.map(({ i, outcome }) => ({ i, status: outcome.status, body: outcome.body.slice(0, 60) }))).to.deep.equal([]);
+      expect(faultyOutcomes).to.have.length(100);
+      for (const outcome of faultyOutcomes) {
+        expect(outcome.cut, 'an overrun answer is cut').to.equal(true);
+        expect(outcome.body.length).to.be.below(4096);
+        expect(outcome.body).to.not.contain('SMUGGLED');
+      }
+    });
+
+    it('writes an error line naming the controller, the request id, the declared and the actual length', async function () {
+      const reply = await curlExit(`${stack.url}/External/Overrun`, ['-D', '-', '--max-time', '5']);
+      expect(reply.code, 'curl: partial file').to.equal(18);
+      const id = /x-request-id: (\S+)/i.exec(reply.out)?.[1];
+      expect(id).to.be.a('string');
+      const line = await eventually(
+        () => readLog(sandbox, 'host.log').find((l) => l.includes(id!) && l.includes('Content-Length')),
+        5000,
+        'the framing line',
+      );
+      expect(line).to.contain('Controller Overrun');
+      expect(line).to.contain('declared Content-Length 4096 and its body ran past it (at least');
+      expect(line).to.contain('the answer is cut and its connection closed');
+    });
+
+    it('ends an answer short of its declared length for its own client at once (curl exit 18), 0 neighbours harmed', async function () {
+      const started = Date.now();
+      // curl gives up with exit 28 past --max-time: an answer held open until a timeout fails here.
+      const reply = await curlExit(`${stack.url}/External/Short`, ['--max-time', '1']);
+      expect(reply.code, `curl after ${Date.now() - started} ms`).to.equal(18);
+      const { wrong, faultyOutcomes } = await mix(stack.url, 'Short', 660, 11);
+      expect(wrong.map(({ i, outcome }) => ({ i, status: outcome.status, body: outcome.body.slice(0, 60) }))).to.deep.equal([]);
+      for (const outcome of faultyOutcomes) expect(outcome.cut, 'a short answer is cut').to.equal(true);
+      const id = /answered in GET \/External\/Short/;
+      await eventually(
+        () => readLog(sandbox, 'host.log').find((l) => id.test(l) && l.includes('its body ended after 5000 bytes')),
+        5000,
+        'the short body line',
+      );
+    });
+
+    it('relays a fetch() of a compressed file with the body its fields describe, 0 of 600 neighbours harmed', async function () {
+      const file = 'every word the relay must carry as it is. '.repeat(200);
+      const relayed = `Relay?u=${encodeURIComponent(`${stack.url}/words.txt`)}`;
+      const one = await get(stack.url, `/External/${relayed}`);
+      expect(one.status).to.equal(200);
+      expect(one.headers).to.not.have.property('content-encoding');
+      if (one.headers['content-length'] !== undefined) expect(Number(one.headers['content-length'])).to.equal(Buffer.byteLength(file));
+      expect(one.body).to.equal(file);
+      const { wrong, faultyOutcomes } = await mix(stack.url, relayed, 660, 11);
+      expect(wrong.map(({ i, outcome }) => ({ i, status: outcome.status, body: outcome.body.slice(0, 60) }))).to.deep.equal([]);
+      for (const outcome of faultyOutcomes) expect(outcome).to.deep.equal({ status: 200, body: file, cut: false });
+    });
+
+    it("sends a controller's own gzip bytes as they are, with its Content-Encoding", async function () {
+      const reply = await curlExit(`${stack.url}/External/OwnGzip`, ['--compressed', '-D', '-']);
+      expect(reply.code).to.equal(0);
+      expect(reply.out).to.match(/content-encoding: gzip/i);
+      expect(reply.out).to.match(/\r\n\r\ngzipped by the controller$/);
+    });
+
+    it('sends none of the fields that frame a connection from a controller, on the host socket and through the proxy', async function () {
+      const socket = /on unix:(\S+host\.sock)/.exec(readLog(sandbox, 'host.log').join('\n'))?.[1];
+      expect(socket, 'the host socket in host.log').to.be.a('string');
+      const raw = await rawAnswerOnSocket(
+        socket!,
+        Buffer.from('GET /External/Framed HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n'),
+        5000,
+      );
+      const head = raw.slice(0, raw.indexOf('\r\n\r\n')).toLowerCase();
+      // Its `connection: close` is the host's own answer to this request's; the controller's values are nowhere.
+      expect(head).to.not.match(/^(keep-alive|upgrade|trailer|te):/m);
+      expect(head).to.not.match(/^transfer-encoding/m);
+      expect(head).to.match(/^content-length: 3$/m);
+      expect(raw.slice(raw.indexOf('\r\n\r\n') + 4)).to.equal('abc');
+      const { wrong } = await mix(stack.url, 'Framed', 110, 11, 4);
+      expect(wrong).to.deep.equal([]);
+    });
+  });
+}
+
+describe('the proxy and many requests held at once', function () {
+  this.timeout(120_000);
+  let sandbox: Sandbox;
+
+  beforeEach(function () {
+    sandbox = makeSandbox();
+  });
+
+  afterEach(function () {
+    sandbox?.remove();
+  });
+
+  for (const engine of ENGINES) {
+    it(`answers fast requests while 1,500 requests are held in an await (--forwarder ${engine})`, async function () {
+      // 1,500 client connections and as many to the host: this machine's hard limit on open files (20,000 here,
+      // `ulimit -Hn`) must allow about 3,200 in the proxy; Node raises its soft limit to the hard one at start.
+      const held = holdController(sandbox, 'Held');
+      writeFileSync(join(sandbox.controllers, 'Fast.ts'), `export default () => 'fast';\n`);
+      // One worker: every held call is on the process the fast ones need.
+      const stack = await startStack(sandbox, ['--forwarder', engine, '--workers', '1']);
+      try {
+        const holding = Array.from({ length: 1500 }, () => get(stack.url, '/External/Held', { timeoutMs: 120_000 }));
+        await held.reached(60_000, 1500);
+        // Held until released: a fast request that queued behind them would never be answered before that.
+        for (let i = 0; i < 5; i++) {
+          const reply = await get(stack.url, '/External/Fast', { timeoutMs: 10_000 });
+          expect(reply).to.include({ status: 200, body: 'fast' });
+        }
+        held.release();
+        const answers = await Promise.all(holding);
+        expect(answers.filter((a) => a.status !== 200 || a.body !== 'released')).to.deep.equal([]);
+      } finally {
+        held.release();
+        await stack.stop();
+      }
+    });
+  }
+
+  it('answers 503 with a line naming the open-files limit when the proxy runs out of descriptors, and serves again after', async function () {
+    const held = holdController(sandbox, 'Held');
+    writeFileSync(join(sandbox.controllers, 'Fast.ts'), `export default () => 'fast';\n`);
+    const stack = await startStack(sandbox, ['--workers', '1']);
+    try {
+      const proxyPid = descendants(stack.child.pid!).find((pid) => roleOf(pid) === 'proxy')!;
+      // The running proxy's limit lowered (util-linux prlimit): each held request takes two descriptors there.
+      await promisify(execFile)('prlimit', ['--pid', String(proxyPid), '--nofile=160:160']);
+      const holding = Array.from({ length: 120 }, () =>
+        get(stack.url, '/External/Held', { timeoutMs: 60_000 }).catch((err: Error) => ({ status: 0, body: err.message, headers: {} })),
+      );
+      const refused = await eventually(
+        () => readLog(sandbox, 'error.log').find((l) => l.includes('out of file descriptors')),
+        30_000,
+        'the out-of-descriptors line',
+      );
+      expect(refused).to.match(
+        /\[proxy:error\] .*\(24\)Too many open files: .*could not connect to upstream .* for \/External\/Held: this process is out of file descriptors \(limit 160\); raise the limit \(ulimit -n, or LimitNOFILE= under systemd\)/,
+      );
+      held.release();
+      const answers = await Promise.all(holding);
+      const statuses = new Set(answers.map((a) => a.status));
+      expect(statuses.has(503), `statuses ${[...statuses].join(', ')}`).to.equal(true);
+      expect(answers.filter((a) => a.status !== 503 && a.status !== 0 && a.status !== 200)).to.deep.equal([]);
+      // The same proxy, its descriptors back: it serves.
+      expect(await get(stack.url, '/External/Fast')).to.include({ status: 200, body: 'fast' });
+      expect(roleOf(proxyPid)).to.equal('proxy');
+    } finally {
+      held.release();
+      await stack.stop();
+    }
+  });
+});
+
+describe('the builtin engine and a host that writes past the end of an answer', function () {
+  let sandbox: Sandbox;
+  let proxy: Running;
+  let server: Server;
+  let connections = 0;
+
+  before(async function () {
+    sandbox = makeSandbox();
+    // Not extqs's host (which never does this, §5.2): a server that sends each answer with a second one after it, in one write.
+    server = createServer((socket) => {
+      connections += 1;
+      let head = '';
+      socket.on('data', (chunk: Buffer) => {
+        head += chunk.toString('latin1');
+        if (!head.includes('\r\n\r\n')) return;
+        const workersTable = head.startsWith(`GET ${WORKERS_PATH}`);
+        head = '';
+        if (workersTable) return void socket.end('HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n');
+        socket.write(`HTTP/1.1 200 OK\r\ncontent-length: 4\r\n\r\nmineHTTP/1.1 200 OK\r\ncontent-length: 7\r\n\r\nforeign`);
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    proxy = await startProxy(sandbox, ['--upstream', `http://127.0.0.1:${port}`, '--forwarder', 'builtin']);
+  });
+
+  after(async function () {
+    await proxy?.stop();
+    server?.close();
+    sandbox?.remove();
+  });
+
+  it('gives each client its own answer, closes the connection and says so, and opens a new one for the next request', async function () {
+    const before = connections;
+    for (let i = 0; i < 3; i++) expect(await get(proxy.url, '/External/Anything')).to.include({ status: 200, body: 'mine' });
+    expect(connections - before, 'a connection for each request').to.equal(3);
+    const lines = await eventually(
+      () => {
+        const found = readLog(sandbox, 'error.log').filter((l) =>
+          l.includes('sent bytes past the end of its answer to /External/Anything'),
+        );
+        return found.length >= 3 ? found : undefined;
+      },
+      5000,
+      'three past-the-end lines',
+    );
+    expect(lines[0]).to.match(
+      /\[proxy:error\] .*upstream http:\/\/127\.0\.0\.1:\d+ sent bytes past the end of its answer to \/External\/Anything: its connection is closed/,
+    );
+  });
+});
