@@ -31,6 +31,20 @@ const ENGINES = ['builtin', 'http-proxy'] as const;
 /** What an overrunning answer carries past its length: a whole answer, which a reused connection would give another client. */
 const SMUGGLED = 'HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 8\r\n\r\nSMUGGLED';
 
+/** 4,096 bytes as declared, then a whole answer more, a moment later (so it goes in a piece of its own). */
+const OVERRUN_CONTROLLER = `const smuggled = ${JSON.stringify(SMUGGLED)};
+export default () => {
+  const bytes = new TextEncoder();
+  return new Response(new ReadableStream({
+    async start(controller) {
+      controller.enqueue(bytes.encode('x'.repeat(4096)));
+      await new Promise((r) => setTimeout(r, 5));
+      controller.enqueue(bytes.encode(smuggled));
+      controller.close();
+    },
+  }), { headers: { 'content-type': 'text/plain', 'content-length': '4096' } });
+};\n`;
+
 interface Outcome {
   status: number;
   body: string;
@@ -97,21 +111,7 @@ for (const engine of ENGINES) {
       sandbox = makeSandbox();
       writeFileSync(join(sandbox.controllers, 'Echo.ts'), `export default ({ query }) => 'echo ' + query.n;\n`);
       // 4,096 bytes as declared, then a whole answer more, a moment later (so it goes in a piece of its own).
-      writeFileSync(
-        join(sandbox.controllers, 'Overrun.ts'),
-        `const smuggled = ${JSON.stringify(SMUGGLED)};
-export default () => {
-  const bytes = new TextEncoder();
-  return new Response(new ReadableStream({
-    async start(controller) {
-      controller.enqueue(bytes.encode('x'.repeat(4096)));
-      await new Promise((r) => setTimeout(r, 5));
-      controller.enqueue(bytes.encode(smuggled));
-      controller.close();
-    },
-  }), { headers: { 'content-type': 'text/plain', 'content-length': '4096' } });
-};\n`,
-      );
+      writeFileSync(join(sandbox.controllers, 'Overrun.ts'), OVERRUN_CONTROLLER);
       writeFileSync(
         join(sandbox.controllers, 'Short.ts'),
         `export default () => {
@@ -226,6 +226,31 @@ export default () => new Response(new Uint8Array(gzipped), { headers: { 'content
     });
   });
 }
+
+describe('answer framing through the host primary (--worker-concurrency 1)', function () {
+  this.timeout(120_000);
+  let sandbox: Sandbox;
+  let stack: Running;
+
+  before(async function () {
+    sandbox = makeSandbox();
+    writeFileSync(join(sandbox.controllers, 'Echo.ts'), `export default ({ query }) => 'echo ' + query.n;\n`);
+    writeFileSync(join(sandbox.controllers, 'Overrun.ts'), OVERRUN_CONTROLLER);
+    // A bounded concurrency sends every request through the primary's relay (host/dispatcher.ts).
+    stack = await startStack(sandbox, ['--worker-concurrency', '1']);
+  });
+
+  after(async function () {
+    await stack?.stop();
+    sandbox?.remove();
+  });
+
+  it('gives none of 300 neighbours of 30 overrunning answers a foreign or wrong body', async function () {
+    const { wrong, faultyOutcomes } = await mix(stack.url, 'Overrun', 330, 11);
+    expect(wrong.map(({ i, outcome }) => ({ i, status: outcome.status, body: outcome.body.slice(0, 60) }))).to.deep.equal([]);
+    for (const outcome of faultyOutcomes) expect(outcome.cut, 'an overrun answer is cut').to.equal(true);
+  });
+});
 
 describe('the proxy and many requests held at once', function () {
   this.timeout(120_000);
