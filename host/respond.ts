@@ -73,9 +73,12 @@ export function sendResult(
   return reply.type('application/json; charset=utf-8').send(JSON.stringify(result));
 }
 
-/** Whether an answer of `status` to `method` carries a body: a Content-Length on one that does not describes no bytes. */
+/**
+ * Whether an answer of `status` to `method` carries a body: a Content-Length on one that does not describes no bytes.
+ * (A Response's status is 200 to 599: its constructor refuses any other.)
+ */
 function hasBody(method: string, status: number): boolean {
-  return method !== 'HEAD' && status !== 204 && status !== 304 && (status < 100 || status >= 200);
+  return method !== 'HEAD' && status !== 204 && status !== 304;
 }
 
 /**
