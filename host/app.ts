@@ -20,6 +20,8 @@ import {
   ClientClosedRequest,
   ControllerHeadTooLargeError,
   ControllerLinkRefusedError,
+  ControllerExit,
+  ControllerFault,
   ControllerLoadError,
   ControllerMissingError,
 } from './errors.ts';
@@ -320,13 +322,22 @@ export function createHostApp({
           log.info(`Client closed the request to controller ${controller.name} ${where} after ${Date.now() - startedMs} ms`, request.id);
           return;
         }
+        // PHP's exit: the script ends there, and what it wrote so far (nothing, before it returned) is its answer.
+        if (err instanceof ControllerExit) {
+          log.info(
+            `Controller ${controller.name} (${controller.file}) ${err.message} ${where}: its request ends there, answered 200`,
+            request.id,
+          );
+          return reply.sent ? reply : reply.type('text/html; charset=UTF-8').send('');
+        }
         counters.errors += 1;
         // The client gets Apache's 500 page, as for a controller that cannot load; the stack stays here.
-        const detail = err instanceof Error ? controller.mapStack(err.stack ?? err.message) : String(err);
+        const failure = err instanceof ControllerFault ? err.cause : err;
+        const detail = failure instanceof Error ? controller.mapStack(failure.stack ?? failure.message) : String(failure);
         const message =
           err instanceof ControllerHeadTooLargeError
             ? `Controller ${controller.name} (${controller.file}) answered ${where}, but ${err.message}: answered 500`
-            : `Uncaught exception in controller ${controller.file} (version ${controller.version}) ${where}: ${detail}`;
+            : `${err instanceof ControllerFault ? err.kind : 'Uncaught exception'} in controller ${controller.file} (version ${controller.version}) ${where}: ${detail}`;
         log.error(message, request.id);
         // PHP's fatal error line reaches error.log through the proxy; the stack stays in host.log.
         return reply

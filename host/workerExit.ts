@@ -1,17 +1,19 @@
-// A worker that exits while controllers run (a controller calling process.exit(), an uncaught exception in a
-// callback) says which calls it took down, as its last act. The primary will not see every request (the proxy
+// process.exit() in a controller's code (a request's or its module body's) throws ControllerExit: it ends that
+// request or load, never the worker. A worker that exits while controllers run (process.exit() outside any
+// controller's code, a fatal error) says which calls it took down, as its last act. The primary will not see every request (the proxy
 // may reach a worker's socket directly), so the worker writes the line itself, synchronously: no IPC runs in
 // an 'exit' listener. It goes down the pipe its watchdog thread writes host.log events on, which the primary reads.
 import { writeSync } from 'node:fs';
-import { callsInFlight, currentCall } from './controllerCall.ts';
+import { callsInFlight, currentCall, isLoadingController } from './controllerCall.ts';
+import { ControllerExit } from './errors.ts';
 import type { WireHostEntry } from './poolMessages.ts';
 
 /** Why the process is exiting, as far as it could be seen before the 'exit' event. */
 export interface ExitCause {
   /** The uncaught exception or rejection that ends it, if any. */
   uncaught?: { error: unknown; origin: NodeJS.UncaughtExceptionOrigin };
-  /** process.exit()'s code and the controller whose call made it, if one did. */
-  exitCalled?: { code: string | number | null | undefined; by: string | undefined };
+  /** process.exit()'s code, called outside any controller's code. */
+  exitCalled?: { code: string | number | null | undefined };
 }
 
 /** The line for one call the exit took down. */
@@ -19,7 +21,7 @@ export function exitLine(call: { controller: string; file: string; what: string 
   const how = cause.uncaught
     ? `an ${cause.uncaught.origin === 'unhandledRejection' ? 'unhandled rejection' : 'uncaught exception'}: ${describe(cause.uncaught.error)}`
     : cause.exitCalled
-      ? `process.exit(${cause.exitCalled.code ?? ''}) called by ${cause.exitCalled.by === undefined ? 'no controller call' : `controller ${cause.exitCalled.by}`}`
+      ? `process.exit(${cause.exitCalled.code ?? ''}) called outside any controller call`
       : `its exit with code ${code}`;
   return `Worker ${pid} exited while running controller ${call.controller} (${call.file}) in ${call.what}: ended by ${how}`;
 }
@@ -33,8 +35,10 @@ export function reportExitsDuringCalls(logFd: number): void {
   const cause: ExitCause = {};
   process.on('uncaughtExceptionMonitor', (error, origin) => (cause.uncaught ??= { error, origin }));
   const exit = process.exit.bind(process);
-  process.exit = function exitNamingItsCaller(code?: string | number | null): never {
-    cause.exitCalled ??= { code, by: currentCall()?.controller };
+  process.exit = function exitUnlessCalledByAController(code?: string | number | null): never {
+    // Thrown on the controller's own stack, so it unwinds that call alone (host/app.ts answers it).
+    if (currentCall() !== undefined || isLoadingController()) throw new ControllerExit(code);
+    cause.exitCalled ??= { code };
     return exit(code);
   };
   process.on('exit', (code) => {
