@@ -14,7 +14,7 @@ import {
   HOST_MAX_HEADER_SIZE,
   HOST_STDERR_FIELD,
 } from '../common/protocol.ts';
-import { keepLoadFailure, runControllerCall } from './controllerCall.ts';
+import { continueCall, keepLoadFailure, runControllerCall } from './controllerCall.ts';
 import { controllerContext } from './controllerContext.ts';
 import {
   ClientClosedRequest,
@@ -300,19 +300,18 @@ export function createHostApp({
         const ran = runControllerCall(call, request.raw, () => controller.handler(context));
         const result = ran instanceof Promise ? await ran : ran;
         if (overran) return;
-        const sent = sendResult(
-          reply,
-          result,
-          function failedWhileSending(err) {
-            counters.errors += 1;
-            const detail = err instanceof Error ? controller.mapStack(err.stack ?? err.message) : String(err);
-            const message = `Uncaught exception in controller ${controller.file} (version ${controller.version}) while sending its answer ${where}: ${detail}`;
-            log.error(message, request.id);
-            // As PHP's fatal error reaches stderr: the message and the first lines of its stack.
-            return `PHP Fatal error:  ${message.split('\n', 1 + STDERR_STACK_LINES).join('\n')}`;
-          },
-          outputBuffering,
-        );
+        const failedWhileSending = (err: unknown) => {
+          counters.errors += 1;
+          const detail = err instanceof Error ? controller.mapStack(err.stack ?? err.message) : String(err);
+          const message = `Uncaught exception in controller ${controller.file} (version ${controller.version}) while sending its answer ${where}: ${detail}`;
+          log.error(message, request.id);
+          // As PHP's fatal error reaches stderr: the message and the first lines of its stack.
+          return `PHP Fatal error:  ${message.split('\n', 1 + STDERR_STACK_LINES).join('\n')}`;
+        };
+        const sent =
+          result instanceof Response
+            ? continueCall(call, () => sendResult(reply, result, failedWhileSending, outputBuffering))
+            : sendResult(reply, result, failedWhileSending, outputBuffering);
         return sent instanceof Promise ? await sent : sent;
       } catch (err) {
         if (overran) return;

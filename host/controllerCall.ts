@@ -108,6 +108,14 @@ export function isLoadingController(): boolean {
   return loading > 0;
 }
 
+/**
+ * Runs `send` as `call` again: a Response's body is pulled after its handler returned, and is still the controller's
+ * code (its process.exit() ends that body, its console lines carry its request).
+ */
+export function continueCall<T>(call: ControllerCall, send: () => T): T {
+  return calls.run(call, send);
+}
+
 /** The calls whose handler has not returned yet. */
 export function callsInFlight(): ReadonlySet<ControllerCall> {
   return inFlight;

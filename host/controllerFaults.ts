@@ -58,17 +58,13 @@ export function containControllerFaults({ log, stats, retire }: FaultConsequence
     );
   };
 
-  /** process.exit() in a callback of a controller's, not on its call's own stack (host/workerExit.ts). */
+  /**
+   * process.exit() in a callback of a controller's, not on its call's own stack: it ends the call if still awaited;
+   * after the handler returned, host/workerExit.ts has said so.
+   */
   function exitedLate(call: ControllerCall | undefined, exit: ControllerExit): void {
-    if (call && endPendingCall(call, exit)) return;
-    if (!call) {
-      log.info(`${exit.message} in a controller's code outside any request in worker ${process.pid}: nothing to end`);
-      return;
-    }
-    log.info(
-      `Controller ${call.controller} (${call.file}) ${exit.message} in ${call.what} after its answer was given: nothing to end`,
-      call.requestId,
-    );
+    if (call) endPendingCall(call, exit);
+    else log.info(`${exit.message} in a controller's code outside any request in worker ${process.pid}: nothing to end`);
   }
 }
 

@@ -11,7 +11,7 @@ import {
   ENDED_WITHOUT_HEADERS_FIELD,
   HOST_STDERR_FIELD,
 } from '../common/protocol.ts';
-import { ControllerHeadTooLargeError } from './errors.ts';
+import { ControllerExit, ControllerHeadTooLargeError } from './errors.ts';
 
 /** The host's own signals to the proxy: never a controller's to send. */
 const HOST_SIGNALS: readonly string[] = [HOST_STDERR_FIELD, ENDED_WITHOUT_HEADERS_FIELD, CONTROLLER_ANSWER_FIELD, CONTROLLER_FAILED_FIELD];
@@ -30,7 +30,7 @@ async function* bodyOf(held: Uint8Array[], reader: ReadableStreamDefaultReader<U
   try {
     yield* held;
     for (;;) {
-      const next = await reader.read();
+      const next = await reader.read().catch(endAtExit);
       if (next.done) return;
       yield next.value;
     }
@@ -40,6 +40,12 @@ async function* bodyOf(held: Uint8Array[], reader: ReadableStreamDefaultReader<U
     // The client may have left (the stream is destroyed): the controller's stream is told.
     reader.cancel().catch(() => {});
   }
+}
+
+/** process.exit() in the body's code ends the body where it is, as PHP's output ends at `exit` (host/workerExit.ts). */
+function endAtExit(err: unknown): { done: true; value: undefined } {
+  if (err instanceof ControllerExit) return { done: true, value: undefined };
+  throw err;
 }
 
 /** The bytes a Response's fields take in an HTTP/1.1 head: `name: value` and CRLF each. */
@@ -93,7 +99,7 @@ async function sendResponse(
     let ended = false;
     try {
       do {
-        const next = await reader.read();
+        const next = await reader.read().catch(endAtExit);
         if (next.done) ended = true;
         else {
           held.push(next.value);

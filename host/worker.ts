@@ -29,7 +29,12 @@ export async function runWorker(config: HostConfig, socket: string, pool: IpcCha
   const log = workerHostLog(pool);
   const controllersDir = join(config.www, 'controllers');
   const consoleCapture = captureConsole(log, controllersDir);
-  reportExitsDuringCalls(WATCHDOG_LOG_FD);
+  reportExitsDuringCalls(WATCHDOG_LOG_FD, (call, exit) =>
+    log.info(
+      `Controller ${call.controller} (${call.file}) ${exit.message} in ${call.what} after its handler returned: its answer ends where it is`,
+      call.requestId,
+    ),
+  );
 
   let retireAsked: { now: boolean } | undefined;
   /** `now`: this worker is unsafe to send more to (an uncaught exception), even if it asked before for a later reason. */

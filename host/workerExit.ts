@@ -4,7 +4,7 @@
 // may reach a worker's socket directly), so the worker writes the line itself, synchronously: no IPC runs in
 // an 'exit' listener. It goes down the pipe its watchdog thread writes host.log events on, which the primary reads.
 import { writeSync } from 'node:fs';
-import { callsInFlight, currentCall, isLoadingController } from './controllerCall.ts';
+import { callsInFlight, currentCall, isLoadingController, type ControllerCall } from './controllerCall.ts';
 import { ControllerExit } from './errors.ts';
 import type { WireHostEntry } from './poolMessages.ts';
 
@@ -30,16 +30,27 @@ function describe(error: unknown): string {
   return error instanceof Error ? (error.stack ?? `${error.name}: ${error.message}`) : String(error);
 }
 
-/** From now on, an exit of this process writes one host.log event per call in flight to `logFd`. */
-export function reportExitsDuringCalls(logFd: number): void {
+/**
+ * From now on, an exit of this process writes one host.log event per call in flight to `logFd`, and process.exit() in
+ * a controller's code throws; `exitAfterReturn` hears of one from a call whose handler had returned (in its body's
+ * code or a callback), which no catch of the call's (host/app.ts) sees.
+ */
+export function reportExitsDuringCalls(logFd: number, exitAfterReturn: (call: ControllerCall, exit: ControllerExit) => void): void {
   const cause: ExitCause = {};
-  process.on('uncaughtExceptionMonitor', (error, origin) => (cause.uncaught ??= { error, origin }));
+  process.on('uncaughtExceptionMonitor', (error, origin) => {
+    if (!(error instanceof ControllerExit)) cause.uncaught ??= { error, origin };
+  });
   const exit = process.exit.bind(process);
   process.exit = function exitUnlessCalledByAController(code?: string | number | null): never {
     // Thrown on the controller's own stack, so it unwinds that call alone (host/app.ts answers it).
-    if (currentCall() !== undefined || isLoadingController()) throw new ControllerExit(code);
-    cause.exitCalled ??= { code };
-    return exit(code);
+    const call = currentCall();
+    if (call === undefined && !isLoadingController()) {
+      cause.exitCalled ??= { code };
+      return exit(code);
+    }
+    const thrown = new ControllerExit(code);
+    if (call && !callsInFlight().has(call)) exitAfterReturn(call, thrown);
+    throw thrown;
   };
   process.on('exit', (code) => {
     for (const call of callsInFlight()) {

@@ -206,6 +206,33 @@ describe('a controller whose own code fails (--workers 2)', function () {
       expect(await workerExits()).to.deep.equal([]);
     });
 
+    it('ends a streamed body already going where it is, cleanly, with the info line alone', async function () {
+      write('ExitStream', [
+        "const chunk = new TextEncoder().encode('y'.repeat(8192));",
+        'export default () => {',
+        '  let pulls = 0;',
+        '  return new Response(',
+        '    new ReadableStream({',
+        '      pull(controller) {',
+        '        pulls += 1;',
+        '        if (pulls > 3) process.exit(0);',
+        '        controller.enqueue(chunk);',
+        '      },',
+        '    }),',
+        '  );',
+        '};',
+      ]);
+      const reply = await get(stack.url, '/External/ExitStream');
+      expect([reply.status, reply.body.length, reply.body === 'y'.repeat(3 * 8192)]).to.deep.equal([200, 3 * 8192, true]);
+      const id = reply.headers['x-request-id'] as string;
+      expect(await eventOf(id, 'process.exit')).to.match(
+        /\[info\] \[req .*\] Controller ExitStream \(.*\) process\.exit\(0\) called in GET \/External\/ExitStream after its handler returned: its answer ends where it is$/,
+      );
+      expect(await workerExits()).to.deep.equal([]);
+      expect(readHostEvents(sandbox).filter((e) => e.includes(`[req ${id}]`))).to.have.length(1);
+      expect(readLog(sandbox, 'error.log').filter((l) => l.endsWith(`request_id: ${id}`))).to.deep.equal([]);
+    });
+
     it('is a load failure when called as the controller loads', async function () {
       write('ExitAtLoad', ['process.exit(1);', "export default () => 'never';"]);
       const reply = await get(stack.url, '/External/ExitAtLoad');
