@@ -1,7 +1,7 @@
 // A controller's failure that its own code did not catch costs only its own request, as a PHP script's did
 // (docs/design.md §5.2): loops of the faulty controller beside ordinary GETs on the default two workers, every
 // neighbour's answer checked byte for byte, and the workers' fate read from host.log.
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { get, type Reply } from '../helpers/http.ts';
@@ -154,6 +154,27 @@ describe('a controller whose own code fails (--workers 2)', function () {
         'the recycling line',
       );
       expect(await workerExits()).to.deep.equal([]);
+    });
+
+    it('sends its worker no new request from then on', async function () {
+      // The crash names its worker in its own answer's stead: the file, written before the timer throws.
+      const pidFile = join(sandbox.dir, 'crashed.pid');
+      write('CrashAndTell', [
+        "import { writeFileSync } from 'node:fs';",
+        'export default async () => {',
+        `  writeFileSync(${JSON.stringify(pidFile)}, String(process.pid));`,
+        "  setTimeout(() => { throw new Error('boom'); }, 0);",
+        '  await new Promise((resolve) => setTimeout(resolve, 500));',
+        '};',
+      ]);
+      write('Pid', ['export default () => String(process.pid);']);
+      // Both workers have Pid loaded, so neither is slower to answer it.
+      for (let i = 0; i < 4; i++) await get(stack.url, '/External/Pid');
+      expect((await get(stack.url, '/External/CrashAndTell')).status).to.equal(500);
+      const crashed = readFileSync(pidFile, 'utf8');
+      const answeredBy = [];
+      for (let i = 0; i < 10; i++) answeredBy.push((await get(stack.url, '/External/Pid')).body);
+      expect(answeredBy).not.to.include(crashed);
     });
 
     it('blames a timer started when the controller loaded on no request', async function () {
