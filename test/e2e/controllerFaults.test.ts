@@ -177,6 +177,29 @@ describe('a controller whose own code fails (--workers 2)', function () {
       expect(answeredBy).not.to.include(crashed);
     });
 
+    it("answers 500 and retires its worker even under a controller's own capture callback", async function () {
+      write('Captures', [
+        sleep,
+        'process.setUncaughtExceptionCaptureCallback((error) => console.log(`captured ${error.message}`));',
+        'export default async () => {',
+        "  setTimeout(() => { throw new Error('thrown under a capture'); }, 0);",
+        '  await sleep(500);',
+        "  return 'never';",
+        '};',
+      ]);
+      const reply = await get(stack.url, '/External/Captures');
+      expect(reply.status).to.equal(500);
+      const id = reply.headers['x-request-id'] as string;
+      await eventOf(id, 'Uncaught exception in controller');
+      await eventually(
+        () => readLog(sandbox, 'host.log').find((l) => l.includes(`(an uncaught exception in controller Captures, request ${id})`)),
+        5000,
+        'the recycling line',
+      );
+      // The controller's callback ran too, after the host's handling.
+      await eventOf(id, 'captured thrown under a capture');
+    });
+
     it('blames a timer started when the controller loaded on no request', async function () {
       write('LoadTimer', [
         "setTimeout(() => { throw new Error('thrown by a timer of the load'); }, 50);",
