@@ -14,12 +14,14 @@ import {
   HOST_MAX_HEADER_SIZE,
   HOST_STDERR_FIELD,
 } from '../common/protocol.ts';
-import { keepLoadFailure, runControllerCall } from './controllerCall.ts';
+import { continueCall, keepLoadFailure, runControllerCall } from './controllerCall.ts';
 import { controllerContext } from './controllerContext.ts';
 import {
   ClientClosedRequest,
   ControllerHeadTooLargeError,
   ControllerLinkRefusedError,
+  ControllerExit,
+  ControllerFault,
   ControllerLoadError,
   ControllerMissingError,
 } from './errors.ts';
@@ -299,22 +301,21 @@ export function createHostApp({
         const ran = runControllerCall(call, request.raw, () => controller.handler(context));
         const result = ran instanceof Promise ? await ran : ran;
         if (overran) return;
-        const sent = sendResult(
-          reply,
-          result,
-          function failedWhileSending(err) {
-            counters.errors += 1;
-            const detail = err instanceof Error ? controller.mapStack(err.stack ?? err.message) : String(err);
-            const message =
-              err instanceof AnswerLengthError
-                ? `Controller ${controller.name} (${controller.file}) answered ${where}, but ${err.message}: the answer is cut and its connection closed`
-                : `Uncaught exception in controller ${controller.file} (version ${controller.version}) while sending its answer ${where}: ${detail}`;
-            log.error(message, request.id);
-            // As PHP's fatal error reaches stderr: the message and the first lines of its stack.
-            return `PHP Fatal error:  ${message.split('\n', 1 + STDERR_STACK_LINES).join('\n')}`;
-          },
-          outputBuffering,
-        );
+        const failedWhileSending = (err: unknown) => {
+          counters.errors += 1;
+          const detail = err instanceof Error ? controller.mapStack(err.stack ?? err.message) : String(err);
+          const message =
+            err instanceof AnswerLengthError
+              ? `Controller ${controller.name} (${controller.file}) answered ${where}, but ${err.message}: the answer is cut and its connection closed`
+              : `Uncaught exception in controller ${controller.file} (version ${controller.version}) while sending its answer ${where}: ${detail}`;
+          log.error(message, request.id);
+          // As PHP's fatal error reaches stderr: the message and the first lines of its stack.
+          return `PHP Fatal error:  ${message.split('\n', 1 + STDERR_STACK_LINES).join('\n')}`;
+        };
+        const sent =
+          result instanceof Response
+            ? continueCall(call, () => sendResult(reply, result, failedWhileSending, outputBuffering))
+            : sendResult(reply, result, failedWhileSending, outputBuffering);
         return sent instanceof Promise ? await sent : sent;
       } catch (err) {
         if (overran) return;
@@ -324,13 +325,22 @@ export function createHostApp({
           log.info(`Client closed the request to controller ${controller.name} ${where} after ${Date.now() - startedMs} ms`, request.id);
           return;
         }
+        // PHP's exit: the script ends there, and what it wrote so far (nothing, before it returned) is its answer.
+        if (err instanceof ControllerExit) {
+          log.info(
+            `Controller ${controller.name} (${controller.file}) ${err.message} ${where}: its request ends there, answered 200`,
+            request.id,
+          );
+          return reply.sent ? reply : reply.type('text/html; charset=UTF-8').send('');
+        }
         counters.errors += 1;
         // The client gets Apache's 500 page, as for a controller that cannot load; the stack stays here.
-        const detail = err instanceof Error ? controller.mapStack(err.stack ?? err.message) : String(err);
+        const failure = err instanceof ControllerFault ? err.cause : err;
+        const detail = failure instanceof Error ? controller.mapStack(failure.stack ?? failure.message) : String(failure);
         const message =
           err instanceof ControllerHeadTooLargeError
             ? `Controller ${controller.name} (${controller.file}) answered ${where}, but ${err.message}: answered 500`
-            : `Uncaught exception in controller ${controller.file} (version ${controller.version}) ${where}: ${detail}`;
+            : `${err instanceof ControllerFault ? err.kind : 'Uncaught exception'} in controller ${controller.file} (version ${controller.version}) ${where}: ${detail}`;
         log.error(message, request.id);
         // PHP's fatal error line reaches error.log through the proxy; the stack stays in host.log.
         return reply

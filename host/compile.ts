@@ -10,6 +10,7 @@ import { dirname, extname, isAbsolute, relative, resolve, sep } from 'node:path'
 import vm from 'node:vm';
 import type { Loader, Plugin } from 'esbuild';
 import type { Controller } from '../common/controller.ts';
+import { loadOutsideAnyCall } from './controllerCall.ts';
 import { ControllerLoadError } from './errors.ts';
 import { stackMapper, WRAPPER_HEAD } from './stackMap.ts';
 
@@ -128,7 +129,7 @@ export async function compileController(file: string, source: string, root = dir
       filename: file,
     });
     const init = wrapper.runInThisContext() as (...args: unknown[]) => void;
-    init(module.exports, createRequire(file), module, file, dirname(file));
+    loadOutsideAnyCall(() => init(module.exports, createRequire(file), module, file, dirname(file)));
   } catch (err) {
     const reason = err instanceof Error ? mapStack(err.stack ?? err.message) : String(err);
     throw new ControllerLoadError(`Controller script ${file} threw while loading: ${reason}`, file, { cause: err });

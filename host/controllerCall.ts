@@ -19,6 +19,10 @@ export interface ControllerCall {
 const calls = new AsyncLocalStorage<ControllerCall>();
 /** The calls whose handler runs now: what a worker that exits was running (workerExit.ts). */
 const inFlight = new Set<ControllerCall>();
+/** How to end the wait on each call whose handler returned a promise not yet settled (endPendingCall). */
+const awaiting = new Map<ControllerCall, (error: unknown) => void>();
+/** Above zero while a controller's module body runs (compile.ts): its process.exit() is a load failure. */
+let loading = 0;
 
 /** What a failed call threw, kept while the request lives (for `extqs dev`'s error page). */
 export interface CallFailure {
@@ -40,7 +44,7 @@ export function runControllerCall<T>(call: ControllerCall, request: object, hand
   let result: T;
   try {
     result = calls.run(call, handler);
-    if (isThenable(result)) return settle(call, request, result);
+    if (isThenable(result)) return settle<T>(call, request, result);
   } catch (err) {
     inFlight.delete(call);
     failures.set(request, { call, error: err, stage: 'run' });
@@ -59,15 +63,57 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
   );
 }
 
-async function settle<T>(call: ControllerCall, request: object, pending: T): Promise<Awaited<T>> {
+async function settle<T>(call: ControllerCall, request: object, pending: PromiseLike<unknown>): Promise<Awaited<T>> {
   try {
-    return await pending;
+    // Raced with endPendingCall(): a fault of the call in a callback of its own settles nothing of its promise.
+    return await new Promise<Awaited<T>>((resolve, reject) => {
+      awaiting.set(call, reject);
+      pending.then(resolve as (value: unknown) => void, reject);
+    });
   } catch (err) {
     failures.set(request, { call, error: err, stage: 'run' });
     throw err;
   } finally {
     inFlight.delete(call);
+    awaiting.delete(call);
   }
+}
+
+/**
+ * Ends the wait on `call`'s handler with `error`, as if its promise had rejected with it, if it is still waited
+ * on; the handler's code goes on, unheard. False when the call has already returned (or never returned a promise).
+ */
+export function endPendingCall(call: ControllerCall, error: unknown): boolean {
+  const end = awaiting.get(call);
+  if (!end) return false;
+  end(error);
+  return true;
+}
+
+/**
+ * Runs a controller's module body (its top-level code) outside any request's context: a timer or promise it
+ * starts belongs to no request, whichever request caused the load.
+ */
+export function loadOutsideAnyCall<T>(load: () => T): T {
+  loading += 1;
+  try {
+    return calls.exit(load);
+  } finally {
+    loading -= 1;
+  }
+}
+
+/** Whether a controller's module body is running now (on this stack). */
+export function isLoadingController(): boolean {
+  return loading > 0;
+}
+
+/**
+ * Runs `send` as `call` again: a Response's body is pulled after its handler returned, and is still the controller's
+ * code (its process.exit() ends that body, its console lines carry its request).
+ */
+export function continueCall<T>(call: ControllerCall, send: () => T): T {
+  return calls.run(call, send);
 }
 
 /** The calls whose handler has not returned yet. */

@@ -7,6 +7,7 @@ import { CONTROLLER_ANSWER_FIELD, CONTROLLER_FAILED_FIELD, ENDED_WITHOUT_HEADERS
 import { frameFor } from '../common/terminal.ts';
 import { typeErrorsIn, typeErrorText, type TypeError } from '../common/typeErrors.ts';
 import { failureOf } from './controllerCall.ts';
+import { ControllerFault } from './errors.ts';
 
 const HTML_ESCAPES: Readonly<Record<string, string>> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
 
@@ -61,12 +62,14 @@ export function showErrorsToLocalClients(app: FastifyInstance, controllersDir: s
     if (reply.statusCode !== 500 || request.headers[LOCAL_CLIENT_FIELD] !== '1') return payload;
     const failure = failureOf(request.raw);
     if (!failure) return payload;
-    const { call, error, stage } = failure;
+    const { call, stage } = failure;
+    // A failure in one of its callbacks ended the call (controllerFaults.ts): the page shows that failure.
+    const error = failure.error instanceof ControllerFault ? failure.error.cause : failure.error;
     // A load failure's message holds its stack, mapped already; a thrown error is mapped here.
     const detail =
       stage === 'run' && error instanceof Error ? call.mapStack(error.stack ?? error.message) : ((error as Error).message ?? String(error));
-    const title =
-      stage === 'run' ? `Uncaught exception in controller ${call.controller}` : `Controller ${call.controller} could not be loaded`;
+    const kind = failure.error instanceof ControllerFault ? failure.error.kind : 'Uncaught exception';
+    const title = stage === 'run' ? `${kind} in controller ${call.controller}` : `Controller ${call.controller} could not be loaded`;
     // The page is this answer, relayed by the proxy, not the failure it would answer with Apache's page; the
     // host's stderr field stays, so error.log still gets PHP's fatal error line.
     reply

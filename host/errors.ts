@@ -64,3 +64,30 @@ export class ClientClosedRequest extends Error {
     this.name = 'ClientClosedRequest';
   }
 }
+
+/**
+ * What process.exit() throws in a controller's code: it ends that request, as PHP's `exit` ends a script, not
+ * the worker and every request on it (host/workerExit.ts). A controller that catches it and goes on may.
+ */
+export class ControllerExit extends Error {
+  readonly code = 'HOST_CONTROLLER_EXIT';
+  constructor(readonly exitCode: string | number | null | undefined) {
+    super(`process.exit(${exitCode ?? ''}) called`);
+    this.name = 'ControllerExit';
+  }
+}
+
+/**
+ * A controller's failure that reached no code of its own, an unhandled rejection or an uncaught exception of
+ * one of its callbacks, ending its request that still awaited its answer (host/controllerFaults.ts).
+ */
+export class ControllerFault extends Error {
+  readonly code = 'HOST_CONTROLLER_FAULT';
+  constructor(
+    readonly kind: 'Unhandled rejection' | 'Uncaught exception',
+    options: { cause: unknown },
+  ) {
+    super(kind, options);
+    this.name = 'ControllerFault';
+  }
+}

@@ -336,7 +336,14 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
       }
       listened.get(worker)?.();
     });
-    channel.on('retire-me', ({ reason }) => retire(worker, reason));
+    channel.on('retire-me', ({ reason, now }) => {
+      const slot = slots.get(worker);
+      if (now && slot && !workers.stopped) {
+        dispatcher.remove(slot);
+        publishTable();
+      }
+      retire(worker, reason);
+    });
     // The watchdog thread's line, written while the worker's thread (and its IPC) was blocked.
     createInterface({ input: worker.process.stdio[WATCHDOG_LOG_FD] as Readable }).on('line', (line) => {
       try {

@@ -27,8 +27,12 @@ export interface WorkerSays extends Conversation {
     listening: null;
     /** host.log events (a turn's worth). */
     log: EntryBatch<HostLogEntries>;
-    /** The worker wants to be replaced (max requests reached, or a controller overran its limit). */
-    'retire-me': { reason: string };
+    /**
+     * The worker wants to be replaced (max requests reached, a controller overran its limit, an uncaught exception).
+     * `now`: it is unsafe to run more (an uncaught exception), so it is sent nothing from now, not only once its
+     * replacement listens.
+     */
+    'retire-me': { reason: string; now: boolean };
     /** A retiring worker's last counters, just before it exits. */
     'final-stats': { snapshot: WorkerSnapshot };
   };

@@ -12,7 +12,7 @@ import {
   HOST_STDERR_FIELD,
 } from '../common/protocol.ts';
 import { declaredLength, FRAMING_FIELDS, withinDeclaredLength } from './answerFraming.ts';
-import { ControllerHeadTooLargeError } from './errors.ts';
+import { ControllerExit, ControllerHeadTooLargeError } from './errors.ts';
 
 /** The host's own signals to the proxy: never a controller's to send. */
 const HOST_SIGNALS: readonly string[] = [HOST_STDERR_FIELD, ENDED_WITHOUT_HEADERS_FIELD, CONTROLLER_ANSWER_FIELD, CONTROLLER_FAILED_FIELD];
@@ -28,7 +28,7 @@ async function* chunksOf(held: Uint8Array[], reader: ReadableStreamDefaultReader
   try {
     yield* held;
     for (;;) {
-      const next = await reader.read();
+      const next = await reader.read().catch(endAtExit);
       if (next.done) return;
       yield next.value;
     }
@@ -45,6 +45,12 @@ async function* reportingFailure(chunks: AsyncIterable<Uint8Array>, failed: (err
   } catch (err) {
     failed(err);
   }
+}
+
+/** process.exit() in the body's code ends the body where it is, as PHP's output ends at `exit` (host/workerExit.ts). */
+function endAtExit(err: unknown): { done: true; value: undefined } {
+  if (err instanceof ControllerExit) return { done: true, value: undefined };
+  throw err;
 }
 
 /** The bytes a Response's fields take in an HTTP/1.1 head: `name: value` and CRLF each. */
@@ -130,7 +136,7 @@ async function sendResponse(
     let ended = false;
     try {
       do {
-        const next = await reader.read();
+        const next = await reader.read().catch(endAtExit);
         if (next.done) ended = true;
         else {
           held.push(next.value);

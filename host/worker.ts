@@ -6,6 +6,7 @@ import type { HostConfig } from '../common/settings.ts';
 import { onShutdownSignal } from '../common/shutdown.ts';
 import { createHostApp } from './app.ts';
 import { captureConsole } from './consoleCapture.ts';
+import { containControllerFaults } from './controllerFaults.ts';
 import { showErrorsToLocalClients } from './devErrorPage.ts';
 import { ExecutionLimit } from './executionLimit.ts';
 import { workerHostLog } from './hostLog.ts';
@@ -31,14 +32,21 @@ export async function runWorker(config: HostConfig, socket: string, pool: IpcCha
   const log = workerHostLog(pool);
   const controllersDir = join(config.www, 'controllers');
   const consoleCapture = captureConsole(log, controllersDir);
-  reportExitsDuringCalls(WATCHDOG_LOG_FD);
+  reportExitsDuringCalls(WATCHDOG_LOG_FD, (call, exit) =>
+    log.info(
+      `Controller ${call.controller} (${call.file}) ${exit.message} in ${call.what} after its handler returned: its answer ends where it is`,
+      call.requestId,
+    ),
+  );
 
-  let retireAsked = false;
-  const askToRetire = (reason: string) => {
-    if (retireAsked) return;
-    retireAsked = true;
-    pool.notify('retire-me', { reason });
+  let retireAsked: { now: boolean } | undefined;
+  /** `now`: this worker is unsafe to send more to (an uncaught exception), even if it asked before for a later reason. */
+  const askToRetire = (reason: string, now = false) => {
+    if (retireAsked && (retireAsked.now || !now)) return;
+    retireAsked = { now };
+    pool.notify('retire-me', { reason, now });
   };
+  containControllerFaults({ log, stats, retire: (reason) => askToRetire(reason, true) });
 
   const registry = new ControllerRegistry(
     controllersDir,

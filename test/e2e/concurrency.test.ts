@@ -321,13 +321,14 @@ describe('a controller that ends its worker (--workers 1)', function () {
   it('has its worker replaced at once every time, however often, and the next request answered', async function () {
     sandbox = makeSandbox();
     writeFileSync(join(sandbox.controllers, 'Quick.ts'), `export default () => 'quick';\n`);
-    writeFileSync(join(sandbox.controllers, 'Exit.ts'), `export default () => { process.exit(0); };\n`);
+    // process.exit() would end only its request (controllerFaults.test.ts): a signal ends the worker.
+    writeFileSync(join(sandbox.controllers, 'Exit.ts'), `export default () => { process.kill(process.pid, 'SIGKILL'); };\n`);
     stack = await startStack(sandbox, ['--workers', '1', '--proxy-workers', '1']);
     for (let i = 0; i < 6; i++) expect((await get(stack.url, `/External/Exit?i=${i}`)).status).to.equal(500);
     expect((await get(stack.url, '/External/Quick')).body).to.equal('quick');
     const exits = await eventually(
       () => {
-        const lines = readLog(sandbox, 'host.log').filter((l) => / Worker \d+ exited with code 0; starting a new one/.test(l));
+        const lines = readLog(sandbox, 'host.log').filter((l) => / Worker \d+ exited with signal SIGKILL; starting a new one/.test(l));
         return lines.length >= 6 ? lines : undefined;
       },
       10_000,
@@ -354,7 +355,8 @@ describe('a worker that dies with requests in flight (--workers 2, --proxy-worke
     sandbox = makeSandbox();
     const hold = holdController(sandbox, 'Hold');
     release = hold.release;
-    writeFileSync(join(sandbox.controllers, 'Exit.ts'), `export default () => { process.exit(0); };\n`);
+    // process.exit() would end only its request (controllerFaults.test.ts): a signal ends the worker.
+    writeFileSync(join(sandbox.controllers, 'Exit.ts'), `export default () => { process.kill(process.pid, 'SIGKILL'); };\n`);
     stack = await startStack(sandbox, ['--workers', '2', '--proxy-workers', '1']);
     const held = Array.from({ length: 6 }, (_, i) => get(stack.url, `/External/Hold?i=${i}`));
     await hold.reached(10_000, 6);

@@ -61,6 +61,18 @@ describe('extqs dev', function () {
       expect(reply.body).to.contain('&gt; 4 |   if (x) throw new Error(&#39;boom &lt;b&gt;&#39;);');
     });
 
+    it('shows a rejection no code of the controller handled as that rejection, with its stack', async function () {
+      writeFileSync(
+        join(sandbox.controllers, 'Forgets.ts'),
+        "export default async () => {\n  Promise.reject(new Error('forgotten'));\n  await new Promise((resolve) => setTimeout(resolve, 200));\n};\n",
+      );
+      const reply = await get(running!.url, '/External/Forgets');
+      expect(reply.status).to.equal(500);
+      expect(reply.body).to.contain('<h1>Unhandled rejection in controller Forgets</h1>');
+      expect(reply.body).to.contain('<p><strong>Error: forgotten</strong></p>');
+      expect(reply.body).to.contain(`at Object.Forgets_default [as handler] (${join(sandbox.controllers, 'Forgets.ts')}:2:18)`);
+    });
+
     it('writes every log line on stderr in colour, with the code frame under the failure', async function () {
       const reply = await get(running!.url, '/External/Boom');
       const id = reply.headers['x-request-id'] as string;

@@ -1,5 +1,14 @@
 import { expect } from 'chai';
-import { callsInFlight, currentCall, failureOf, runControllerCall, type ControllerCall } from '../../host/controllerCall.ts';
+import {
+  callsInFlight,
+  currentCall,
+  endPendingCall,
+  failureOf,
+  isLoadingController,
+  loadOutsideAnyCall,
+  runControllerCall,
+  type ControllerCall,
+} from '../../host/controllerCall.ts';
 
 const call = (): ControllerCall => ({
   requestId: 'id-1',
@@ -58,5 +67,45 @@ describe('runControllerCall', function () {
     ).to.equal(rejected);
     expect(failureOf(laterRequest)).to.include({ error: rejected, stage: 'run' });
     expect(callsInFlight().size).to.equal(0);
+  });
+
+  it('ends the wait on a call still awaited with the error given, and not a call that has returned', async function () {
+    const running = call();
+    const request = {};
+    let finish: (value: string) => void = () => {};
+    const pending = runControllerCall(running, request, () => new Promise<string>((resolve) => (finish = resolve)));
+    const fault = new Error('a callback of its own failed');
+    expect(endPendingCall(running, fault)).to.equal(true);
+    expect(
+      await (pending as Promise<unknown>).then(
+        () => null,
+        (err: unknown) => err,
+      ),
+    ).to.equal(fault);
+    expect(failureOf(request)).to.include({ error: fault, stage: 'run' });
+    expect(callsInFlight().size).to.equal(0);
+    // Its handler's own end, later, is heard by nobody.
+    finish('late');
+    expect(endPendingCall(running, fault)).to.equal(false);
+    const returned = call();
+    expect(runControllerCall(returned, {}, () => 'at once')).to.equal('at once');
+    expect(endPendingCall(returned, fault)).to.equal(false);
+  });
+});
+
+describe('loadOutsideAnyCall', function () {
+  it("runs a controller's module body outside the call that caused its load, and says it loads meanwhile", async function () {
+    const running = call();
+    const seen = await runControllerCall(running, {}, () =>
+      loadOutsideAnyCall(() => ({
+        store: currentCall(),
+        loading: isLoadingController(),
+        later: Promise.resolve().then(() => currentCall()),
+      })),
+    );
+    expect(seen.store).to.equal(undefined);
+    expect(seen.loading).to.equal(true);
+    expect(await seen.later).to.equal(undefined);
+    expect(isLoadingController()).to.equal(false);
   });
 });
