@@ -63,6 +63,33 @@ describe('following a host table of workers (proxy/workerRoutes.ts)', function (
     expect(follower.pick()).to.equal(undefined);
   });
 
+  it('sends to the least busy of the workers that are not blocked, not merely the first, and to another than the one left out', async function () {
+    const path = await serve((res) => {
+      res.writeHead(200, { 'content-type': 'application/x-ndjson' });
+      res.write(
+        table([
+          { pid: 1, socket: '/w1.sock', blocked: false, running: [] },
+          { pid: 2, socket: '/w2.sock', blocked: true, running: [] },
+          { pid: 3, socket: '/w3.sock', blocked: false, running: [] },
+          { pid: 4, socket: '/w4.sock', blocked: false, running: [] },
+        ]),
+      );
+    });
+    follower = new HostWorkers({ kind: 'unix', path }, { left: () => undefined });
+    follower.follow();
+    const first = await eventually(() => follower!.pick(), 3000, 'a worker');
+    expect(first.pid, 'all idle: the first listed').to.equal(1);
+    const sent = (worker: WorkerTarget, count: number) => {
+      for (let i = 0; i < count; i++) worker.sent.add({ requestId: `r${worker.pid}-${i}`, reroute: () => undefined });
+    };
+    sent(first, 2);
+    const next = follower.pick()!;
+    expect(next.pid, 'the idle worker after the busy one, past the blocked one').to.equal(3);
+    sent(next, 1);
+    expect(follower.pick()!.pid).to.equal(4);
+    expect(follower.pick(follower.pick())!.pid, 'not the one left out: the next least busy').to.equal(3);
+  });
+
   it('follows nothing from a server that answers anything with 200, and keeps running', async function () {
     const path = await serve((res) => res.writeHead(200, { 'content-type': 'text/html' }).end('<html>not a table</html>\n'));
     follower = new HostWorkers({ kind: 'unix', path }, { left: () => undefined });
