@@ -64,9 +64,10 @@ describe('a host on TCP admits only its proxies', function () {
     startProcess('host', ['--www', sandbox.www, '--logs', sandbox.logs, '--workers', '1', '--host-listen', HOST_ADDRESS, ...args]);
 
   describe('with --host-allow', function () {
-    it('serves a proxy on the list and closes a connection from elsewhere with one host.log line', async function () {
-      // A proxy connecting to 127.0.0.2 comes from 127.0.0.1.
-      host = await startHost(['--host-allow', '127.0.0.1']);
+    it('serves a proxy inside a subnet on the list and closes a connection from elsewhere with one host.log line', async function () {
+      // A proxy connecting to 127.0.0.2 comes from 127.0.0.1: inside the subnet, not its first address.
+      // 127.0.0.3 is just outside it.
+      host = await startHost(['--host-allow', '127.0.0.0/31']);
       proxy = await startProxy(sandbox, ['--upstream', host.url, '--proxy-workers', '1']);
       const admitted = await get(proxy.url, '/External/Hello');
       expect(admitted.status).to.equal(200);
