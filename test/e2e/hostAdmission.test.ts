@@ -166,6 +166,22 @@ describe('a host on TCP admits only its proxies', function () {
       expect((await get(proxy.url, '/External/Hello')).status).to.be.oneOf([500, 502, 503]);
       expect(hostLog().filter((l) => l.includes('GET /External/Hello'))).to.deep.equal([]);
     });
+
+    it('makes the proxy refuse a host whose certificate is from its CA but for another name', async function () {
+      const elsewhere = signedCertificate(sandbox.dir, 'elsewhere', authority, 'DNS:elsewhere.example,IP:127.0.0.9');
+      host = await startHost(mtls(elsewhere));
+      proxy = await startProxy(sandbox, ['--upstream', host.url, '--proxy-workers', '1', ...mtls(proxyIdentity)]);
+      expect((await get(proxy.url, '/External/Hello')).status).to.be.oneOf([500, 502, 503]);
+      expect(hostLog().filter((l) => l.includes('GET /External/Hello'))).to.deep.equal([]);
+      await eventually(
+        () =>
+          readLog(sandbox, 'error.log').find((l) =>
+            l.includes("(ERR_TLS_CERT_ALTNAME_INVALID)Hostname/IP does not match certificate's altnames"),
+          ),
+        3000,
+        'the name mismatch in error.log',
+      );
+    });
   });
 
   describe('a host on a network address with neither', function () {
