@@ -115,7 +115,7 @@ describe('following a host table of workers (proxy/workerRoutes.ts)', function (
     server.listen(0, '127.0.0.1');
     await once(server, 'listening');
     const { port } = server.address() as { port: number };
-    follower = new HostWorkers({ kind: 'tcp', host: '127.0.0.1', port, tls: false }, { left: () => undefined });
+    follower = new HostWorkers({ kind: 'tcp', host: '127.0.0.1', port }, { left: () => undefined });
     follower.follow();
     const worker = await eventually(() => follower!.pick(), 3000, 'a worker');
     expect([asked?.url, asked?.headers.host]).to.deep.equal([WORKERS_PATH, 'localhost']);
@@ -128,8 +128,8 @@ describe('following a host table of workers (proxy/workerRoutes.ts)', function (
     const first = await eventually(() => follower!.pick(), 3000, 'a worker');
     answers[0].write(table([w(1), w(2)]) + table([w(2), w(1)]));
     await eventually(() => (follower!.pick()?.pid === 2 ? true : undefined), 3000, 'the second table, worker 2 listed first');
-    const second = follower.pick()!;
-    expect(follower.pick(second), 'worker 1 is the object it was').to.equal(first);
+    const second = follower!.pick()!;
+    expect(follower!.pick(second), 'worker 1 is the object it was').to.equal(first);
     expect(first.accepting).to.equal(true);
   });
 
@@ -150,23 +150,23 @@ describe('following a host table of workers (proxy/workerRoutes.ts)', function (
     answers[0].write(table([w(1, true, ['running']), w(2)]));
     await eventually(() => (rerouted.length > 0 ? true : undefined), 3000, 'the reroute');
     expect(rerouted).to.deep.equal(['waiting']);
-    expect(follower.pick()!.pid, 'the blocked one is passed over').to.equal(2);
+    expect(follower!.pick()!.pid, 'the blocked one is passed over').to.equal(2);
     // Still blocked in the next table: nothing is sent again twice. Unblocked: chosen again.
     answers[0].write(table([w(1, true, ['running']), w(2)]) + table([w(1), w(2)]));
     await eventually(() => (one.blocked ? undefined : true), 3000, 'unblocked');
-    expect(follower.pick(follower.pick()), 'chosen again').to.equal(one);
+    expect(follower!.pick(follower!.pick()), 'chosen again').to.equal(one);
     expect(rerouted).to.deep.equal(['waiting']);
   });
 
   it('leaves a worker out that could not be reached, telling which, until a table lists it again', async function () {
     const left = await follow(table([w(1), w(2)]));
     const one = await eventually(() => follower!.pick(), 3000, 'a worker');
-    follower.unreachable(one);
+    follower!.unreachable(one);
     expect(left).to.deep.equal([one]);
     expect(one.accepting).to.equal(false);
-    expect(follower.pick()!.pid).to.equal(2);
-    expect(follower.pick(follower.pick())).to.equal(undefined);
-    follower.unreachable(one);
+    expect(follower!.pick()!.pid).to.equal(2);
+    expect(follower!.pick(follower!.pick())).to.equal(undefined);
+    follower!.unreachable(one);
     expect(left, 'told once').to.have.length(1);
     expect(await one.fateWithin(1), 'not known to have died').to.equal('retired');
     answers[0].write(table([w(1), w(2)]));
@@ -186,7 +186,7 @@ describe('following a host table of workers (proxy/workerRoutes.ts)', function (
       await eventually(() => follower!.pick(), 3000, 'a worker');
       answers[0].write(`${line}\n`);
       await closed(0);
-      expect(follower.pick()).to.equal(undefined);
+      expect(follower!.pick()).to.equal(undefined);
     });
 
   it('reads no table from an answer other than 200, whatever its body', async function () {
@@ -217,9 +217,9 @@ describe('following a host table of workers (proxy/workerRoutes.ts)', function (
   it('stops following at close(), ending its request', async function () {
     await follow(table([w(1)]));
     await eventually(() => follower!.pick(), 3000, 'a worker');
-    follower.close();
+    follower!.close();
     await closed(0);
-    expect(follower.pick()).to.equal(undefined);
+    expect(follower!.pick()).to.equal(undefined);
   });
 
   it('follows nothing from a server that answers anything with 200, and keeps running', async function () {
