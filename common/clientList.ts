@@ -11,9 +11,7 @@ export function allowList(clients: readonly AllowedClient[]): BlockList {
 
 export function allowed(list: BlockList, address: string | undefined): boolean {
   if (!address) return false;
-  // A dual-stack listener sees IPv4 clients as ::ffff:a.b.c.d.
-  const mapped = address.startsWith('::ffff:') ? address.slice('::ffff:'.length) : undefined;
-  if (mapped && isIPv4(mapped)) return list.check(mapped, 'ipv4');
+  // A dual-stack listener sees IPv4 clients as ::ffff:a.b.c.d: BlockList checks those against the IPv4 rules itself.
   return list.check(address, isIPv4(address) ? 'ipv4' : 'ipv6');
 }
 

@@ -25,7 +25,8 @@ export class HostProtocolError extends Error {
 const MAX_HEAD_BYTES = 16 * 1024;
 /** A chunk-size line: the size in hex and any extensions. */
 const MAX_CHUNK_LINE = 1024;
-const STATUS_LINE = /^HTTP\/1\.([01]) (\d{3})(?: [^\r\n]*)?$/;
+/** A status is three digits, its first digit its class (RFC 9110 §15): one below 100 is no answer. */
+const STATUS_LINE = /^HTTP\/1\.([01]) ([1-9]\d{2})(?: [^\r\n]*)?$/;
 const FIELD_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 /** What a field value may not hold (RFC 9110 §5.5): control bytes other than HTAB, a bare CR or LF among them. */
 // eslint-disable-next-line no-control-regex -- control bytes are what it finds
@@ -158,7 +159,7 @@ export class HostResponseParser {
     const fields = fieldTable<string | string[]>();
     readFields(lines, 1, fields);
     // An interim answer (100 Continue, 103 Early Hints) is followed by the real one.
-    if (status >= 100 && status < 200) {
+    if (status < 200) {
       if (status === 101) throw new HostProtocolError('101 Switching Protocols, never asked for');
       return;
     }

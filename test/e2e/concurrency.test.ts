@@ -379,6 +379,40 @@ describe('a worker that dies with requests in flight (--workers 2, --proxy-worke
   });
 });
 
+describe('a worker that dies with body-less POST requests in flight (--workers 2, --proxy-workers 1)', function () {
+  this.timeout(30_000);
+  let sandbox: Sandbox;
+  let stack: Running;
+  let release: (() => void) | undefined;
+
+  after(async function () {
+    release?.();
+    await stack?.stop();
+    sandbox?.remove();
+  });
+
+  it('sends none of them again: only GET and HEAD go once more, though nothing was consumed', async function () {
+    sandbox = makeSandbox();
+    const hold = holdController(sandbox, 'Hold');
+    release = hold.release;
+    writeFileSync(join(sandbox.controllers, 'Exit.ts'), `export default () => { process.exit(0); };\n`);
+    stack = await startStack(sandbox, ['--workers', '2', '--proxy-workers', '1']);
+    const post = { method: 'POST', headers: { 'content-length': '0' } };
+    const held = Array.from({ length: 4 }, (_, i) => get(stack.url, `/External/Hold?i=${i}`, post));
+    await hold.reached(10_000, 4);
+    // Exit carries a body, so it is never sent again itself: it ends one worker and what that one held.
+    expect((await get(stack.url, '/External/Exit', { method: 'POST', body: 'x' })).status).to.equal(500);
+    hold.release();
+    const statuses = (await Promise.all(held)).map((r) => r.status);
+    expect(
+      statuses.filter((status) => status !== 200),
+      'the POSTs the dead worker held failed',
+    ).to.not.deep.equal([]);
+    expect(hold.calls(), 'each POST ran once').to.equal(4);
+    expect(readLog(sandbox, 'error.log').filter((l) => l.includes('sent again'))).to.deep.equal([]);
+  });
+});
+
 describe('a call the worker drops at the limit (--max-execution-time 1 --upstream-timeout 0)', function () {
   let sandbox: Sandbox;
   let stack: Running;

@@ -111,6 +111,55 @@ describe('request-level dispatch (--workers 2 --max-execution-time 2)', function
   });
 });
 
+describe('the primary sends each request to the least busy worker (--workers 2 --worker-concurrency 2)', function () {
+  let sandbox: Sandbox;
+  let stack: Running;
+  let release: (() => void) | undefined;
+
+  after(async function () {
+    release?.();
+    await stack?.stop();
+    sandbox?.remove();
+  });
+
+  it('sends a second request to the idle worker, not to the first with room, then alternates', async function () {
+    sandbox = makeSandbox();
+    // Each call writes its worker's pid, then awaits the release file: the proxy routes nothing itself at a
+    // bounded concurrency, so every request goes through the primary's dispatcher.
+    const pids = join(sandbox.dir, 'pids');
+    const releaseFile = join(sandbox.dir, 'release');
+    writeFileSync(
+      join(sandbox.controllers, 'Where.ts'),
+      `import { appendFileSync, existsSync } from 'node:fs';\n` +
+        `export default async () => { appendFileSync(${JSON.stringify(pids)}, process.pid + '\\n'); ` +
+        `while (!existsSync(${JSON.stringify(releaseFile)})) await new Promise((r) => setTimeout(r, 20)); return String(process.pid); };\n`,
+    );
+    release = () => writeFileSync(releaseFile, '');
+    stack = await startStack(sandbox, ['--workers', '2', '--worker-concurrency', '2', '--proxy-workers', '1']);
+    await poolWhen(stack, (p) => p.idleProcesses === 2, 'two idle workers');
+    const ran = (count: number) =>
+      eventually(
+        () => {
+          const lines = (existsSync(pids) ? readFileSync(pids, 'utf8') : '').split('\n').filter(Boolean);
+          return lines.length >= count ? lines : undefined;
+        },
+        10_000,
+        `${count} calls running`,
+      );
+    const held: Promise<Reply>[] = [];
+    // One at a time, so each choice sees the last one's request in flight.
+    for (let i = 1; i <= 4; i++) {
+      held.push(get(stack.url, `/External/Where?i=${i}`));
+      await ran(i);
+    }
+    const [a, b, c, d] = await ran(4);
+    expect(b, 'the second request: the idle worker, not the first one again').to.not.equal(a);
+    expect([c, d], 'then one more each').to.have.members([a, b]);
+    release();
+    expect((await Promise.all(held)).map((r) => r.status)).to.deep.equal([200, 200, 200, 200]);
+  });
+});
+
 describe('the listen queue (--workers 1 --worker-concurrency 1)', function () {
   let sandbox: Sandbox;
   let stack: Running;

@@ -64,9 +64,10 @@ describe('a host on TCP admits only its proxies', function () {
     startProcess('host', ['--www', sandbox.www, '--logs', sandbox.logs, '--workers', '1', '--host-listen', HOST_ADDRESS, ...args]);
 
   describe('with --host-allow', function () {
-    it('serves a proxy on the list and closes a connection from elsewhere with one host.log line', async function () {
-      // A proxy connecting to 127.0.0.2 comes from 127.0.0.1.
-      host = await startHost(['--host-allow', '127.0.0.1']);
+    it('serves a proxy inside a subnet on the list and closes a connection from elsewhere with one host.log line', async function () {
+      // A proxy connecting to 127.0.0.2 comes from 127.0.0.1: inside the subnet, not its first address.
+      // 127.0.0.3 is just outside it.
+      host = await startHost(['--host-allow', '127.0.0.0/31']);
       proxy = await startProxy(sandbox, ['--upstream', host.url, '--proxy-workers', '1']);
       const admitted = await get(proxy.url, '/External/Hello');
       expect(admitted.status).to.equal(200);
@@ -164,6 +165,22 @@ describe('a host on TCP admits only its proxies', function () {
       proxy = await startProxy(sandbox, ['--upstream', host.url, '--proxy-workers', '1', ...mtls(strangerIdentity, strangers.cert)]);
       expect((await get(proxy.url, '/External/Hello')).status).to.be.oneOf([500, 502, 503]);
       expect(hostLog().filter((l) => l.includes('GET /External/Hello'))).to.deep.equal([]);
+    });
+
+    it('makes the proxy refuse a host whose certificate is from its CA but for another name', async function () {
+      const elsewhere = signedCertificate(sandbox.dir, 'elsewhere', authority, 'DNS:elsewhere.example,IP:127.0.0.9');
+      host = await startHost(mtls(elsewhere));
+      proxy = await startProxy(sandbox, ['--upstream', host.url, '--proxy-workers', '1', ...mtls(proxyIdentity)]);
+      expect((await get(proxy.url, '/External/Hello')).status).to.be.oneOf([500, 502, 503]);
+      expect(hostLog().filter((l) => l.includes('GET /External/Hello'))).to.deep.equal([]);
+      await eventually(
+        () =>
+          readLog(sandbox, 'error.log').find((l) =>
+            l.includes("(ERR_TLS_CERT_ALTNAME_INVALID)Hostname/IP does not match certificate's altnames"),
+          ),
+        3000,
+        'the name mismatch in error.log',
+      );
     });
   });
 

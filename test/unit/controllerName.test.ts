@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { CONTROLLER_NAME, namesPossibleController } from '../../common/controllerName.ts';
 import { controllerNameOf } from '../../host/watcher.ts';
 
 describe('controllerNameOf', () => {
@@ -44,5 +45,23 @@ describe('controllerNameOf', () => {
     it('ignores an upper-case extension (Latest.TS)', () => {
       expect(controllerNameOf('Latest.TS')).to.equal(undefined);
     });
+  });
+});
+
+describe('namesPossibleController (common/controllerName.ts)', () => {
+  it('is true for an identifier after the prefix, with or without path info, escaped or not', () => {
+    for (const path of ['/External/Latest', '/External/_x9/a/b', '/External/%4Catest', '/External/A/'])
+      expect(namesPossibleController(path), path).to.equal(true);
+  });
+
+  it('is false, not merely falsy, for a name no file can have or an escape that does not decode', () => {
+    for (const path of ['/External/', '/External/9x', '/External/a-b', '/External/a.b', '/External/%E0%A4%A', '/External/%ZZ'])
+      expect(namesPossibleController(path), path).to.equal(false);
+  });
+
+  it('holds the whole name to the rule, not a prefix or suffix of it', () => {
+    expect(CONTROLLER_NAME.test('Latest')).to.equal(true);
+    expect(CONTROLLER_NAME.test('Latest!')).to.equal(false);
+    expect(CONTROLLER_NAME.test('!Latest')).to.equal(false);
   });
 });

@@ -131,6 +131,100 @@ describe('hostResponseParser', () => {
     }
   });
 
+  it('refuses with an error whose code is EPROTO, quoting at most 64 characters of the line it could not read', () => {
+    const error = (answer: string) => {
+      try {
+        read([answer]);
+      } catch (err) {
+        return err as HostProtocolError;
+      }
+      throw new Error(`read ${JSON.stringify(answer)}`);
+    };
+    expect(error('HTTP/2 200\r\n\r\n').code).to.equal('EPROTO');
+    expect(error(`${'X'.repeat(100)}\r\n\r\n`).message).to.equal(`no HTTP/1.1 status line: "${'X'.repeat(64)}"`);
+    expect(error(`HTTP/1.1 200 OK\r\n${'y'.repeat(100)}\r\n\r\n`).message).to.equal(`a malformed field line: "${'y'.repeat(64)}"`);
+  });
+
+  it('reads a status line strictly: three digits from 100, a reason phrase or none, nothing before or after', () => {
+    expect(read(['HTTP/1.1 204\r\n\r\n']).heads.map((h) => h.status)).to.deep.equal([204]);
+    for (const line of ['HTTP/1.1 099 Low', 'HTTP/1.1 2000 OK', 'XHTTP/1.1 200 OK', 'HTTP/1.1 20 OK'])
+      expect(() => read([`${line}\r\ncontent-length: 0\r\n\r\n`]), line).to.throw(HostProtocolError, /no HTTP\/1.1 status line/);
+  });
+
+  it('reads a chunk-size line strictly: hex digits, then extensions after optional blanks, nothing else', () => {
+    const chunked = (sizeLine: string, data: string) =>
+      read([`HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n${sizeLine}\r\n${data}\r\n0\r\n\r\n`]).body;
+    expect(chunked('10', 'a'.repeat(16))).to.equal('a'.repeat(16));
+    expect(chunked('5 ; ext=1', 'hello')).to.equal('hello');
+    for (const sizeLine of ['5x', 'x5', '5 x'])
+      expect(() => chunked(sizeLine, 'hello'), sizeLine).to.throw(HostProtocolError, /malformed chunk-size/);
+  });
+
+  it('refuses a chunk followed by anything but CR LF, either byte wrong', () => {
+    for (const after of ['\rX', 'X\n'])
+      expect(() => read([`HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n1\r\na${after}0\r\n\r\n`]), JSON.stringify(after)).to.throw(
+        HostProtocolError,
+        /chunk not followed by CR LF/,
+      );
+  });
+
+  it('ends a chunked answer without trailers the same however its bytes are cut', () => {
+    for (const pieces of everySplit('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n')) {
+      const { body, trailers } = read(pieces);
+      expect(body).to.equal('abc');
+      expect(trailers).to.deep.equal([{}]);
+    }
+  });
+
+  it('reads a trailer section that is no empty line as fields, refusing a malformed one by name', () => {
+    for (const trailer of ['x\nfoo: 1', '\rx: 1'])
+      expect(
+        () => read([`HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n0\r\n${trailer}\r\n\r\n`]),
+        JSON.stringify(trailer),
+      ).to.throw(HostProtocolError, /malformed field line/);
+  });
+
+  it('takes a head, and trailers, of exactly 16 KiB, also after an interim answer, and refuses one byte more', () => {
+    const headOf = (bytes: number) => {
+      const start = 'HTTP/1.1 200 OK\r\ncontent-length: 0\r\nx-pad: ';
+      return start + 'a'.repeat(bytes - start.length);
+    };
+    const interim = 'HTTP/1.1 100 Continue\r\n\r\n';
+    expect(read([interim + headOf(16 * 1024) + '\r\n\r\n']).heads).to.have.length(1);
+    expect(() => read([interim + headOf(16 * 1024 + 1) + '\r\n\r\n'])).to.throw(HostProtocolError, /16 KiB/);
+    // Held whole while its end has not come: 16 KiB is still a head.
+    expect(read([headOf(16 * 1024), '\r\n\r\n']).trailers).to.deep.equal([{}]);
+    const trailersOf = (bytes: number) =>
+      `HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n0\r\nx-t: ${'t'.repeat(bytes - 'x-t: '.length)}\r\n\r\n`;
+    expect(read([trailersOf(16 * 1024)]).trailers[0]['x-t']).to.have.length(16 * 1024 - 5);
+    expect(() => read([trailersOf(16 * 1024 + 1)])).to.throw(HostProtocolError, /16 KiB/);
+  });
+
+  it('takes a chunk-size line of 1 KiB still without its end, also after the head, and refuses one byte more', () => {
+    const head = 'HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n';
+    const sizeLine = (bytes: number) => `1;${'e'.repeat(bytes - 2)}`;
+    expect(read([head + sizeLine(1024), '\r\na\r\n0\r\n\r\n']).body).to.equal('a');
+    expect(() => read([head + sizeLine(1025)])).to.throw(HostProtocolError, /a chunk-size line past 1 KiB/);
+  });
+
+  it('refuses a Content-Length that is not digits alone, and ends an answer of length 0 at its head', () => {
+    expect(() => read(['HTTP/1.1 200 OK\r\ncontent-length: 12abc\r\n\r\n'])).to.throw(HostProtocolError, /Content-Length 12abc/);
+    const empty = read(['HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n']);
+    expect(empty.trailers).to.deep.equal([{}]);
+    expect(empty.parser.close()).to.equal(true);
+  });
+
+  it('keeps every value of a field repeated three times, in order, and reads a close among several Connection values', () => {
+    const { heads } = read(['HTTP/1.1 200 OK\r\nx-a: 1\r\nx-a: 2\r\nX-A: 3\r\ncontent-length: 0\r\n\r\n']);
+    expect(heads[0].fields['x-a']).to.deep.equal(['1', '2', '3']);
+    const closeFirst = 'HTTP/1.1 200 OK\r\nConnection: close\r\nConnection: upgrade\r\ncontent-length: 0\r\n\r\n';
+    expect(read([closeFirst]).parser.keepAlive).to.equal(false);
+  });
+
+  it('refuses a field line without a colon, even one that is a valid name', () => {
+    expect(() => read(['HTTP/1.1 200 OK\r\nnocolon\r\ncontent-length: 0\r\n\r\n'])).to.throw(HostProtocolError, /malformed field line/);
+  });
+
   it('refuses a head that never ends past 16 KiB instead of holding it', () => {
     const parser = new HostResponseParser({ head: () => undefined, body: () => undefined, end: () => undefined }, false);
     parser.feed(Buffer.from('HTTP/1.1 200 OK\r\n'));

@@ -250,5 +250,21 @@ describe('routeRequest', () => {
     it('rejects a relative path as a bad request', () => {
       expect(routeRequest('External/Latest')).to.deep.equal({ kind: 'bad-request', status: 400 });
     });
+
+    it("answers Prometheus's probe paths itself: /-/healthy is live, /-/ready is ready", () => {
+      expect(routeRequest('/-/healthy')).to.deep.equal({ kind: 'probe', probe: 'live' });
+      expect(routeRequest('/-/ready?x')).to.deep.equal({ kind: 'probe', probe: 'ready' });
+      expect(routeRequest('/-/other')).to.deep.equal({ kind: 'static', path: '/-/other' });
+      // An inherited property of a plain object is no probe.
+      expect(routeRequest('/constructor')).to.deep.equal({ kind: 'static', path: '/constructor' });
+    });
+
+    it('reads an authority only at the start: a URL in the query is no absolute form', () => {
+      expect(routeRequest('/External/Latest?u=http://a.example/b')).to.deep.equal({
+        kind: 'forward',
+        path: '/External/Latest',
+        url: '/External/Latest?u=http://a.example/b',
+      });
+    });
   });
 });
