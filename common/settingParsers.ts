@@ -40,6 +40,13 @@ export const port: Parser<number> = (raw, { fail }) => {
   return Number(raw);
 };
 
+/** A port, or none (empty or `none`): a listener that is not opened. */
+export const optionalPort: Parser<number | undefined> = (raw, { fail }) => {
+  if (raw === '' || raw.toLowerCase() === 'none') return undefined;
+  if (!/^\d{1,5}$/.test(raw) || Number(raw) > 65535) fail('none, or an integer from 0 to 65535');
+  return Number(raw);
+};
+
 export function oneOf<const T extends string>(choices: readonly T[]): Parser<T> {
   return (raw, { fail }) => {
     if (!(choices as readonly string[]).includes(raw)) fail(`one of ${choices.join(', ')}`);

@@ -18,6 +18,7 @@ import {
   logFormat,
   oneOf,
   optionalPath,
+  optionalPort,
   pemFile,
   pidFilePath,
   port,
@@ -520,6 +521,22 @@ export const SETTINGS = {
     roles: ['proxy'],
     placeholder: 'LIST',
     help: 'addresses and CIDR subnets allowed /server-status and /metrics',
+    group: 'service',
+  }),
+  metricsPort: setting({
+    flag: 'metrics-port',
+    env: 'EXTQS_METRICS_PORT',
+    default: '',
+    defaultText: 'none',
+    parse: optionalPort,
+    // One listener per port: the cluster shares each, and a second bind of the public one would fail later.
+    relation: (value, other, fail) => {
+      const taken = [other('port'), other('tlsCert') === undefined ? undefined : other('tlsPort')];
+      if (value !== undefined && value !== 0 && taken.includes(value)) fail('a port other than --port and --tls-port, or none');
+    },
+    roles: ['proxy'],
+    placeholder: 'PORT',
+    help: "a port of its own serving /metrics alone, to any client (a cluster's Prometheus; /server-status stays on --status-allow); 0 picks a free one (error.log says which)",
     group: 'service',
   }),
   compression: setting({

@@ -12,6 +12,7 @@ import type { Loader, Plugin } from 'esbuild';
 import type { Controller } from '../common/controller.ts';
 import { loadOutsideAnyCall } from './controllerCall.ts';
 import { ControllerLoadError } from './errors.ts';
+import { withEsbuild } from './esbuildService.ts';
 import { stackMapper, WRAPPER_HEAD } from './stackMap.ts';
 
 export interface CompiledController {
@@ -83,28 +84,28 @@ export async function compileController(file: string, source: string, root = dir
   let inputs: string[];
   const dependencySources = new Map<string, string>();
   try {
-    // Loaded with the first controller: a host with none (the default install) keeps its 10 MB.
-    const { build } = await import('esbuild');
-    const result = await build({
-      stdin: { contents: source, sourcefile: file, resolveDir: dirname(file), loader: file.endsWith('.ts') ? 'ts' : 'js' },
-      bundle: true,
-      packages: 'external',
-      format: 'cjs',
-      platform: 'node',
-      target: 'node20',
-      write: false,
-      // Not written: it names the map's sources relative to the controller's folder.
-      outfile: resolve(dirname(file), 'bundle.js'),
-      absWorkingDir: dirname(file),
-      sourcemap: 'external',
-      sourcesContent: false,
-      metafile: true,
-      // A helper caught half-written (empty) by a save would bundle as "no such export", an undefined
-      // that fails every request: as an error, the previous version keeps serving until the next event.
-      logOverride: { 'import-is-undefined': 'error' },
-      logLevel: 'silent',
-      plugins: [recordSources(dependencySources)],
-    });
+    const result = await withEsbuild(({ build }) =>
+      build({
+        stdin: { contents: source, sourcefile: file, resolveDir: dirname(file), loader: file.endsWith('.ts') ? 'ts' : 'js' },
+        bundle: true,
+        packages: 'external',
+        format: 'cjs',
+        platform: 'node',
+        target: 'node20',
+        write: false,
+        // Not written: it names the map's sources relative to the controller's folder.
+        outfile: resolve(dirname(file), 'bundle.js'),
+        absWorkingDir: dirname(file),
+        sourcemap: 'external',
+        sourcesContent: false,
+        metafile: true,
+        // A helper caught half-written (empty) by a save would bundle as "no such export", an undefined
+        // that fails every request: as an error, the previous version keeps serving until the next event.
+        logOverride: { 'import-is-undefined': 'error' },
+        logLevel: 'silent',
+        plugins: [recordSources(dependencySources)],
+      }),
+    );
     code = result.outputFiles.find((out) => out.path.endsWith('.js'))!.text;
     map = result.outputFiles.find((out) => out.path.endsWith('.map'))!.text;
     inputs = Object.keys(result.metafile.inputs).map((input) => resolve(dirname(file), input));

@@ -114,6 +114,9 @@ function errnoText(err: NodeJS.ErrnoException): string {
  */
 function cutAfterWritten({ req, res }: RequestContext): void {
   if (isHttp2(req) || !res.socket) return void res.destroy();
+  // Node 26 holds a chunked response's writes of this tick (its head too) in the response until the next tick:
+  // ending the socket now would drop them (curl: empty reply). Uncorking hands them to the socket first.
+  for (let corks = res.writableCorked; corks > 0; corks--) res.uncork();
   res.socket.end();
 }
 

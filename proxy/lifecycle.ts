@@ -14,12 +14,14 @@ export function listenerUrl(scheme: 'http' | 'https', address: string, port: num
 }
 
 /** Says the proxy serves at `urls` (plain, then TLS), in error.log and as the ready line on stdout. */
-export function announceStart(errorLog: ErrorLog, config: ProxyConfig, urls: string[]): void {
+export function announceStart(errorLog: ErrorLog, config: ProxyConfig, urls: string[], metricsUrl?: string): void {
   errorLog.write({
     module: 'mpm_event',
     level: 'notice',
     message: `extqs proxy ${process.pid} configured -- resuming normal operations (${urls.join(', ')})`,
   });
+  if (metricsUrl)
+    errorLog.write({ module: 'mpm_event', level: 'notice', message: `serving /metrics alone on ${metricsUrl}/metrics to any client` });
   errorLog.write(settingsEntry(config));
   process.stdout.write(`${readyLine(...urls)}\n`);
   notifyReady((message) => errorLog.write({ module: 'core', level: 'error', message }));

@@ -21,6 +21,7 @@ import { errorFile, openErrorLog, relayedErrors } from './errorLog.ts';
 import { setErrorDocuments } from './errorPages.ts';
 import { terminalWriter } from '../common/terminal.ts';
 import { announceStart, listenerUrl, reloadedEntries, stoppingEntry } from './lifecycle.ts';
+import { metricsPortServer } from './metricsPort.ts';
 import { createProxyServer, type RequestPathOptions } from './server.ts';
 import { REQUEST_PATH_SETTINGS } from '../common/reloadResolver.ts';
 import { serverBanner } from './serverBanner.ts';
@@ -115,7 +116,7 @@ export async function serveProxy(
     limits: settings,
     serverBanner: serverBanner(settings.serverTokens),
   });
-  const { server, tlsServer, stop, metrics, reloadTls, reload } = createProxyServer({
+  const { server, tlsServer, stop, metrics, scrape, reloadTls, reload } = createProxyServer({
     ...(await requestPathOf(config)),
     www: config.www,
     staticCache,
@@ -171,7 +172,16 @@ export async function serveProxy(
     const tlsAddress = await listen(tlsServer, config.tlsPort, config.listen);
     urls.push(listenerUrl('https', tlsAddress.address, tlsAddress.port));
   }
+  // Last, so a primary knows it by its order among a worker's listeners (primary.ts).
+  const metricsServer =
+    config.metricsPort === undefined
+      ? undefined
+      : metricsPortServer(scrape, (message) => errorLog.write({ module: 'proxy', level: 'error', message }));
+  const metricsAddress = metricsServer && (await listen(metricsServer, config.metricsPort!, config.listen));
   const stopServing = async (graceMs: number, retire = false) => {
+    // A scrape is quick and its client retries: no grace for it.
+    metricsServer?.close();
+    metricsServer?.closeAllConnections();
     await stop(graceMs, retire);
     await staticCache.close();
     await Promise.all([accessLog.drain(), errorLog.drain()]);
@@ -197,7 +207,7 @@ export async function serveProxy(
     onShutdownSignal(() => (retiring ? stop(graceMs).then(() => retiring) : stopServing(graceMs)));
     return;
   }
-  announceStart(errorLog, config, urls);
+  announceStart(errorLog, config, urls, metricsAddress && listenerUrl('http', metricsAddress.address, metricsAddress.port));
   onShutdownSignal(async (reason) => {
     errorLog.write(stoppingEntry(reason));
     await stopServing(config.shutdownTimeout * 1000);

@@ -1,6 +1,7 @@
 // /metrics: the proxy's and its hosts' figures in Prometheus's text format, for clients on --status-allow.
 // Counting a request is a few additions into typed arrays (prom-client's own observe() builds a label
 // key string per call, about 0.35 µs); prom-client is loaded and its metrics built only when scraped.
+import type { ServerResponse } from 'node:http';
 import type { BlockList } from 'node:net';
 import type { RequestContext } from './requestContext.ts';
 import { sumShares } from './proxyFigures.ts';
@@ -356,15 +357,29 @@ export interface MetricsEndpointOptions {
   allow: BlockList;
 }
 
+/** A scrape: the figures of every proxy process and host, as Prometheus's text. */
+export interface Scrape {
+  contentType: string;
+  body: string;
+}
+
+/** Every process's share and every host's status, summed into one scrape (the public port's /metrics and --metrics-port's). */
+export async function scrapeMetrics({ processes, upstreams }: Omit<MetricsEndpointOptions, 'allow'>): Promise<Scrape> {
+  const [shares, hosts] = await Promise.all([processes(), Promise.all(upstreams.all.map(labelledHostStatus))]);
+  const registry = await sumShares([...shares, await hostMetricsJson(hosts)]);
+  return { contentType: registry.contentType, body: await registry.metrics() };
+}
+
+/** Writes a scrape as the answer to GET or HEAD, unless the client left while the workers and hosts were asked. */
+export function sendScrape(req: { method?: string }, res: ServerResponse, { contentType, body }: Scrape): void {
+  if (res.destroyed) return;
+  res.writeHead(200, { 'Content-Type': contentType, 'Content-Length': Buffer.byteLength(body), 'Cache-Control': 'no-store' });
+  res.end(req.method === 'HEAD' ? undefined : body);
+}
+
 export function metricsEndpoint({ processes, upstreams, allow }: MetricsEndpointOptions) {
   return async function handleMetrics(ctx: RequestContext): Promise<void> {
     if (refused(ctx, '/metrics', allow)) return;
-    const { req, res } = ctx;
-    const [shares, hosts] = await Promise.all([processes(), Promise.all(upstreams.all.map(labelledHostStatus))]);
-    const registry = await sumShares([...shares, await hostMetricsJson(hosts)]);
-    const body = await registry.metrics();
-    if (res.destroyed) return; // the client left while the workers and hosts were asked
-    res.writeHead(200, { 'Content-Type': registry.contentType, 'Content-Length': Buffer.byteLength(body), 'Cache-Control': 'no-store' });
-    res.end(req.method === 'HEAD' ? undefined : body);
+    sendScrape(ctx.req, ctx.res, await scrapeMetrics({ processes, upstreams }));
   };
 }

@@ -142,7 +142,7 @@ export async function runProxyPrimary(config: ProxyConfig, reloads: Reloads<Prox
   }
 
   /** A worker listens on the plain port, then on the HTTPS one when there is a certificate. */
-  const listeners = config.tlsCert === undefined ? 1 : 2;
+  const listeners = (config.tlsCert === undefined ? 1 : 2) + (config.metricsPort === undefined ? 0 : 1);
 
   /** Starts a worker; it is ready with the addresses it listens on, in that order. */
   function fork(): Launched<Worker, Address[]> {
@@ -177,10 +177,14 @@ export async function runProxyPrimary(config: ProxyConfig, reloads: Reloads<Prox
     throw err;
   }
   const schemes = ['http', 'https'] as const;
+  const urlOf = ({ address, port }: Address, scheme: 'http' | 'https') => listenerUrl(scheme, address ?? config.listen, port);
+  // A worker's --metrics-port listener is its last (main.ts).
+  const metrics = config.metricsPort === undefined ? undefined : addresses.pop();
   announceStart(
     errorLog,
     config,
-    addresses.map(({ address, port }, i) => listenerUrl(schemes[i], address ?? config.listen, port)),
+    addresses.map((address, i) => urlOf(address, schemes[i])),
+    metrics && urlOf(metrics, 'http'),
   );
 
   onShutdownSignal(async (reason) => {

@@ -19,7 +19,7 @@ import { connectionRefusals } from './connectionRefusals.ts';
 import { answeringOn, isHttp2 } from './protocols.ts';
 import { InFlightList, type InFlightEntry } from './inFlightList.ts';
 import { isLingering } from './lingeringClose.ts';
-import { metricsEndpoint, processMetricsJson, RequestMetrics, type MetricJson } from './metrics.ts';
+import { metricsEndpoint, processMetricsJson, RequestMetrics, scrapeMetrics, type MetricJson, type Scrape } from './metrics.ts';
 import { bodyLimitsPass } from './passes/bodyLimits.ts';
 import { filesPass } from './passes/files.ts';
 import { forwardPass } from './passes/forward.ts';
@@ -107,6 +107,8 @@ export interface ProxyServer {
   stop: (graceMs: number, retire?: boolean) => Promise<void>;
   /** This process's share of /metrics and /server-status. */
   metrics: () => Promise<MetricJson[]>;
+  /** What /metrics answers (every process's share and the hosts'), for --metrics-port. */
+  scrape: () => Promise<Scrape>;
 }
 
 /**
@@ -343,7 +345,10 @@ export function createProxyServer(options: ProxyOptions): ProxyServer {
     old.forwarding.retire();
   }
 
-  return { server, tlsServer, stop, metrics, reloadTls, reload };
+  /** --metrics-port's answer: the same figures as the public port's /metrics, with the current upstreams. */
+  const scrape = () => scrapeMetrics({ processes: shares, upstreams: path.upstreams });
+
+  return { server, tlsServer, stop, metrics, scrape, reloadTls, reload };
 }
 
 function connectionsOf(listener: Server | Http2SecureServer): Promise<number> {

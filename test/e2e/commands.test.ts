@@ -77,6 +77,7 @@ function samples(sandbox: Sandbox): Record<SettingKey, { value: string; shown: s
     shutdownTimeout: { value: '13', shown: '--shutdown-timeout 13' },
     forwarder: { value: 'http-proxy', shown: '--forwarder "http-proxy"' },
     statusAllow: { value: '127.0.0.1', shown: '--status-allow "127.0.0.1/32"' },
+    metricsPort: { value: '0', shown: '--metrics-port 0' },
     compression: { value: 'br', shown: '--compression "br"' },
     errorDocuments: { value: `503=${configFile}`, shown: `--error-document ${JSON.stringify(`503=${configFile}`)}` },
     upstreams: { value: `unix:${socket}`, shown: `--upstream ${JSON.stringify(`unix:${socket}`)}` },

@@ -1,15 +1,14 @@
 // /metrics as a monitoring system meets it: checked by Debian's promtool, scraped by a real Prometheus
 // (a config written here, on loopback) whose HTTP API must show the counter the test drove, summed over
 // proxy workers, and refused to clients not on --status-allow.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
+import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { FORWARDERS } from '../../common/settings.ts';
-import { freePort } from '../../tools/ports.ts';
 import { get } from '../helpers/http.ts';
 import { parseMetrics, total } from '../helpers/metrics.ts';
+import { queried, startPrometheus, type Prometheus } from '../helpers/prometheus.ts';
 import { eventually, makeSandbox, readLog, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
 
 const FAVICON_404 = { kind: 'static', method: 'GET', status_class: '4xx' };
@@ -18,7 +17,7 @@ describe('/metrics', function () {
   describe('one proxy process', function () {
     let sandbox: Sandbox;
     let stack: Running;
-    let prometheus: ChildProcess | undefined;
+    let prometheus: Prometheus | undefined;
 
     before(async function () {
       sandbox = makeSandbox();
@@ -32,11 +31,7 @@ describe('/metrics', function () {
     });
 
     after(async function () {
-      if (prometheus && prometheus.exitCode === null && prometheus.signalCode === null) {
-        const exited = once(prometheus, 'exit');
-        prometheus.kill('SIGTERM');
-        await exited;
-      }
+      await prometheus?.stop();
       await stack?.stop();
       sandbox?.remove();
     });
@@ -130,57 +125,63 @@ describe('/metrics', function () {
 
     it('is scraped by a real Prometheus, whose API shows the counter the test drove', async function () {
       this.timeout(60_000);
-      const port = await freePort();
-      const config = join(sandbox.dir, 'prometheus.yml');
-      const target = new URL(stack.url).host;
-      writeFileSync(
-        config,
-        [
-          'global:',
-          '  scrape_interval: 1s',
-          '  scrape_timeout: 1s',
-          'scrape_configs:',
-          '  - job_name: extqs',
-          '    metrics_path: /metrics',
-          '    static_configs:',
-          `      - targets: ['${target}']`,
-          '',
-        ].join('\n'),
-      );
-      let log = '';
-      prometheus = spawn(
-        'prometheus',
-        [
-          `--config.file=${config}`,
-          `--storage.tsdb.path=${join(sandbox.dir, 'prometheus-data')}`,
-          `--web.listen-address=127.0.0.1:${port}`,
-          '--log.level=warn',
-        ],
-        { stdio: ['ignore', 'pipe', 'pipe'] },
-      );
-      prometheus.stdout!.on('data', (chunk) => (log += chunk));
-      prometheus.stderr!.on('data', (chunk) => (log += chunk));
-      const api = `http://127.0.0.1:${port}`;
-      await eventually(
-        async () => {
-          if (prometheus!.exitCode !== null) throw new Error(`prometheus exited: ${log}`);
-          return (await get(api, '/-/ready').catch(() => undefined))?.status === 200 ? true : undefined;
-        },
-        20_000,
-        "Prometheus's readiness",
-      );
+      prometheus = await startPrometheus(sandbox, new URL(stack.url).host);
       const query = `extqs_http_requests_total{job="extqs",kind="static",method="GET",status_class="4xx"}`;
-      const scraped = async () => {
-        const res = await get(api, `/api/v1/query?query=${encodeURIComponent(query)}`);
-        const result = JSON.parse(res.body).data?.result as { value: [number, string] }[] | undefined;
-        return result?.length === 1 ? Number(result[0].value[1]) : undefined;
-      };
-      expect(await eventually(scraped, 15_000, `${query} in Prometheus; its log: ${log}`)).to.equal(3);
+      expect(await eventually(() => queried(prometheus!, query), 15_000, `${query} in Prometheus`)).to.equal(3);
       // Two more, and the next scrapes see them.
       for (let i = 0; i < 2; i++) expect((await get(stack.url, '/favicon.ico')).status).to.equal(404);
-      await eventually(async () => ((await scraped()) === 5 ? true : undefined), 10_000, 'the new count in Prometheus');
-      const up = JSON.parse((await get(api, `/api/v1/query?query=${encodeURIComponent('up{job="extqs"}')}`)).body);
-      expect(up.data.result[0].value[1]).to.equal('1');
+      await eventually(async () => ((await queried(prometheus!, query)) === 5 ? true : undefined), 10_000, 'the new count in Prometheus');
+      expect(await queried(prometheus, 'up{job="extqs"}')).to.equal(1);
+    });
+  });
+
+  describe('on --metrics-port, with --proxy-workers 2 and no loopback on --status-allow', function () {
+    let sandbox: Sandbox;
+    let stack: Running;
+    let metricsUrl: string;
+    let prometheus: Prometheus | undefined;
+
+    before(async function () {
+      sandbox = makeSandbox();
+      // Loopback is not on the list: every client here stands for a cluster's scraper on another pod.
+      stack = await startStack(sandbox, ['--workers', '1', '--proxy-workers', '2', '--metrics-port', '0', '--status-allow', '10.0.0.1']);
+      const notice = await eventually(
+        () => readLog(sandbox, 'error.log').find((l) => l.includes('serving /metrics alone on ')),
+        5000,
+        'the metrics port line',
+      );
+      metricsUrl = /serving \/metrics alone on (http:\/\/\S+)\/metrics/.exec(notice)![1];
+    });
+
+    after(async function () {
+      await prometheus?.stop();
+      await stack?.stop();
+      sandbox?.remove();
+    });
+
+    it('answers /metrics to any client there, where the public port refuses it; nothing else is served there', async function () {
+      for (let i = 0; i < 3; i++) expect((await get(stack.url, '/favicon.ico')).status).to.equal(404);
+      expect((await get(stack.url, '/metrics')).status).to.equal(403);
+      for (const localAddress of ['127.0.0.1', '127.0.0.2']) {
+        const res = await get(metricsUrl, '/metrics', { localAddress });
+        expect(res.status).to.equal(200);
+        expect(res.headers['content-type']).to.match(/^text\/plain; version=0\.0\.4/);
+        expect(total(res.body, 'extqs_proxy_workers')).to.equal(2);
+        expect(total(res.body, 'extqs_http_requests_total', FAVICON_404)).to.equal(3);
+      }
+      for (const path of ['/server-status', '/server-status?json', '/favicon.ico', '/External/Hello', '/-/ready']) {
+        expect((await get(metricsUrl, path)).status, path).to.equal(404);
+      }
+      expect((await get(metricsUrl, '/metrics', { method: 'POST' })).status).to.equal(405);
+    });
+
+    it('is scraped by a real Prometheus there', async function () {
+      this.timeout(60_000);
+      prometheus = await startPrometheus(sandbox, new URL(metricsUrl).host);
+      expect(await eventually(() => queried(prometheus!, 'extqs_proxy_workers{job="extqs"}'), 15_000, 'a scrape in Prometheus')).to.equal(
+        2,
+      );
+      expect(await queried(prometheus, 'up{job="extqs"}')).to.equal(1);
     });
   });
 

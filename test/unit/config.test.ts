@@ -126,6 +126,7 @@ describe('config', () => {
           { address: '127.0.0.0', prefix: 8, family: 'ipv4' },
           { address: '::1', prefix: 128, family: 'ipv6' },
         ],
+        metricsPort: undefined,
         logLevel: 'info',
         logFormat: 'combined',
         logMaxSize: 0,
@@ -340,6 +341,18 @@ describe('config', () => {
 
     it('accepts port 0', () => {
       expect(readConfig(['--port', '0'], {}, cwd).port).to.equal(0);
+    });
+
+    it('takes --metrics-port none by default, a port, or 0; refuses a word and the public port', () => {
+      expect(readConfig([], {}, cwd).metricsPort).to.equal(undefined);
+      expect(readConfig(['--metrics-port', '9464'], {}, cwd).metricsPort).to.equal(9464);
+      expect(readConfig([], { EXTQS_METRICS_PORT: '0' }, cwd).metricsPort).to.equal(0);
+      expect(configErrorOf(() => readConfig(['--metrics-port', 'on'], {}, cwd)).message).to.equal(
+        '--metrics-port (EXTQS_METRICS_PORT) must be none, or an integer from 0 to 65535, got "on"',
+      );
+      expect(configErrorOf(() => readConfig(['--port', '8080', '--metrics-port', '8080'], {}, cwd)).message).to.equal(
+        '--metrics-port (EXTQS_METRICS_PORT) must be a port other than --port and --tls-port, or none, got "8080"',
+      );
     });
 
     it('rejects a bad PORT from the environment', () => {
