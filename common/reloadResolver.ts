@@ -104,6 +104,7 @@ export const REQUEST_PATH_SETTINGS = [
   'keepAliveTimeout',
   'maxHeaderSize',
   'maxHeaderFields',
+  'limitRequestFieldSize',
   'limitRequestBody',
   'maxConnections',
 ] as const satisfies readonly SettingKey[];

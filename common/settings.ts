@@ -789,7 +789,7 @@ export const SETTINGS = {
     parse: integer(1_024, MAX_HEADER_SIZE_CEILING),
     roles: ['proxy'],
     placeholder: 'BYTES',
-    help: 'bytes of request line and header fields together, then 431 (Apache LimitRequestFieldSize, per field)',
+    help: 'bytes of request line and header fields together, then 431',
     group: 'limits',
   }),
   maxHeaderFields: setting({
@@ -801,6 +801,17 @@ export const SETTINGS = {
     roles: ['proxy'],
     placeholder: 'N',
     help: 'header fields in one request, then 400 (Apache LimitRequestFields 100)',
+    group: 'limits',
+  }),
+  limitRequestFieldSize: setting({
+    flag: 'limit-request-field-size',
+    env: 'EXTQS_LIMIT_REQUEST_FIELD_SIZE',
+    default: '8190',
+    // A field longer than the whole head may be is refused by --max-header-size first (431).
+    parse: integer(1, MAX_HEADER_SIZE_CEILING),
+    roles: ['proxy'],
+    placeholder: 'BYTES',
+    help: 'bytes of one header field (`Name: value`), then 400 (Apache LimitRequestFieldSize 8190)',
     group: 'limits',
   }),
   limitRequestBody: setting({

@@ -98,6 +98,7 @@ function samples(sandbox: Sandbox): Record<SettingKey, { value: string; shown: s
     keepAliveTimeout: { value: '6', shown: '--keep-alive-timeout 6' },
     maxHeaderSize: { value: '20000', shown: '--max-header-size 20000' },
     maxHeaderFields: { value: '101', shown: '--max-header-fields 101' },
+    limitRequestFieldSize: { value: '8000', shown: '--limit-request-field-size 8000' },
     limitRequestBody: { value: '2g', shown: `--limit-request-body ${2 * 1024 ** 3}` },
     maxConnections: { value: '1000', shown: '--max-connections 1000' },
   };
