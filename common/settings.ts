@@ -310,6 +310,16 @@ export const SETTINGS = {
     help: "the most requests one host worker runs at once (Passenger's force_max_concurrent_requests_per_process); 0 = unlimited, 1 = one at a time, as php-fpm, for controllers that keep global state",
     group: 'host',
   }),
+  spoolMaxSize: setting({
+    flag: 'spool-max-size',
+    env: 'EXTQS_SPOOL_MAX_SIZE',
+    default: '1g',
+    parse: size,
+    roles: ['host'],
+    placeholder: 'SIZE',
+    help: 'request bodies the host keeps on disk until a worker takes them (at --worker-concurrency 1 or more), all together: a declared length past it is 413, a body that crosses it 503 with Retry-After; 0 = no bound',
+    group: 'host',
+  }),
   pm: setting({
     flag: 'pm',
     env: 'EXTQS_PM',

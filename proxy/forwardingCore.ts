@@ -256,7 +256,7 @@ export class ForwardedRequest implements SentRequest {
     const answer = fail.hostSignals(statusCode, headers, this.ctx);
     if (answer === 'relay') return true;
     this.settled = true;
-    if (answer === 'host-error') fail.hostRefused(statusCode, this.ctx, this.path);
+    if (answer === 'host-error') fail.hostRefused(statusCode, this.ctx, this.path, headers);
     else if (answer === 'controller-failed') fail.controllerFailed(this.ctx);
     else if (answer === 'pool-full') fail.poolFull(this.ctx, this.path);
     else fail.endedWithoutHeaders(this.ctx, this.path);

@@ -60,6 +60,7 @@ function samples(sandbox: Sandbox): Record<SettingKey, { value: string; shown: s
     pidFile: { value: join(sandbox.dir, 'extqs.pid'), shown: '' },
     workers: { value: '1', shown: '--workers 1' },
     workerConcurrency: { value: '4', shown: '--worker-concurrency 4' },
+    spoolMaxSize: { value: '2g', shown: `--spool-max-size ${2 * 1024 ** 3}` },
     pm: { value: 'ondemand', shown: '--pm "ondemand"' },
     startWorkers: { value: '3', shown: '--start-workers 3' },
     minSpareWorkers: { value: '2', shown: '--min-spare-workers 2' },

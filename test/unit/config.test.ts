@@ -108,6 +108,7 @@ describe('config', () => {
         outputBuffering: 4096,
         maxSpareWorkers: Math.min(3, Math.min(availableParallelism(), 256)),
         workerConcurrency: 0,
+        spoolMaxSize: 1024 ** 3,
         workerIdleTimeout: 10,
         listenBacklog: 511,
         proxyWorkers: Math.min(Math.ceil(availableParallelism() / 2), 256),
