@@ -91,15 +91,24 @@ describe('HTTP/2 rapid reset against a 5 s controller', function () {
 
   it('sends GOAWAY ENHANCE_YOUR_CALM at the reset past twice --h2-max-concurrent-streams (100) within a second', async function () {
     const tlsPort = Number(new URL(stack.tlsUrl!).port);
-    // Streams 1…201, each opened and reset: nothing is left unread when the server ends the connection.
+    // Streams 1…201, each opened and reset: the 201st reset within the second passes the bound.
     const pairs = Array.from({ length: 2 * 100 + 1 }, (_, i) => [
       frame(FRAME.HEADERS, END_HEADERS | END_STREAM, 2 * i + 1, requestBlock('/External/Slow')),
       frame(FRAME.RST_STREAM, 0, 2 * i + 1, Buffer.from([0, 0, 0, CANCEL])),
     ]).flat();
     const before = total(await metrics(), 'extqs_http2_reset_flood_goaways_total') ?? 0;
-    const outcome = await attack(tlsPort, [Buffer.concat(pairs)]);
-    expect(outcome.goaway).to.equal(ENHANCE_YOUR_CALM);
-    expect(total(await metrics(), 'extqs_http2_reset_flood_goaways_total')).to.equal(before + 1);
+    // The server ends the connection inside nghttp2's read of the flood, and a GOAWAY written then is now and again
+    // not read by the client before the connection closes (seen 1 run in 8 on a loaded machine): each connection is
+    // counted and ended, and of up to three, one reads the GOAWAY and its code.
+    const outcomes: Outcome[] = [];
+    while (outcomes.length < 3 && outcomes.every((o) => o.goaway === undefined))
+      outcomes.push(await attack(tlsPort, [Buffer.concat(pairs)]));
+    expect(
+      outcomes.every((o) => o.closed || o.goaway !== undefined),
+      'each connection ended',
+    ).to.equal(true);
+    expect(outcomes.at(-1)!.goaway).to.equal(ENHANCE_YOUR_CALM);
+    expect(total(await metrics(), 'extqs_http2_reset_flood_goaways_total')).to.equal(before + outcomes.length);
   });
 
   it(`starts fewer calls than streams, aborts each one started, sends GOAWAY ENHANCE_YOUR_CALM and serves a neighbour on`, async function () {
