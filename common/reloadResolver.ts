@@ -104,6 +104,7 @@ export const REQUEST_PATH_SETTINGS = [
   'keepAliveTimeout',
   'maxHeaderSize',
   'maxHeaderFields',
+  'limitRequestFieldSize',
   'limitRequestBody',
   'maxConnections',
 ] as const satisfies readonly SettingKey[];
@@ -140,7 +141,16 @@ const RULES: Partial<Record<SettingKey, Rule>> = {
   proxyWorkers: proxyWorkerCount,
   ...Object.fromEntries(
     (
-      ['workers', 'workerConcurrency', 'startWorkers', 'listenBacklog', 'minSpareWorkers', 'maxSpareWorkers', 'workerIdleTimeout'] as const
+      [
+        'workers',
+        'workerConcurrency',
+        'spoolMaxSize',
+        'startWorkers',
+        'listenBacklog',
+        'minSpareWorkers',
+        'maxSpareWorkers',
+        'workerIdleTimeout',
+      ] as const
     ).map((key) => [key, byThePool]),
   ),
   ...Object.fromEntries(REQUEST_PATH_SETTINGS.map((key) => [key, key === 'upstreams' ? upstreamsWithTheirPair : byNewProxyWorkers])),

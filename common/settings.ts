@@ -311,6 +311,16 @@ export const SETTINGS = {
     help: "the most requests one host worker runs at once (Passenger's force_max_concurrent_requests_per_process); 0 = unlimited, 1 = one at a time, as php-fpm, for controllers that keep global state",
     group: 'host',
   }),
+  spoolMaxSize: setting({
+    flag: 'spool-max-size',
+    env: 'EXTQS_SPOOL_MAX_SIZE',
+    default: '1g',
+    parse: size,
+    roles: ['host'],
+    placeholder: 'SIZE',
+    help: 'request bodies the host keeps on disk until a worker takes them (at --worker-concurrency 1 or more), all together: a declared length past it is 413, a body that crosses it 503 with Retry-After; 0 = no bound',
+    group: 'host',
+  }),
   pm: setting({
     flag: 'pm',
     env: 'EXTQS_PM',
@@ -806,7 +816,7 @@ export const SETTINGS = {
     parse: integer(1_024, MAX_HEADER_SIZE_CEILING),
     roles: ['proxy'],
     placeholder: 'BYTES',
-    help: 'bytes of request line and header fields together, then 431 (Apache LimitRequestFieldSize, per field)',
+    help: 'bytes of request line and header fields together, then 431',
     group: 'limits',
   }),
   maxHeaderFields: setting({
@@ -818,6 +828,17 @@ export const SETTINGS = {
     roles: ['proxy'],
     placeholder: 'N',
     help: 'header fields in one request, then 400 (Apache LimitRequestFields 100)',
+    group: 'limits',
+  }),
+  limitRequestFieldSize: setting({
+    flag: 'limit-request-field-size',
+    env: 'EXTQS_LIMIT_REQUEST_FIELD_SIZE',
+    default: '8190',
+    // A field longer than the whole head may be is refused by --max-header-size first (431).
+    parse: integer(1, MAX_HEADER_SIZE_CEILING),
+    roles: ['proxy'],
+    placeholder: 'BYTES',
+    help: 'bytes of one header field (`Name: value`), then 400 (Apache LimitRequestFieldSize 8190)',
     group: 'limits',
   }),
   limitRequestBody: setting({

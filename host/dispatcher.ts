@@ -14,6 +14,7 @@ import { createReadStream, createWriteStream } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import type { Socket } from 'node:net';
 import { join } from 'node:path';
+import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { route, type RouteCandidate } from '../common/leastBusy.ts';
 import { POOL_FULL_FIELD } from '../common/protocol.ts';
@@ -67,7 +68,14 @@ export interface DispatcherEvents {
   whenIdle(slot: WorkerSlot): Promise<void>;
   /** A body could not be written to the spool directory: the request is cut. */
   spoolFailed(req: IncomingMessage, err: Error): void;
+  /** A body to spool declared a length past --spool-max-size (`bound`) by itself: answered 413 without reading it. */
+  spoolTooLarge(req: IncomingMessage, length: number, bound: number): void;
+  /** The spooled bodies passed --spool-max-size (`bound`) while this one arrived: its file is gone, answered 503. */
+  spoolFull(req: IncomingMessage, bound: number): void;
 }
+
+/** What a body refused for want of spool room tells its client: others' bodies go to their workers meanwhile. */
+export const SPOOL_RETRY_AFTER_S = 5;
 
 /**
  * A body whose Content-Length is at most this is read whole into memory before a worker is taken (mod_fcgid's
@@ -100,6 +108,33 @@ function pairsOf(raw: string[]): [string, string][] {
   return pairs;
 }
 
+/** How long a refused body is still read and dropped after its answer, at most (Apache's lingering close: 2 s). */
+const LINGER_MS = 2_000;
+
+/**
+ * Answers `status` to a request whose body is not kept. The answer is whole in its head (no body) and goes at once;
+ * the rest of the body is read and dropped until it ends or LINGER_MS have passed, then the connection closes: cut
+ * at once, it would be reset under the sender's writes, which may then never read the answer.
+ */
+function refuseUnread(req: IncomingMessage, res: ServerResponse, status: 413 | 503): void {
+  req.unpipe();
+  const headers: OutgoingHttpHeaders = { 'content-length': 0, connection: 'close' };
+  if (status === 503) headers['retry-after'] = String(SPOOL_RETRY_AFTER_S);
+  res.writeHead(status, headers);
+  res.flushHeaders();
+  req.resume();
+  let closed = false;
+  const close = () => {
+    if (closed) return;
+    closed = true;
+    clearTimeout(linger);
+    res.end();
+  };
+  const linger = setTimeout(close, LINGER_MS);
+  req.once('end', close);
+  req.once('close', close);
+}
+
 /** A connection ended as the worker's did: a reset when the worker's was reset, a close otherwise. */
 function endLike(socket: Socket | null, err: NodeJS.ErrnoException | undefined): void {
   if (!socket || socket.destroyed) return;
@@ -114,6 +149,8 @@ export class Dispatcher {
   private readonly queue: Waiting[] = [];
   /** Bodies spooled since start: each file's name. */
   private spooled = 0;
+  /** Bytes in the spool directory now, every body's together: what --spool-max-size bounds. */
+  spooledBytes = 0;
   /** php-fpm's "max listen queue" and "max active processes", since the pool started. */
   maxQueued = 0;
   maxActive = 0;
@@ -125,6 +162,8 @@ export class Dispatcher {
     private concurrency: number,
     /** A private directory for bodies read before their worker is chosen. */
     private readonly spoolDir: string,
+    /** --spool-max-size: the bytes that directory may hold (0 = no bound); a SIGHUP may change it. */
+    public spoolMax: number,
     private readonly events: DispatcherEvents,
   ) {}
 
@@ -180,7 +219,14 @@ export class Dispatcher {
   handle(req: IncomingMessage, res: ServerResponse): void {
     const length = req.headers['transfer-encoding'] === undefined ? Number(req.headers['content-length'] ?? 0) : Infinity;
     if (length === 0) return this.dispatch(req, res, undefined);
-    if (!(length <= BODY_READ_FIRST)) return this.concurrency > 0 ? this.spool(req, res) : this.dispatch(req, res, undefined);
+    if (!(length <= BODY_READ_FIRST)) {
+      if (this.concurrency === 0) return this.dispatch(req, res, undefined);
+      if (this.spoolMax > 0 && length !== Infinity && length > this.spoolMax) {
+        this.events.spoolTooLarge(req, length, this.spoolMax);
+        return refuseUnread(req, res, 413);
+      }
+      return this.spool(req, res);
+    }
     const body: Buffer[] = [];
     const read = (chunk: Buffer) => body.push(chunk);
     // A client that leaves meanwhile ends nothing: no 'end', and no worker was taken.
@@ -191,15 +237,46 @@ export class Dispatcher {
     });
   }
 
-  /** Writes the body to a file of the spool directory, then dispatches it; a client that leaves takes it away. */
+  /**
+   * Writes the body to a file of the spool directory, then dispatches it; a client that leaves takes it away. Each
+   * chunk is counted against --spool-max-size before it is written: one that would pass it ends the body's file
+   * and the request is answered 503.
+   */
   private spool(req: IncomingMessage, res: ServerResponse): void {
     const file = join(this.spoolDir, `body-${++this.spooled}`);
     const out = createWriteStream(file, { flags: 'wx', mode: 0o600 });
-    const drop = () => void rm(file, { force: true });
+    let held = 0;
+    let full = false;
+    const drop = () => {
+      this.spooledBytes -= held;
+      held = 0;
+      void rm(file, { force: true });
+    };
     res.once('close', drop);
-    pipeline(req, out).then(
+    const meter = new Transform({
+      transform: (chunk: Buffer, _encoding, done) => {
+        if (this.spoolMax > 0 && this.spooledBytes + chunk.length > this.spoolMax) {
+          full = true;
+          return done(new Error('--spool-max-size reached'));
+        }
+        this.spooledBytes += chunk.length;
+        held += chunk.length;
+        done(null, chunk);
+      },
+    });
+    // Not pipeline(req, …): its failure would destroy the request and with it the connection the 503 goes back on.
+    req.pipe(meter);
+    req.once('close', () => {
+      if (!req.complete) meter.destroy(new Error('the client left'));
+    });
+    pipeline(meter, out).then(
       () => this.dispatch(req, res, { file }),
       (err: Error) => {
+        if (full) {
+          this.events.spoolFull(req, this.spoolMax);
+          drop();
+          return refuseUnread(req, res, 503);
+        }
         // The client left mid-body, or the disk refused it (then the proxy answers its 500 page).
         if (!res.destroyed && !req.destroyed) this.events.spoolFailed(req, err);
         res.destroy();

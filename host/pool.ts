@@ -28,7 +28,7 @@ import { Supervisor, type Launched } from '../common/supervisor.ts';
 import { openHostLog } from './hostLogFile.ts';
 import { admissionOf, admittingServer } from './admission.ts';
 import { HOST_MAX_HEADER_SIZE, WORKERS_PATH, type WorkerTable } from '../common/protocol.ts';
-import { Dispatcher, WorkerSlot } from './dispatcher.ts';
+import { Dispatcher, SPOOL_RETRY_AFTER_S, WorkerSlot } from './dispatcher.ts';
 import {
   BLOCKED_AFTER_MS,
   WATCHDOG_LOG_FD,
@@ -171,9 +171,21 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
     log.warn(`[pool extqs-host] server reached max_children setting (${current.workers}), consider raising it`);
   }
 
-  const dispatcher = new Dispatcher(config.listenBacklog, config.workerConcurrency, socketDir, {
+  const dispatcher = new Dispatcher(config.listenBacklog, config.workerConcurrency, socketDir, config.spoolMaxSize, {
     spoolFailed(req, err) {
       log.error(`Could not keep the body of ${req.method} ${req.url} until a worker takes it: ${err.message}`, requestIdOf(req.headers));
+    },
+    spoolTooLarge(req, length, bound) {
+      log.warn(
+        `Refused ${req.method} ${req.url}: its Content-Length of ${length} bytes is larger than --spool-max-size (${bound}); answered 413`,
+        requestIdOf(req.headers),
+      );
+    },
+    spoolFull(req, bound) {
+      log.error(
+        `Refused ${req.method} ${req.url}: the bodies waiting for a worker reached --spool-max-size (${bound}) while it arrived; its file deleted, answered 503 (Retry-After ${SPOOL_RETRY_AFTER_S}), its connection closed`,
+        requestIdOf(req.headers),
+      );
     },
     // Counted in the pool's own totals, as the worker that answered it before counted it.
     answerWithoutWorker: answerMissingController(join(config.www, 'controllers'), log, () => countMissingAnswered(departed)),
@@ -386,6 +398,7 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
   /** After a SIGHUP: the pool's bounds as read again; workers past --workers retired (idle ones first), a static pool filled. */
   fitPool = (previousWorkers) => {
     dispatcher.bound = current.listenBacklog;
+    dispatcher.spoolMax = current.spoolMaxSize;
     dispatcher.setConcurrency(current.workerConcurrency);
     publishTable();
     processManagerSettings = describeProcessManager(current);

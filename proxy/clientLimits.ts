@@ -9,6 +9,7 @@ export type ClientLimits = Pick<
   | 'keepAliveTimeout'
   | 'maxHeaderSize'
   | 'maxHeaderFields'
+  | 'limitRequestFieldSize'
   | 'maxConnections'
   | 'limitRequestBody'
   | 'h2MaxConcurrentStreams'

@@ -246,8 +246,11 @@ export interface Failures {
   poolFull(ctx: RequestContext, path: string): void;
   /** A controller threw (its fatal error already relayed by hostSignals): Apache's 500 page. */
   controllerFailed(ctx: RequestContext): void;
-  /** The host answered an error itself, not a controller: Apache's page for its status, P6. */
-  hostRefused(status: number, ctx: RequestContext, path: string): void;
+  /**
+   * The host answered an error itself, not a controller: Apache's page for its status, P6, with the host's
+   * Retry-After (a body the host had no room for); a body still arriving is not read on: the connection closes.
+   */
+  hostRefused(status: number, ctx: RequestContext, path: string, headers: Headers): void;
   /** The body passed LimitRequestBody while it streamed: 413, and the connection closed. */
   tooLarge(ctx: RequestContext, received: number): void;
   /**
@@ -310,9 +313,11 @@ export function failures({ upstreamTimeoutMs, limitRequestBody }: ForwarderOptio
       // The fatal error's line went to error.log with the host's stderr (hostSignals).
       sendErrorPage(ctx.res, 500);
     },
-    hostRefused(status, ctx, path) {
+    hostRefused(status, ctx, path, headers) {
       ctx.log('proxy', 'error', `host answered ${status} without a controller for ${path}`);
-      sendErrorPage(ctx.res, status);
+      if (!ctx.req.complete) ctx.res.shouldKeepAlive = false;
+      const retryAfter = headers['retry-after'];
+      sendErrorPage(ctx.res, status, typeof retryAfter === 'string' ? { 'Retry-After': retryAfter } : {});
     },
     tooLarge(ctx, received) {
       ctx.log('http', 'info', `AH01591: Read content length of ${received} is larger than the configured limit of ${limitRequestBody}`);

@@ -7,6 +7,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { PassThrough, type Readable } from 'node:stream';
 import { failures, isConnectError, type Failures, type ForwarderOptions } from './forwarding.ts';
 import type { InFlightEntry } from './inFlightList.ts';
+import { isHttp2 } from './protocols.ts';
 import type { RequestContext } from './requestContext.ts';
 import { formatUpstream, type Upstream } from '../common/settingParsers.ts';
 import type { UpstreamState } from './upstreams.ts';
@@ -179,7 +180,10 @@ export class ForwardedRequest implements SentRequest {
     this.engine = engine;
     const { req, res } = this.ctx;
     res.once('close', () => {
-      if (!res.writableFinished) this.abandon('client closed the request');
+      // An HTTP/2 response reads as finished once its stream has closed, reset by the client or not: whether this
+      // server ended it is writableEnded there.
+      const answered = isHttp2(req) ? res.writableEnded : res.writableFinished;
+      if (!answered) this.abandon('client closed the request');
       this.leaveWorker();
     });
     const { upstreamTimeoutMs } = this.shared;
@@ -257,7 +261,7 @@ export class ForwardedRequest implements SentRequest {
     const answer = fail.hostSignals(statusCode, headers, this.ctx);
     if (answer === 'relay') return true;
     this.settled = true;
-    if (answer === 'host-error') fail.hostRefused(statusCode, this.ctx, this.path);
+    if (answer === 'host-error') fail.hostRefused(statusCode, this.ctx, this.path, headers);
     else if (answer === 'controller-failed') fail.controllerFailed(this.ctx);
     else if (answer === 'pool-full') fail.poolFull(this.ctx, this.path);
     else fail.endedWithoutHeaders(this.ctx, this.path);

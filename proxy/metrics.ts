@@ -188,6 +188,8 @@ export interface ProcessGauges {
   startedAt: Date;
   inFlight: number;
   connections: number;
+  /** HTTP/2 connections ended with GOAWAY ENHANCE_YOUR_CALM for resetting streams too fast (http2ResetFlood.ts). */
+  resetFloodGoaways: number;
 }
 
 /**
@@ -240,6 +242,11 @@ export async function processMetricsJson(requests: RequestMetrics, gauges: Proce
     aggregator: 'max',
     registers,
   });
+  new Counter({
+    name: 'extqs_http2_reset_flood_goaways_total',
+    help: 'HTTP/2 connections closed with GOAWAY ENHANCE_YOUR_CALM for resetting more than twice --h2-max-concurrent-streams streams in a second.',
+    registers,
+  }).inc(gauges.resetFloodGoaways);
   for (const u of upstreams.snapshot()) {
     up.set({ upstream: u.label }, u.state === 'up' ? 1 : 0);
     sent.inc({ upstream: u.label }, u.requests);

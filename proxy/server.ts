@@ -18,6 +18,7 @@ import { capConnections } from './connectionCap.ts';
 import { connectionRefusals } from './connectionRefusals.ts';
 import { answeringOn, isHttp2 } from './protocols.ts';
 import { InFlightList, type InFlightEntry } from './inFlightList.ts';
+import { resetFloodGuard } from './http2ResetFlood.ts';
 import { isLingering } from './lingeringClose.ts';
 import { metricsEndpoint, processMetricsJson, RequestMetrics, scrapeMetrics, type MetricJson, type Scrape } from './metrics.ts';
 import { bodyLimitsPass } from './passes/bodyLimits.ts';
@@ -168,6 +169,7 @@ export function createProxyServer(options: ProxyOptions): ProxyServer {
   /** HTTP/1.1 connections of the HTTPS listener (HTTP/2 ones are sessions), for a graceful stop. */
   const tlsHttp1Sockets = new Set<TLSSocket>();
   const sessions = new Set<Http2Session>();
+  const resetFlood = resetFloodGuard(() => path.limits.h2MaxConcurrentStreams, errorLog);
   let tlsServer: Http2SecureServer | undefined;
   if (tls) {
     tlsServer = createSecureServer({
@@ -193,6 +195,7 @@ export function createProxyServer(options: ProxyOptions): ProxyServer {
     // client has to send a whole request, as a stream in flight keeps the session busy only when bytes move.
     tlsServer.setTimeout(Math.max(limits.keepAliveTimeout, limits.requestTimeout) * 1000);
     tlsServer.on('session', (session: Http2Session) => {
+      resetFlood.watch(session);
       sessions.add(session);
       session.once('close', () => sessions.delete(session));
       if (stopping) session.close();
@@ -202,7 +205,8 @@ export function createProxyServer(options: ProxyOptions): ProxyServer {
       tlsHttp1Sockets.add(socket);
       socket.once('close', () => tlsHttp1Sockets.delete(socket));
     });
-    tlsServer.on('sessionError', (err: NodeJS.ErrnoException) => {
+    tlsServer.on('sessionError', (err: NodeJS.ErrnoException, session: Http2Session) => {
+      if (resetFlood.calmed(session)) return;
       errorLog.write({ module: 'http2', level: 'info', message: `HTTP/2 session failed: ${err.code ?? ''} ${err.message}` });
     });
     servers.push(tlsServer);
@@ -234,7 +238,11 @@ export function createProxyServer(options: ProxyOptions): ProxyServer {
 
   const openConnections = async () => (await Promise.all(servers.map(connectionsOf))).reduce((sum, count) => sum + count, 0);
   const metrics = async (): Promise<MetricJson[]> =>
-    processMetricsJson(requestMetrics, { startedAt, inFlight: open.size, connections: await openConnections() }, path.upstreams);
+    processMetricsJson(
+      requestMetrics,
+      { startedAt, inFlight: open.size, connections: await openConnections(), resetFloodGoaways: resetFlood.goaways() },
+      path.upstreams,
+    );
   const shares = everyShare ?? (async () => [await metrics()]);
   const files = staticFiles(join(www, 'public'), staticCache);
   const redirectPass = httpsRedirectPass({

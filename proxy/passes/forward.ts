@@ -4,6 +4,7 @@ import { answerSink } from '../answerSink.ts';
 import { negotiateRequest, type CompressionSettings } from '../compression.ts';
 import type { Forward } from '../forwarding.ts';
 import { KIND } from '../metrics.ts';
+import { isHttp2, responseGone } from '../protocols.ts';
 import type { Pass } from '../requestContext.ts';
 
 export function forwardPass(forward: Forward, compression: CompressionSettings): Pass {
@@ -12,7 +13,18 @@ export function forwardPass(forward: Forward, compression: CompressionSettings):
     if (route.kind !== 'forward') return false;
     ctx.kind = KIND.controller;
     ctx.answer = answerSink(ctx, negotiateRequest(ctx.req, compression), { flushEachTurn: true });
-    ctx.abandonForward = forward(ctx, route.url);
+    if (!isHttp2(ctx.req)) {
+      ctx.abandonForward = forward(ctx, route.url);
+      return true;
+    }
+    // node:http2 runs this as it reads the stream's HEADERS frame, before a RST_STREAM read with it (rapid reset,
+    // CVE-2023-44487): a turn later such a stream is closed, and no host call starts for it.
+    let abandoned = false;
+    ctx.abandonForward = () => (abandoned = true);
+    setImmediate(() => {
+      if (abandoned || responseGone(ctx.res)) return;
+      ctx.abandonForward = forward(ctx, route.url);
+    });
     return true;
   };
 }

@@ -15,9 +15,11 @@ export interface FramingProblem {
 /** Why `req`'s head is refused, or undefined when it is not. */
 export function framingProblem(
   req: IncomingMessage,
-  limits: Pick<ClientLimits, 'maxHeaderSize' | 'maxHeaderFields'>,
+  limits: Pick<ClientLimits, 'maxHeaderSize' | 'maxHeaderFields' | 'limitRequestFieldSize'>,
 ): FramingProblem | undefined {
-  const problem = isHttp2(req) ? headerListProblem(req, limits.maxHeaderSize) : http1Problem(req);
+  const problem =
+    (isHttp2(req) ? headerListProblem(req, limits.maxHeaderSize) : http1Problem(req)) ??
+    fieldSizeProblem(req, limits.limitRequestFieldSize);
   if (problem) return problem;
   // Apache refuses a request over LimitRequestFields; Node has no such refusal (server.ts keeps every field).
   // HTTP/2's four pseudo-fields are the request line's parts, not fields.
@@ -42,6 +44,24 @@ function http1Problem(req: IncomingMessage): FramingProblem | undefined {
   // handler: an empty body and no access-log line. Apache answers its page and logs both.
   if (req.httpVersionMinor === 1 && req.headers.host === undefined) {
     return { status: 400, message: `AH00569: client sent HTTP/1.1 request without hostname (see RFC7230 section 5.4): ${req.url ?? ''}` };
+  }
+  return undefined;
+}
+
+/** Apache's LOG_NAME_MAX_LEN: how much of an oversized field's name its line carries. */
+const FIELD_NAME_LOGGED = 80;
+
+/**
+ * Apache's LimitRequestFieldSize (protocol.c): a field line `Name: value` longer than the limit is 400, its log
+ * line naming the field (at most 80 bytes of the name, as Apache). HTTP/2's pseudo-fields are the request line's,
+ * which the route's 414 bounds. Node hands values over one byte a character (latin1), so length counts bytes.
+ */
+function fieldSizeProblem(req: IncomingMessage, limit: number): FramingProblem | undefined {
+  const raw = req.rawHeaders;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i];
+    if (name.length + 2 + raw[i + 1].length <= limit || name.startsWith(':')) continue;
+    return { status: 400, message: `AH00561: Request header exceeds LimitRequestFieldSize: ${name.slice(0, FIELD_NAME_LOGGED)}` };
   }
   return undefined;
 }

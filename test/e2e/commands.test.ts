@@ -60,6 +60,7 @@ function samples(sandbox: Sandbox): Record<SettingKey, { value: string; shown: s
     pidFile: { value: join(sandbox.dir, 'extqs.pid'), shown: '' },
     workers: { value: '1', shown: '--workers 1' },
     workerConcurrency: { value: '4', shown: '--worker-concurrency 4' },
+    spoolMaxSize: { value: '2g', shown: `--spool-max-size ${2 * 1024 ** 3}` },
     pm: { value: 'ondemand', shown: '--pm "ondemand"' },
     startWorkers: { value: '3', shown: '--start-workers 3' },
     minSpareWorkers: { value: '2', shown: '--min-spare-workers 2' },
@@ -99,6 +100,7 @@ function samples(sandbox: Sandbox): Record<SettingKey, { value: string; shown: s
     keepAliveTimeout: { value: '6', shown: '--keep-alive-timeout 6' },
     maxHeaderSize: { value: '20000', shown: '--max-header-size 20000' },
     maxHeaderFields: { value: '101', shown: '--max-header-fields 101' },
+    limitRequestFieldSize: { value: '8000', shown: '--limit-request-field-size 8000' },
     limitRequestBody: { value: '2g', shown: `--limit-request-body ${2 * 1024 ** 3}` },
     maxConnections: { value: '1000', shown: '--max-connections 1000' },
   };

@@ -108,6 +108,7 @@ describe('config', () => {
         outputBuffering: 4096,
         maxSpareWorkers: Math.min(3, Math.min(availableParallelism(), 256)),
         workerConcurrency: 0,
+        spoolMaxSize: 1024 ** 3,
         workerIdleTimeout: 10,
         listenBacklog: 511,
         proxyWorkers: Math.min(Math.ceil(availableParallelism() / 2), 256),
@@ -137,6 +138,7 @@ describe('config', () => {
         keepAliveTimeout: 5,
         maxHeaderSize: 16384,
         maxHeaderFields: 100,
+        limitRequestFieldSize: 8190,
         limitRequestBody: 1024 ** 3,
         maxConnections: 0,
       });
@@ -170,7 +172,7 @@ describe('config', () => {
     it('reads each from its flag or its environment name', () => {
       const config = readConfig(
         ['--header-timeout', '2', '--request-timeout', '3', '--keep-alive-timeout', '0', '--max-header-size', '4096'],
-        { MAX_HEADER_FIELDS: '20', MAX_CONNECTIONS: '900' },
+        { MAX_HEADER_FIELDS: '20', MAX_CONNECTIONS: '900', EXTQS_LIMIT_REQUEST_FIELD_SIZE: '1000' },
         cwd,
       );
       expect(config).to.include({
@@ -179,8 +181,16 @@ describe('config', () => {
         keepAliveTimeout: 0,
         maxHeaderSize: 4096,
         maxHeaderFields: 20,
+        limitRequestFieldSize: 1000,
         maxConnections: 900,
       });
+    });
+
+    it('rejects a field size of 0, which would refuse every field', () => {
+      expect(() => readConfig(['--limit-request-field-size', '0'], {}, cwd)).to.throw(
+        ConfigError,
+        '--limit-request-field-size (EXTQS_LIMIT_REQUEST_FIELD_SIZE) must be an integer from 1 to',
+      );
     });
 
     it('rejects a header timeout of 0, which would mean none', () => {

@@ -16,6 +16,7 @@ const LIMITS: ClientLimits = {
   keepAliveTimeout: 5,
   maxHeaderSize: 8190,
   maxHeaderFields: 4,
+  limitRequestFieldSize: 20,
   maxConnections: 0,
   limitRequestBody: 100,
   h2MaxConcurrentStreams: 100,
@@ -74,6 +75,18 @@ describe('the request passes, without a listener', () => {
       expect(framing(fields)).to.equal(true);
       expect(fields.res.statusCode).to.equal(400);
       expect(fields.lines[0].message).to.contain("exceeds this server's limit (4)");
+    });
+
+    it('answers a field line past --limit-request-field-size 400 with AH00561 naming it, and lets one at the limit through', () => {
+      // `X-Long: ` and 12 bytes: 20, the limit.
+      expect(framing(requestOf('/x', { Host: 'h', 'X-Long': 'a'.repeat(12) }))).to.equal(false);
+      const over = requestOf('/x', { Host: 'h', 'X-Long': 'a'.repeat(13) });
+      expect(framing(over)).to.equal(true);
+      expect(over.res.statusCode).to.equal(400);
+      expect(over.res.shouldKeepAlive).to.equal(false);
+      expect(over.lines.map((l) => [l.module, l.level, l.message])).to.deep.equal([
+        ['core', 'info', 'AH00561: Request header exceeds LimitRequestFieldSize: X-Long'],
+      ]);
     });
   });
 
