@@ -119,6 +119,22 @@ describe('the Kubernetes manifests (kubectl kustomize)', function () {
     }
   });
 
+  it("keeps the host's spooled bodies and the uploads being read within the pod's /tmp volume", function () {
+    const data = find('ConfigMap', 'extqs-settings').data as Record<string, string>;
+    const sandbox = makeSandbox();
+    try {
+      const config = readConfig('start', [], { ...data, EXTQS_WWW_ROOT: sandbox.www }, sandbox.dir);
+      const tmp = podSpec().volumes.find((v) => v.name === 'tmp')!;
+      expect(podSpec().containers[0].volumeMounts).to.deep.include({ name: 'tmp', mountPath: '/tmp' });
+      const limit = /^(\d+)Gi$/.exec(tmp.emptyDir!.sizeLimit)!;
+      // The spool bound, and room beside it for 16 uploads of --post-max-size at once.
+      expect(config.spoolMaxSize).to.be.above(0);
+      expect(config.spoolMaxSize + 16 * config.postMaxSize).to.be.at.most(Number(limit[1]) * 1024 ** 3);
+    } finally {
+      sandbox.remove();
+    }
+  });
+
   it('lets a stop finish: grace period ≥ preStop + proxy stop + host stop', function () {
     const data = find('ConfigMap', 'extqs-settings').data as Record<string, string>;
     const pod = podSpec();
@@ -133,9 +149,10 @@ describe('the Kubernetes manifests (kubectl kustomize)', function () {
 
 interface PodSpec {
   terminationGracePeriodSeconds: number;
-  volumes: { name: string; configMap: { name: string } }[];
+  volumes: { name: string; configMap: { name: string }; emptyDir?: { sizeLimit: string } }[];
   containers: {
     image: string;
+    volumeMounts: { name: string; mountPath: string; readOnly?: boolean }[];
     ports: { name: string; containerPort: number }[];
     lifecycle: { preStop: { exec: { command: string[] } } };
     livenessProbe: { httpGet: { path: string } };
