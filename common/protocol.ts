@@ -104,6 +104,11 @@ export interface WorkerTable {
    * flight there died with them and may go again. A worker that retires is not one of them.
    */
   exited: number[];
+  /**
+   * Of those, the ones whose death has a known cause: the pid's request id, the request whose controller ended it
+   * (a controller's process.kill() or process.abort(), the execution-limit kill). That request is never sent again.
+   */
+  culprits?: Record<string, string>;
 }
 
 export interface WorkerRoute {

@@ -53,6 +53,8 @@ export interface HostAppOptions {
   running: RunningCalls;
   /** PHP's output_buffering: bytes of a streamed answer held before its status goes out. */
   outputBuffering: number;
+  /** The seconds a controller is still held by the pool's quarantine (host/quarantine.ts), or undefined when it runs. */
+  quarantined?: (name: string) => number | undefined;
 }
 
 export function createHostApp({
@@ -65,6 +67,7 @@ export function createHostApp({
   onRequestEnd,
   running,
   outputBuffering,
+  quarantined = () => undefined,
 }: HostAppOptions): FastifyInstance {
   const app = fastify({
     logger: false,
@@ -196,6 +199,10 @@ export function createHostApp({
       const what = `${request.method} ${request.url}`;
       const where = `in ${what}`;
       if (route.kind === 'invalid') return refuseInvalidName(request, reply, route.name);
+      // Held for killing workers: not run, not loaded; the proxy answers its 503 page with this Retry-After.
+      const retryAfter = quarantined(route.name);
+      if (retryAfter !== undefined)
+        return reply.code(503).header('retry-after', String(retryAfter)).type('text/html; charset=UTF-8').send('');
 
       let controller: LoadedController;
       try {

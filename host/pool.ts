@@ -28,10 +28,11 @@ import { Supervisor, type Launched } from '../common/supervisor.ts';
 import { openHostLog } from './hostLogFile.ts';
 import { admissionOf, admittingServer } from './admission.ts';
 import { HOST_MAX_HEADER_SIZE, WORKERS_PATH, type WorkerTable } from '../common/protocol.ts';
-import { Dispatcher, WorkerSlot } from './dispatcher.ts';
+import { Dispatcher, WorkerSlot, type Relayed } from './dispatcher.ts';
 import {
   BLOCKED_AFTER_MS,
   WATCHDOG_LOG_FD,
+  type DeathCause,
   type PoolSays,
   type WatchdogLine,
   type WireHostEntry,
@@ -42,6 +43,9 @@ import { answerMissingController } from './missingController.ts';
 import { requestIdOf } from '../common/requestId.ts';
 import { addDeparted, countMissingAnswered, departedNone, summarize, type PoolFields, type WorkerSnapshot } from './stats.ts';
 import { refuseUnreadable } from './unreadableRequest.ts';
+import { Quarantine, QUARANTINE_DEATHS, QUARANTINE_WITHIN_MS } from './quarantine.ts';
+import { routeController } from './route.ts';
+import { sendAgainAfterLoss, type WorkerEnd } from '../common/workerLoss.ts';
 
 /** Half the proxy's wait for /status (proxy/serverStatus.ts): a worker stuck in a loop shows as unresponsive. */
 const SNAPSHOT_TIMEOUT_MS = 500;
@@ -55,6 +59,21 @@ const KEEP_ALIVE_MS = 75_000;
 const EXITS_PUBLISHED = 16;
 /** Workers cut their connections at --shutdown-timeout (worker.ts); one that hangs past it by this much is killed. */
 const HARD_STOP_MS = 5_000;
+/**
+ * The most a worker's exit waits for the end of its watchdog pipe, whose last line may say why it died: the pipe
+ * ends with the process, unless a child it spawned holds it open.
+ */
+const DRAIN_MS = 200;
+/** How long the primary's relay waits for a worker whose connection failed to be seen exiting (proxy: WORKER_EXIT_WAIT_MS). */
+const FATE_WAIT_MS = 1_000;
+
+/** What an exit with no known cause most likely was, for the death line. */
+function unknownCause(how: string): string {
+  if (how === 'signal SIGKILL') return 'no known cause: a kill from outside, or the kernel out of memory';
+  if (how === 'signal SIGABRT' || how === 'code 134') return 'no known cause: an abort, such as V8 out of heap memory';
+  if (how.startsWith('signal ')) return 'no known cause: a native crash, or a signal from outside';
+  return 'no known cause';
+}
 
 export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>): Promise<void> {
   const log = openHostLog(config.logs, logSettingsOf(config), config.dev ? terminalWriter(join(config.www, 'controllers')) : undefined);
@@ -90,6 +109,17 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
   const slots = new WeakMap<Worker, WorkerSlot>();
   const workerOf = new WeakMap<WorkerSlot, Worker>();
   const listened = new WeakMap<Worker, () => void>();
+  /** What a worker said of its coming death (poolMessages.ts DeathCause), read from its watchdog pipe. */
+  const deathCauses = new WeakMap<Worker, DeathCause>();
+  /** Settles once a worker's watchdog pipe is read to its end: its death line, if any, has been read. */
+  const pipeEnded = new WeakMap<Worker, Promise<void>>();
+  /** The replacement delay of a worker that exited unasked: its death line is written once its pipe is read. */
+  const exitDelays = new WeakMap<Worker, number>();
+  /** Settles with a dead worker's fate, for the relay's requests that died with it. */
+  const fates = new WeakMap<WorkerSlot, { promise: Promise<WorkerEnd>; settle: (end: WorkerEnd) => void }>();
+  /** Exits whose cause is still being read: the table the proxies follow waits for them (it names the culprits). */
+  let draining = 0;
+  const quarantine = new Quarantine();
   // What a host or worker killed outright left (they name their directories for their pids): never served again.
   const stale = await removeStaleTempDirs().catch((err: Error) => {
     log.warn(`Could not look for temporary directories left by processes that are gone: ${err.message}`);
@@ -124,15 +154,31 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
       channels.get(worker)?.notify('retire', null);
     },
     events: {
-      left(worker, _how, was) {
+      left(worker, how, was) {
         const slot = slots.get(worker);
-        // What it ran failed with its connection (a reset, as before); what waits in the queue does not.
-        if (slot) {
-          dispatcher.gone(slot);
-          if (was === 'ready' && !workers.stopped) exitedUnasked.splice(0, exitedUnasked.push(slot.pid) - EXITS_PUBLISHED);
-          publishTable();
-          rm(slot.socketPath, { force: true }).catch(() => undefined);
-        }
+        // What it ran failed with its connection; what waits in the queue does not. What it was relaying is read
+        // before it is forgotten: the death line says what became of each.
+        const relayed = slot ? [...slot.running] : [];
+        if (slot) dispatcher.gone(slot);
+        const unasked = was === 'ready' && !workers.stopped;
+        draining += 1;
+        const late = new Promise<void>((resolve) => setTimeout(resolve, DRAIN_MS).unref());
+        void Promise.race([pipeEnded.get(worker), late]).then(() => {
+          draining -= 1;
+          const cause = deathCauses.get(worker);
+          if (slot) {
+            if (unasked) {
+              exitedUnasked.splice(0, exitedUnasked.push(slot.pid) - EXITS_PUBLISHED);
+              if (cause) culprits.set(slot.pid, cause.requestId);
+              for (const pid of culprits.keys()) if (!exitedUnasked.includes(pid)) culprits.delete(pid);
+            }
+            fateOf(slot).settle(unasked ? { died: true, culprit: cause?.requestId } : undefined);
+            publishTable();
+            rm(slot.socketPath, { force: true }).catch(() => undefined);
+          }
+          const delay = exitDelays.get(worker);
+          if (delay !== undefined) died(worker, how, delay, cause, relayed, slot?.blockedRunning ?? []);
+        });
         const last = lastReported.get(worker);
         if (last) addDeparted(departed, last);
         // A worker killed mid-request could not delete that request's uploads.
@@ -141,9 +187,10 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
           removeTempDirsOf('upload', pid).catch((err: Error) => log.error(`Could not delete the uploads of worker ${pid}: ${err.message}`));
         if (was === 'retiring' && !workers.stopped && !reaped.has(worker)) departed.restarts.recycled += 1;
       },
-      exited(worker, how, delay) {
+      // Its line waits for its watchdog pipe's last lines (left()).
+      exited(worker, _how, delay) {
         departed.restarts.exited += 1;
-        log.error(`Worker ${worker.process.pid} exited with ${how}; starting a new one${delay ? ` in ${delay} ms` : ''}`);
+        exitDelays.set(worker, delay);
       },
       restartFailed(err, delay) {
         departed.restarts.exited += 1;
@@ -195,6 +242,10 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
         `${req.method} ${req.url} left the listen queue after ${Math.round(waitedMs)} ms without a worker: every worker was busy running ${running.join(', ') || 'nothing'}`,
         requestIdOf(req.headers),
       );
+    },
+    fateOf(slot) {
+      const wait = new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), FATE_WAIT_MS).unref());
+      return Promise.race([fateOf(slot).promise, wait]);
     },
     whenIdle(slot) {
       const worker = workerOf.get(slot);
@@ -268,6 +319,8 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
 
   /** The last workers that exited unasked, for the proxies: what they had sent there died with them. */
   const exitedUnasked: number[] = [];
+  /** Of those, the ones whose death has a known cause: the request that caused it. */
+  const culprits = new Map<number, string>();
   /** Proxies on this machine following the table of workers (WORKERS_PATH). */
   const followers = new Set<ServerResponse>();
   function workerTable(): WorkerTable {
@@ -277,25 +330,28 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
           .serving()
           .map((slot) => ({ pid: slot.pid, socket: slot.socketPath, blocked: slot.blocked, running: slot.blockedRunning }))
       : [];
-    return { concurrency: current.workerConcurrency, workers, exited: exitedUnasked };
+    return { concurrency: current.workerConcurrency, workers, exited: exitedUnasked, culprits: Object.fromEntries(culprits) };
   }
   function publishTable(): void {
-    if (followers.size === 0) return;
+    // A worker's exit is published once its cause is read: a proxy must not take it for a retirement meanwhile.
+    if (followers.size === 0 || draining > 0) return;
     const line = `${JSON.stringify(workerTable())}\n`;
     for (const res of followers) res.write(line);
   }
 
   function snapshotOf(worker: Worker): Promise<WorkerSnapshot> {
+    // One that does not answer (blocked, or dying) counts what it last reported: no total ever goes back.
+    const last = lastReported.get(worker);
     const placeholder = (state: 'starting' | 'unresponsive'): WorkerSnapshot => ({
       pid: worker.process.pid ?? 0,
       state,
-      requests: 0,
+      requests: last?.requests ?? 0,
       inFlight: 0,
-      lastRequest: undefined,
-      lastDurationMs: undefined,
-      rss: 0,
-      startedAt: '',
-      controllers: {},
+      lastRequest: last?.lastRequest,
+      lastDurationMs: last?.lastDurationMs,
+      rss: last?.rss ?? 0,
+      startedAt: last?.startedAt ?? '',
+      controllers: last?.controllers ?? {},
     });
     const channel = channels.get(worker);
     if (!up.has(worker) || !channel) return Promise.resolve(placeholder('starting'));
@@ -314,7 +370,12 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
   function listenTo(worker: Worker): void {
     const channel = new IpcChannel<PoolSays, WorkerSays>(childEndpoint(worker.process));
     channels.set(worker, channel);
-    channel.answer('config', () => ({ config: current, socket: slots.get(worker)!.socketPath }));
+    channel.answer('config', () => ({
+      config: current,
+      socket: slots.get(worker)!.socketPath,
+      quarantined: quarantine.active(Date.now()),
+    }));
+    channel.on('files-changed', ({ controller }) => lifted(controller));
     channel.on('log', (batch) => deliver(batch, { 'host.log': writeWireEntry }));
     channel.answer('flush', (batch) => {
       deliver(batch, { 'host.log': writeWireEntry });
@@ -338,17 +399,67 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
     });
     channel.on('retire-me', ({ reason }) => retire(worker, reason));
     // The watchdog thread's line, written while the worker's thread (and its IPC) was blocked.
-    createInterface({ input: worker.process.stdio[WATCHDOG_LOG_FD] as Readable }).on('line', (line) => {
+    const lines = createInterface({ input: worker.process.stdio[WATCHDOG_LOG_FD] as Readable });
+    pipeEnded.set(worker, new Promise((resolve) => lines.once('close', resolve)));
+    lines.on('line', (line) => {
       try {
         const said = JSON.parse(line) as WatchdogLine;
         if ('blocked' in said) return blockedChanged(worker, said.blocked, said.running);
-        // Read by the death handling of the pool (docs/design.md §7.3); until then the entry is enough.
-        if ('death' in said) return;
+        if ('death' in said) return void deathCauses.set(worker, said.death);
         writeWireEntry(said);
       } catch {
         log.error(`Unreadable line from the watchdog of worker ${worker.process.pid}: ${line}`);
       }
     });
+  }
+
+  function fateOf(slot: WorkerSlot) {
+    let known = fates.get(slot);
+    if (!known) {
+      let settle!: (end: WorkerEnd) => void;
+      const promise = new Promise<WorkerEnd>((resolve) => (settle = resolve));
+      fates.set(slot, (known = { promise, settle }));
+    }
+    return known;
+  }
+
+  /**
+   * One line for a worker that died unasked: its cause, the request it is attributed to, what became of each request
+   * the primary relayed to it (a proxy's error.log names those it had sent the worker directly); then its quarantine.
+   */
+  function died(worker: Worker, how: string, delay: number, cause: DeathCause | undefined, relayed: Relayed[], blocked: string[]): void {
+    const end: WorkerEnd = { died: true, culprit: cause?.requestId };
+    const outcomes = relayed.map(({ label, requestId, resendable }) => {
+      const again = sendAgainAfterLoss({ requestId: requestId ?? '', resendable, resent: false, sentMs: 0 }, end);
+      return `${label} (${requestId ? `req ${requestId}, ` : ''}${again ? 'sent again' : 'failed'})`;
+    });
+    const ran = [
+      outcomes.length > 0 ? `it was relaying ${outcomes.join(', ')}` : 'it was relaying nothing',
+      ...(blocked.length > 0 ? [`blocked, it was running requests ${blocked.join(', ')}`] : []),
+    ].join('; ');
+    log.error(
+      `Worker ${worker.process.pid} exited with ${how}: ${cause ? `${cause.cause}, in request ${cause.requestId}, which is not sent again` : unknownCause(how)}; ${ran}; ` +
+        `a proxy sends each other GET or HEAD without a body it had sent it to another worker once; starting a new one${delay ? ` in ${delay} ms` : ''}`,
+      cause?.requestId,
+    );
+    const inFlight = relayed.flatMap(({ label }) => {
+      const route = routeController(label.slice(label.indexOf(' ') + 1));
+      return route.kind === 'controller' ? [route.name] : [];
+    });
+    const held = quarantine.death(Date.now(), { controller: cause?.controller, inFlight });
+    if (!held) return;
+    log.error(
+      `Controller ${held.controller} is quarantined: ${QUARANTINE_DEATHS} worker deaths within ${QUARANTINE_WITHIN_MS / 1000} s ${held.reason === 'attributed' ? 'caused by its calls' : 'with it alone in flight'}; ` +
+        `its requests are answered 503 without running until its file or one of its imports changes, or for ${Math.round((held.until - Date.now()) / 1000)} s`,
+    );
+    for (const live of workers.handles) channels.get(live)?.notify('quarantine', { controller: held.controller, until: held.until });
+  }
+
+  /** A worker saw a quarantined controller's files change: every worker runs it again. */
+  function lifted(controller: string): void {
+    if (!quarantine.lift(controller)) return;
+    log.notice(`Controller ${controller} is out of quarantine: its files changed`);
+    for (const live of workers.handles) channels.get(live)?.notify('quarantine-lifted', { controller });
   }
 
   /** A worker's event loop stopped turning while it ran calls, or turns again: it is routed around meanwhile. */

@@ -9,17 +9,24 @@ import { captureConsole } from './consoleCapture.ts';
 import { showErrorsToLocalClients } from './devErrorPage.ts';
 import { ExecutionLimit } from './executionLimit.ts';
 import { workerHostLog } from './hostLog.ts';
-import { WATCHDOG_LOG_FD, type PoolSays, type WorkerSays } from './poolMessages.ts';
+import { WATCHDOG_LOG_FD, type PoolSays, type QuarantineHold, type WorkerSays } from './poolMessages.ts';
+import { QuarantineGate } from './quarantineGate.ts';
 import { ControllerRegistry } from './registry.ts';
 import { RunningCalls } from './runningCalls.ts';
 import { slowlogMessage } from './slowlog.ts';
 import { WorkerStats } from './stats.ts';
 import { watchControllers } from './watcher.ts';
 import { reportExitsDuringCalls } from './workerExit.ts';
+import { reportSelfKills } from './selfKill.ts';
 
 const STATUS_TIMEOUT_MS = 2_000;
 
-export async function runWorker(config: HostConfig, socket: string, pool: IpcChannel<WorkerSays, PoolSays>): Promise<void> {
+export async function runWorker(
+  config: HostConfig,
+  socket: string,
+  pool: IpcChannel<WorkerSays, PoolSays>,
+  quarantined: readonly QuarantineHold[] = [],
+): Promise<void> {
   const stats = new WorkerStats();
   const running = new RunningCalls();
   pool.answer('idle', () => running.whenNone().then(() => null));
@@ -29,6 +36,7 @@ export async function runWorker(config: HostConfig, socket: string, pool: IpcCha
   const controllersDir = join(config.www, 'controllers');
   const consoleCapture = captureConsole(log, controllersDir);
   reportExitsDuringCalls(WATCHDOG_LOG_FD);
+  reportSelfKills(WATCHDOG_LOG_FD);
 
   let retireAsked = false;
   const askToRetire = (reason: string) => {
@@ -56,7 +64,17 @@ export async function runWorker(config: HostConfig, socket: string, pool: IpcCha
     },
     config.followSymlinks,
   );
-  const watcher = await watchControllers(registry, (err) => log.error(`Watcher error on ${controllersDir}: ${String(err)}`));
+  // Controllers the pool holds because they keep killing workers (host/quarantine.ts): held until their files change.
+  const gate = new QuarantineGate(quarantined);
+  pool.on('quarantine', (hold) => gate.hold(hold));
+  pool.on('quarantine-lifted', ({ controller }) => gate.lift(controller));
+  const watcher = await watchControllers(
+    registry,
+    (err) => log.error(`Watcher error on ${controllersDir}: ${String(err)}`),
+    (name) => {
+      for (const controller of gate.changed(name)) pool.notify('files-changed', { controller });
+    },
+  );
 
   // The slowlog's clock is the limit's: its watchdog thread writes both (executionLimit.ts).
   const limit =
@@ -94,6 +112,7 @@ export async function runWorker(config: HostConfig, socket: string, pool: IpcCha
     },
     running,
     outputBuffering: config.outputBuffering,
+    quarantined: (name) => gate.retryAfter(name, Date.now()),
   });
 
   if (config.dev) showErrorsToLocalClients(app, controllersDir, config.typeErrors);

@@ -240,8 +240,8 @@ export interface Failures {
   poolFull(ctx: RequestContext, path: string): void;
   /** A controller threw (its fatal error already relayed by hostSignals): Apache's 500 page. */
   controllerFailed(ctx: RequestContext): void;
-  /** The host answered an error itself, not a controller: Apache's page for its status, P6. */
-  hostRefused(status: number, ctx: RequestContext, path: string): void;
+  /** The host answered an error itself, not a controller: Apache's page for its status, P6, with its Retry-After. */
+  hostRefused(status: number, ctx: RequestContext, path: string, retryAfter?: string): void;
   /** The body passed LimitRequestBody while it streamed: 413, and the connection closed. */
   tooLarge(ctx: RequestContext, received: number): void;
   /** The host's answer broke off after its headers: the client can only be cut; logged once. */
@@ -298,9 +298,9 @@ export function failures({ upstreamTimeoutMs, limitRequestBody }: ForwarderOptio
       // The fatal error's line went to error.log with the host's stderr (hostSignals).
       sendErrorPage(ctx.res, 500);
     },
-    hostRefused(status, ctx, path) {
+    hostRefused(status, ctx, path, retryAfter) {
       ctx.log('proxy', 'error', `host answered ${status} without a controller for ${path}`);
-      sendErrorPage(ctx.res, status);
+      sendErrorPage(ctx.res, status, retryAfter === undefined ? {} : { 'Retry-After': retryAfter });
     },
     tooLarge(ctx, received) {
       ctx.log('http', 'info', `AH01591: Read content length of ${received} is larger than the configured limit of ${limitRequestBody}`);

@@ -11,6 +11,7 @@ import type { RequestContext } from './requestContext.ts';
 import { formatUpstream, type Upstream } from '../common/settingParsers.ts';
 import type { UpstreamState } from './upstreams.ts';
 import { HostWorkers, type SentRequest, type WorkerTarget } from './workerRoutes.ts';
+import { sendAgainAfterLoss } from '../common/workerLoss.ts';
 
 /** What an engine does for the core. */
 export interface EngineRequest {
@@ -51,9 +52,6 @@ function limitedBody(req: IncomingMessage, res: ServerResponse, limit: number, t
  * primary publishes an exit within milliseconds) before it fails as a request the worker cut itself.
  */
 const WORKER_EXIT_WAIT_MS = 1_000;
-
-/** A request that failed this soon after it was sent to a retiring worker never reached a controller. */
-const JUST_SENT_MS = 1_000;
 
 /** What every forwarded request shares: the engine's options, the answers to each failure, and each host's workers. */
 export interface ForwardingShared extends ForwarderOptions {
@@ -252,8 +250,10 @@ export class ForwardedRequest implements SentRequest {
     const answer = fail.hostSignals(statusCode, headers, this.ctx);
     if (answer === 'relay') return true;
     this.settled = true;
-    if (answer === 'host-error') fail.hostRefused(statusCode, this.ctx, this.path);
-    else if (answer === 'controller-failed') fail.controllerFailed(this.ctx);
+    if (answer === 'host-error') {
+      const retryAfter = headers['retry-after'];
+      fail.hostRefused(statusCode, this.ctx, this.path, typeof retryAfter === 'string' ? retryAfter : undefined);
+    } else if (answer === 'controller-failed') fail.controllerFailed(this.ctx);
     else if (answer === 'pool-full') fail.poolFull(this.ctx, this.path);
     else fail.endedWithoutHeaders(this.ctx, this.path);
     return false;
@@ -288,16 +288,17 @@ export class ForwardedRequest implements SentRequest {
       }
     } else if (worker && again && !this.resent) {
       // Its connection failed before an answer. A worker that died takes the requests it ran with it, and its host's
-      // table says so at once: a request that consumed nothing then goes once more to another worker or the
-      // primary, as with nginx's proxy_next_upstream error. So does one sent a moment ago to a worker that retires
-      // (it closed the kept-alive connection the request went on). A call the worker cut itself (past
-      // max_execution_time, at least 1.5 s in) fails as it would have, though its worker retires then too.
+      // table says so at once, with the request that caused the death when known: every other request that consumed
+      // nothing then goes once more to another worker or the primary, as with nginx's proxy_next_upstream error, and
+      // that one never (common/workerLoss.ts). So does one sent a moment ago to a worker that retires (it closed the
+      // kept-alive connection the request went on). A call the worker cut itself (past max_execution_time, at least
+      // 1.5 s in) fails as it would have, though its worker retires then too.
       this.resent = true;
       const sentMs = performance.now() - this.sentAt;
       void worker.fateWithin(WORKER_EXIT_WAIT_MS).then((fate) => {
         if (this.settled) return;
-        const gone = fate === 'died' || (fate === 'retired' && sentMs < JUST_SENT_MS);
-        if (!gone || res.headersSent || req.socket?.destroyed) return this.giveUp(err);
+        const resendable = !res.headersSent && !req.socket?.destroyed;
+        if (!sendAgainAfterLoss({ requestId: this.requestId, resendable, resent: false, sentMs }, fate)) return this.giveUp(err);
         fail.workerFailed(err, this.ctx, this.path, worker.pid, 'closed');
         this.sendTo(this.upstream, worker);
       });

@@ -38,8 +38,8 @@ describe('following a host table of workers (proxy/workerRoutes.ts)', function (
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const table = (workers: WorkerTable['workers'], exited: number[] = []): string =>
-    `${JSON.stringify({ concurrency: 0, workers, exited } satisfies WorkerTable)}\n`;
+  const table = (workers: WorkerTable['workers'], exited: number[] = [], culprits: Record<string, string> = {}): string =>
+    `${JSON.stringify({ concurrency: 0, workers, exited, culprits } satisfies WorkerTable)}\n`;
 
   it('sends to the least busy worker listed, none blocked, and learns which left and why', async function () {
     const path = await serve((res) => {
@@ -58,9 +58,21 @@ describe('following a host table of workers (proxy/workerRoutes.ts)', function (
     expect(first.pid, 'the blocked one is never chosen').to.equal(1);
     answers[0].write(table([], [1]));
     await eventually(() => (left.length === 2 ? true : undefined), 3000, 'both workers left');
-    expect(await first.fateWithin(100), 'listed among the exited').to.equal('died');
-    expect(await left.find((target) => target.pid === 2)!.fateWithin(100), 'not listed: it retired').to.equal('retired');
+    expect(await first.fateWithin(100), 'listed among the exited').to.deep.equal({ died: true, culprit: undefined });
+    expect(await left.find((target) => target.pid === 2)!.fateWithin(100), 'not listed: it retired').to.deep.equal({ died: false });
     expect(follower.pick()).to.equal(undefined);
+  });
+
+  it('learns the request that caused a death with a known cause', async function () {
+    const path = await serve((res) => {
+      res.writeHead(200, { 'content-type': 'application/x-ndjson' });
+      res.write(table([{ pid: 7, socket: '/w7.sock', blocked: false, running: [] }]));
+    });
+    follower = new HostWorkers({ kind: 'unix', path }, { left: () => undefined });
+    follower.follow();
+    const worker = await eventually(() => follower!.pick(), 3000, 'a worker');
+    answers[0].write(table([], [7], { 7: 'req-1' }));
+    expect(await worker.fateWithin(3000)).to.deep.equal({ died: true, culprit: 'req-1' });
   });
 
   it('follows nothing from a server that answers anything with 200, and keeps running', async function () {

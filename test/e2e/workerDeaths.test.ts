@@ -1,0 +1,103 @@
+// A controller that kills its own worker costs that worker and its own request, never its neighbours', and is
+// quarantined when it keeps doing so (docs/design.md §7.1, "A worker's death"; docs/operations.md, "What a
+// controller's failure costs").
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { expect } from 'chai';
+import { get, type Reply } from '../helpers/http.ts';
+import { total } from '../helpers/metrics.ts';
+import { eventually, makeSandbox, readHostEvents, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
+
+describe("a controller that kills its own worker (process.kill(process.pid, 'SIGKILL'))", function () {
+  let sandbox: Sandbox;
+  let stack: Running;
+  const write = (file: string, source: string) => writeFileSync(join(sandbox.controllers, file), source);
+
+  before(async function () {
+    sandbox = makeSandbox();
+    write('Killer.ts', "export default () => { process.kill(process.pid, 'SIGKILL'); return 'not killed'; };\n");
+    // A neighbour in flight for a while, on whichever worker: its answer is checked byte for byte.
+    write(
+      'Neighbour.ts',
+      'export default async ({ query }: { query: Record<string, unknown> }) => { await new Promise((r) => setTimeout(r, 300)); return `neighbour ${String(query.n)}`; };\n',
+    );
+    stack = await startStack(sandbox, ['--workers', '2']);
+  });
+
+  after(async function () {
+    await stack?.stop();
+    sandbox?.remove();
+  });
+
+  /** host.log's death lines, each `Worker N exited with …`, that name request `id`. */
+  const deathLinesOf = (id: string) =>
+    readHostEvents(sandbox).filter((e) => e.includes(`[req ${id}]`) && / Worker \d+ exited with /.test(e));
+  const controllerRequests = async () =>
+    total((await get(stack.url, '/metrics')).body, 'extqs_host_controller_requests_total', { controller: 'Neighbour' }) ?? 0;
+
+  /** One kill beside twelve neighbours; returns the killer's reply once every neighbour answered as it should. */
+  async function killBesideNeighbours(round: number): Promise<Reply> {
+    const neighbours = Array.from({ length: 12 }, (_, i) => get(stack.url, `/External/Neighbour?n=${round}-${i}`));
+    // The neighbours are on both workers before the kill.
+    await new Promise((resolve) => setImmediate(resolve));
+    const killed = await get(stack.url, `/External/Killer?round=${round}`);
+    const answers = await Promise.all(neighbours);
+    expect(answers.map((a) => `${a.status} ${a.body}`)).to.deep.equal(answers.map((_, i) => `200 neighbour ${round}-${i}`));
+    return killed;
+  }
+
+  it('costs one worker and its own request, sent nowhere again, and no neighbour; one line says so; counters hold', async function () {
+    const before = await controllerRequests();
+    const killed = await killBesideNeighbours(1);
+    expect(killed.status).to.be.within(500, 599);
+    const id = killed.headers['x-request-id'] as string;
+    const line = await eventually(() => deathLinesOf(id)[0], 5000, 'the death line');
+    expect(line).to.match(
+      /\[error\] \[req [^\]]+\] Worker \d+ exited with signal SIGKILL: process\.kill\(process\.pid, "SIGKILL"\) called by controller Killer, in request [^ ]+, which is not sent again; /,
+    );
+    // Sent again, it would have killed a second worker: one line only, once the replacement listens.
+    await eventually(
+      async () => ((await get(stack.url, '/External/Neighbour?n=after')).status === 200 ? true : undefined),
+      5000,
+      'a neighbour',
+    );
+    expect(deathLinesOf(id)).to.have.length(1);
+    expect(readHostEvents(sandbox).filter((e) => / Worker \d+ exited with /.test(e))).to.have.length(1);
+    expect(await controllerRequests()).to.be.at.least(before + 13);
+  });
+
+  it('is quarantined at its third death within 10 s: 503 with Retry-After, not run, until its file is saved', async function () {
+    await killBesideNeighbours(2);
+    await killBesideNeighbours(3);
+    const quarantined = await eventually(
+      () => readHostEvents(sandbox).find((e) => e.includes('Controller Killer is quarantined')),
+      5000,
+      'the quarantine line',
+    );
+    expect(quarantined, readHostEvents(sandbox).join('\n')).to.match(
+      /\[error\] \[req -\] Controller Killer is quarantined: 3 worker deaths within 10 s caused by its calls;/,
+    );
+    const deaths = () => readHostEvents(sandbox).filter((e) => / Worker \d+ exited with /.test(e)).length;
+    expect(deaths()).to.equal(3);
+    const refused = await killBesideNeighbours(4);
+    expect(refused.status).to.equal(503);
+    expect(Number(refused.headers['retry-after'])).to.be.within(1, 30);
+    // Not run: no fourth death, however long one waits for the table of workers to settle.
+    await eventually(
+      async () => ((await get(stack.url, '/External/Neighbour?n=settled')).status === 200 ? true : undefined),
+      5000,
+      'a neighbour',
+    );
+    expect(deaths()).to.equal(3);
+    write('Killer.ts', "export default () => 'mended';\n");
+    const mended = await eventually(
+      async () => {
+        const reply = await get(stack.url, '/External/Killer');
+        return reply.status === 200 ? reply : undefined;
+      },
+      5000,
+      'the controller running again',
+    );
+    expect(mended.body).to.equal('mended');
+  });
+});
