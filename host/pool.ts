@@ -434,12 +434,13 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
       return `${label} (${requestId ? `req ${requestId}, ` : ''}${again ? 'sent again' : 'failed'})`;
     });
     const ran = [
-      outcomes.length > 0 ? `it was relaying ${outcomes.join(', ')}` : 'it was relaying nothing',
+      outcomes.length > 0 ? `It was relaying ${outcomes.join(', ')}` : 'It was relaying nothing',
       ...(blocked.length > 0 ? [`blocked, it was running requests ${blocked.join(', ')}`] : []),
     ].join('; ');
+    const why = cause ? `${cause.cause}, in request ${cause.requestId}, which is not sent again` : unknownCause(how);
     log.error(
-      `Worker ${worker.process.pid} exited with ${how}: ${cause ? `${cause.cause}, in request ${cause.requestId}, which is not sent again` : unknownCause(how)}; ${ran}; ` +
-        `a proxy sends each other GET or HEAD without a body it had sent it to another worker once; starting a new one${delay ? ` in ${delay} ms` : ''}`,
+      `Worker ${worker.process.pid} exited with ${how}; starting a new one${delay ? ` in ${delay} ms` : ''}. Cause: ${why}. ${ran}; ` +
+        'a proxy sends each other GET or HEAD without a body that it had sent there to another worker once',
       cause?.requestId,
     );
     const inFlight = relayed.flatMap(({ label }) => {

@@ -28,6 +28,8 @@ export interface SentRequest {
 export class WorkerTarget implements RouteCandidate {
   readonly sent = new InFlightList<SentRequest>();
   blocked = false;
+  /** While blocked: the request ids of the calls it runs, as its host's table last said. */
+  running: readonly string[] = [];
   accepting = true;
   readonly upstream: Upstream;
   private settleFate: ((fate: WorkerEnd) => void) | undefined;
@@ -164,6 +166,7 @@ export class HostWorkers {
       known.delete(socket);
       if (blocked && !worker.blocked) blockedNow.push([worker, running]);
       worker.blocked = blocked;
+      worker.running = running;
       return worker;
     });
     for (const gone of known.values()) this.leave(gone, table.exited.includes(gone.pid), table.culprits?.[gone.pid]);

@@ -53,7 +53,7 @@ describe("a controller that kills its own worker (process.kill(process.pid, 'SIG
     const id = killed.headers['x-request-id'] as string;
     const line = await eventually(() => deathLinesOf(id)[0], 5000, 'the death line');
     expect(line).to.match(
-      /\[error\] \[req [^\]]+\] Worker \d+ exited with signal SIGKILL: process\.kill\(process\.pid, "SIGKILL"\) called by controller Killer, in request [^ ]+, which is not sent again; /,
+      /\[error\] \[req [^\]]+\] Worker \d+ exited with signal SIGKILL; starting a new one\. Cause: process\.kill\(process\.pid, "SIGKILL"\) called by controller Killer, in request [^ ]+, which is not sent again\. It was relaying nothing; /,
     );
     // Sent again, it would have killed a second worker: one line only, once the replacement listens.
     await eventually(
