@@ -101,3 +101,43 @@ describe("a controller that kills its own worker (process.kill(process.pid, 'SIG
     expect(mended.body).to.equal('mended');
   });
 });
+
+describe('per-controller counters across deaths (--max-execution-time 2)', function () {
+  let sandbox: Sandbox;
+  let stack: Running;
+
+  before(async function () {
+    sandbox = makeSandbox();
+    writeFileSync(join(sandbox.controllers, 'Hello.ts'), "export default () => 'hello';\n");
+    // Blocks its worker until the watchdog kills it at the limit.
+    writeFileSync(join(sandbox.controllers, 'Spin.ts'), 'export default () => { for (;;); };\n');
+    stack = await startStack(sandbox, ['--workers', '2', '--max-execution-time', '2']);
+  });
+
+  after(async function () {
+    await stack?.stop();
+    sandbox?.remove();
+  });
+
+  const helloRequests = async () =>
+    total((await get(stack.url, '/metrics')).body, 'extqs_host_controller_requests_total', { controller: 'Hello' }) ?? 0;
+  const lineOf = (pattern: RegExp, what: string) => eventually(() => readHostEvents(sandbox).find((e) => pattern.test(e)), 10_000, what);
+
+  it('never go back: while a worker does not answer, after the watchdog kills it, after a SIGKILL from outside', async function () {
+    // Both workers count some: the proxy sends each request to the least busy.
+    await Promise.all(Array.from({ length: 20 }, () => get(stack.url, '/External/Hello')));
+    expect(await helloRequests()).to.equal(20);
+    const spinning = get(stack.url, '/External/Spin');
+    const blocked = await lineOf(/ Worker \d+ is blocked /, 'the blocked worker');
+    const pid = Number(/ Worker (\d+) is blocked /.exec(blocked)![1]);
+    expect(await helloRequests(), 'while a worker does not answer').to.equal(20);
+    expect((await spinning).status).to.equal(504);
+    await lineOf(new RegExp(`Worker ${pid} exited with signal SIGKILL; .* Cause: the execution-limit kill`), 'the watchdog kill');
+    expect(await helloRequests(), 'after the watchdog killed it').to.equal(20);
+    const ready = readHostEvents(sandbox).flatMap((e) => / Worker (\d+) ready/.exec(e)?.[1] ?? []);
+    const victim = Number(ready.find((each) => Number(each) !== pid));
+    process.kill(victim, 'SIGKILL');
+    await lineOf(new RegExp(`Worker ${victim} exited with signal SIGKILL; .* Cause: no known cause`), 'the outside kill');
+    expect(await helloRequests(), 'after a SIGKILL from outside').to.equal(20);
+  });
+});
