@@ -140,7 +140,16 @@ const RULES: Partial<Record<SettingKey, Rule>> = {
   proxyWorkers: proxyWorkerCount,
   ...Object.fromEntries(
     (
-      ['workers', 'workerConcurrency', 'startWorkers', 'listenBacklog', 'minSpareWorkers', 'maxSpareWorkers', 'workerIdleTimeout'] as const
+      [
+        'workers',
+        'spareWorkers',
+        'workerConcurrency',
+        'startWorkers',
+        'listenBacklog',
+        'minSpareWorkers',
+        'maxSpareWorkers',
+        'workerIdleTimeout',
+      ] as const
     ).map((key) => [key, byThePool]),
   ),
   ...Object.fromEntries(REQUEST_PATH_SETTINGS.map((key) => [key, key === 'upstreams' ? upstreamsWithTheirPair : byNewProxyWorkers])),

@@ -117,6 +117,10 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
   const exitDelays = new WeakMap<Worker, number>();
   /** Settles with a dead worker's fate, for the relay's requests that died with it. */
   const fates = new WeakMap<WorkerSlot, { promise: Promise<WorkerEnd>; settle: (end: WorkerEnd) => void }>();
+  /** Started workers kept out of the table (--spare-workers), listening, in the order they came. */
+  const spares: Worker[] = [];
+  /** Spares, listening or not: a spare's 'listening' does not put it in the table. */
+  const spareSet = new Set<Worker>();
   /** Exits whose cause is still being read: the table the proxies follow waits for them (it names the culprits). */
   let draining = 0;
   const quarantine = new Quarantine();
@@ -390,6 +394,7 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
     channel.answer('status', ({ full }) => poolStatus(full));
     channel.on('listening', () => {
       up.add(worker);
+      if (spareSet.has(worker)) return void spareListens(worker);
       // One retired while it started (the pool was made smaller) takes no request.
       if (!workers.isRetiring(worker)) {
         dispatcher.add(slots.get(worker)!);
@@ -485,7 +490,10 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
   }
 
   renewWorkers = () => {
+    // Spares have the old settings: they go first, so that none takes a place; new ones start after.
+    void stopSpares([...spareSet]);
     for (const worker of serving()) retire(worker, 'new settings from SIGHUP');
+    fitSpareWorkers();
   };
 
   /** After a SIGHUP: the pool's bounds as read again; workers past --workers retired (idle ones first), a static pool filled. */
@@ -494,6 +502,7 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
     dispatcher.setConcurrency(current.workerConcurrency);
     publishTable();
     processManagerSettings = describeProcessManager(current);
+    fitSpareWorkers();
     // Only a new count resizes: a worker being restarted after an exit is not yet counted as serving.
     if (current.workers === previousWorkers) return;
     const idle = new Set(idleSlots().map(({ slot }) => workerOf.get(slot)));
@@ -515,8 +524,10 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
     workers.retire(worker);
   }
 
-  /** Starts a worker on a private socket of its own; it is ready once it says it listens there. */
+  /** Starts a worker on a private socket of its own; it is ready once it says it listens there. A spare takes the place at once. */
   function fork(): Launched<Worker, void> {
+    const spare = spares.shift();
+    if (spare) return handOver(spare);
     const worker = cluster.fork();
     const slot = new WorkerSlot(worker.process.pid ?? 0, join(socketDir, `w${++socketSerial}.sock`));
     slots.set(worker, slot);
@@ -527,6 +538,81 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
       worker.once('exit', () => reject(new Error(`worker ${worker.process.pid} exited before listening`)));
     });
     return { handle: worker, process: worker.process, ready };
+  }
+
+  /** Starts a spare (--spare-workers): listening, out of the table, until it takes a place. */
+  function startSpare(): void {
+    const worker = cluster.fork();
+    const slot = new WorkerSlot(worker.process.pid ?? 0, join(socketDir, `w${++socketSerial}.sock`));
+    slots.set(worker, slot);
+    workerOf.set(slot, worker);
+    spareSet.add(worker);
+    listenTo(worker);
+    worker.once('exit', (code, signal) => {
+      if (!spareSet.delete(worker)) return;
+      const at = spares.indexOf(worker);
+      if (at >= 0) spares.splice(at, 1);
+      rm(slot.socketPath, { force: true }).catch(() => undefined);
+      if (workers.stopped) return;
+      // Paced: a spare that cannot start must not start again in a loop.
+      log.error(
+        `Spare worker ${worker.process.pid} exited with ${signal ? `signal ${signal}` : `code ${code}`}; starting a new one in 1000 ms`,
+      );
+      setTimeout(() => {
+        if (!workers.stopped && spareSet.size < current.spareWorkers) startSpare();
+      }, 1_000).unref();
+    });
+  }
+
+  /** A spare listens: it loads the controllers the pool's workers serve, and waits. */
+  function spareListens(worker: Worker): void {
+    if (workers.stopped || spareSet.size > current.spareWorkers) return void worker.process.kill('SIGTERM');
+    spares.push(worker);
+    log.info(`Worker ${worker.process.pid} is spare: it takes the place of the next worker that dies or retires`);
+    preloadSpares();
+  }
+
+  /** Each spare loads the controllers the pool's workers have served (once a second while there are spares). */
+  function preloadSpares(): void {
+    if (spares.length === 0) return;
+    void Promise.all(
+      serving()
+        .filter((w) => up.has(w))
+        .map(snapshotOf),
+    ).then((snapshots) => {
+      const controllers = [...new Set(snapshots.flatMap((s) => Object.keys(s.controllers)))].filter((name) => /^[A-Za-z_]\w*$/.test(name));
+      for (const spare of spares) channels.get(spare)?.notify('preload', { controllers });
+    });
+  }
+
+  /** A spare takes a place in the pool at once; its own replacement starts behind it. */
+  function handOver(spare: Worker): Launched<Worker, void> {
+    spareSet.delete(spare);
+    log.info(`Spare worker ${spare.process.pid} takes a place in the pool`);
+    dispatcher.add(slots.get(spare)!);
+    publishTable();
+    startSpare();
+    return { handle: spare, process: spare.process, ready: Promise.resolve() };
+  }
+
+  /** Starts or stops spares to match --spare-workers. */
+  function fitSpareWorkers(): void {
+    for (let n = spareSet.size; n < current.spareWorkers; n++) startSpare();
+    void stopSpares(spares.slice(current.spareWorkers));
+  }
+
+  /** Stops `leaving` spares, forgotten first: their exits are not spares' deaths to make up for. Resolves once they exited. */
+  function stopSpares(leaving: Worker[]): Promise<unknown> {
+    const exits = leaving.map((spare): Promise<unknown> => {
+      spareSet.delete(spare);
+      const at = spares.indexOf(spare);
+      if (at >= 0) spares.splice(at, 1);
+      return spare.process.exitCode === null && spare.process.signalCode === null
+        ? new Promise((resolve) => spare.once('exit', resolve))
+        : Promise.resolve();
+    });
+    for (const spare of leaving) spare.process.kill('SIGTERM');
+    return Promise.all(exits);
   }
 
   // php-fpm's maintenance, once a second.
@@ -645,6 +731,8 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
     ? `unix:${config.socket}`
     : formatUpstream({ kind: 'tcp', host: config.hostListen, port, ...(admission.tls && { tls: true }) });
   const maintenance = config.pm === 'static' ? undefined : setInterval(() => void maintain(), MAINTENANCE_MS);
+  fitSpareWorkers();
+  const sparesKept = setInterval(preloadSpares, MAINTENANCE_MS);
   log.notice(
     `Host pool ${process.pid} serving ${config.www}/controllers on ${url} with ${config.pm === 'static' ? `${config.workers} workers` : `pm ${config.pm}, up to ${config.workers} workers, ${initial} started`}`,
   );
@@ -654,6 +742,7 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
 
   onShutdownSignal(async (reason) => {
     clearInterval(maintenance);
+    clearInterval(sparesKept);
     log.notice(`Host pool ${process.pid} shutting down (${reason})`);
     // No new connections from now on: a proxy that connects finds no socket (a connect failure, which
     // it retries on another host) instead of a backlog that nobody accepts and that is reset when this
@@ -677,7 +766,9 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
     }
     // A signal, not a message: a worker still starting has no message handler yet, and would miss a
     // 'retire' (a stop during a recycle then waited for the hard stop). SIGTERM retires it the same way.
+    const sparesGone = stopSpares([...spareSet]);
     await workers.stop('SIGTERM', hardStopMs);
+    await sparesGone;
     await closed;
     if (config.socket) await rm(config.socket, { force: true });
     await rm(socketDir, { recursive: true, force: true });

@@ -55,6 +55,8 @@ export interface PoolSays extends Conversation {
     quarantine: QuarantineHold;
     /** Its files changed, as another worker saw: it runs again. */
     'quarantine-lifted': { controller: string };
+    /** A spare worker (--spare-workers) loads the controllers the pool serves, before it takes a place. */
+    preload: { controllers: string[] };
   };
 }
 

@@ -68,6 +68,16 @@ export async function runWorker(
   const gate = new QuarantineGate(quarantined);
   pool.on('quarantine', (hold) => gate.hold(hold));
   pool.on('quarantine-lifted', ({ controller }) => gate.lift(controller));
+  // A spare loads what the pool serves, so its first requests find them loaded; a failure is the registry's to log.
+  pool.on('preload', ({ controllers }) => {
+    for (const name of controllers)
+      void Promise.resolve()
+        .then(() => registry.acquire(name))
+        .then(
+          (controller) => registry.release(controller),
+          () => undefined,
+        );
+  });
   const watcher = await watchControllers(
     registry,
     (err) => log.error(`Watcher error on ${controllersDir}: ${String(err)}`),

@@ -141,3 +141,39 @@ describe('per-controller counters across deaths (--max-execution-time 2)', funct
     expect(await helloRequests(), 'after a SIGKILL from outside').to.equal(20);
   });
 });
+
+describe('a spare worker (--workers 1 --spare-workers 1)', function () {
+  let sandbox: Sandbox;
+  let stack: Running;
+
+  before(async function () {
+    sandbox = makeSandbox();
+    writeFileSync(join(sandbox.controllers, 'Pid.ts'), 'export default () => String(process.pid);\n');
+    writeFileSync(join(sandbox.controllers, 'Killer.ts'), "export default () => { process.kill(process.pid, 'SIGKILL'); };\n");
+    stack = await startStack(sandbox, ['--workers', '1', '--spare-workers', '1']);
+  });
+
+  after(async function () {
+    await stack?.stop();
+    sandbox?.remove();
+  });
+
+  const sparePids = () => readHostEvents(sandbox).flatMap((e) => / Worker (\d+) is spare/.exec(e)?.[1] ?? []);
+  const loadedIn = (pid: string) =>
+    readHostEvents(sandbox).filter((e) => e.includes(`Loaded controller Pid from`) && e.includes(`in worker ${pid} `));
+
+  it('takes a dead worker’s place with the controllers in use loaded, and its own replacement starts behind it', async function () {
+    const [spare] = await eventually(() => (sparePids().length > 0 ? sparePids() : undefined), 10_000, 'the spare');
+    const first = await get(stack.url, '/External/Pid');
+    expect(first.status).to.equal(200);
+    expect(first.body).not.to.equal(spare);
+    // The spare loads what the pool serves.
+    await eventually(() => (loadedIn(spare).length > 0 ? true : undefined), 5000, 'Pid loaded in the spare');
+    expect((await get(stack.url, '/External/Killer')).status).to.equal(500);
+    const next = await get(stack.url, '/External/Pid');
+    expect(next.status).to.equal(200);
+    expect(next.body, 'served by the spare').to.equal(spare);
+    expect(loadedIn(spare), 'loaded once, before it served').to.have.length(1);
+    await eventually(() => (sparePids().length === 2 ? true : undefined), 10_000, 'a new spare');
+  });
+});
