@@ -458,14 +458,16 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
       `Controller ${held.controller} is quarantined: ${QUARANTINE_DEATHS} worker deaths within ${QUARANTINE_WITHIN_MS / 1000} s ${held.reason === 'attributed' ? 'caused by its calls' : 'with it alone in flight'}; ` +
         `its requests are answered 503 without running until its file or one of its imports changes, or for ${Math.round((held.until - Date.now()) / 1000)} s`,
     );
-    for (const live of workers.handles) channels.get(live)?.notify('quarantine', { controller: held.controller, until: held.until });
+    // Spares too: one takes a place with what every worker knows.
+    for (const live of [...workers.handles, ...spareSet])
+      channels.get(live)?.notify('quarantine', { controller: held.controller, until: held.until });
   }
 
   /** A worker saw a quarantined controller's files change: every worker runs it again. */
   function lifted(controller: string): void {
     if (!quarantine.lift(controller)) return;
     log.notice(`Controller ${controller} is out of quarantine: its files changed`);
-    for (const live of workers.handles) channels.get(live)?.notify('quarantine-lifted', { controller });
+    for (const live of [...workers.handles, ...spareSet]) channels.get(live)?.notify('quarantine-lifted', { controller });
   }
 
   /** A worker's event loop stopped turning while it ran calls, or turns again: it is routed around meanwhile. */
