@@ -34,6 +34,16 @@ export const POOL_FULL_FIELD = 'x-extqs-pool-full';
 export const CONTROLLER_ANSWER_FIELD = 'x-extqs-controller-answer';
 
 /**
+ * On a request a proxy sends straight to a host worker: the time (ms since the epoch, on their one machine's clock)
+ * past which the worker must not start it. A request sent away from a blocked worker then never starts there
+ * afterwards: the proxy sends it elsewhere only once that time has passed with the request not shown running.
+ */
+export const START_BY_FIELD = 'x-extqs-start-by';
+
+/** On a worker's 503 for a request past its START_BY_FIELD: nothing of it ran, and the proxy sends it elsewhere. */
+export const NOT_STARTED_FIELD = 'x-extqs-not-started';
+
+/**
  * On the host's empty 500 for a controller that threw (its fatal error in the stderr field): the proxy
  * answers Apache's 500 page, as for a controller that could not be loaded, with the stderr line only.
  */
@@ -104,6 +114,11 @@ export interface WorkerTable {
    * flight there died with them and may go again. A worker that retires is not one of them.
    */
   exited: number[];
+  /**
+   * Of those, the ones whose death has a known cause: the pid's request id, the request whose controller ended it
+   * (a controller's process.kill() or process.abort(), the execution-limit kill). That request is never sent again.
+   */
+  culprits?: Record<string, string>;
 }
 
 export interface WorkerRoute {

@@ -143,6 +143,7 @@ const RULES: Partial<Record<SettingKey, Rule>> = {
     (
       [
         'workers',
+        'spareWorkers',
         'workerConcurrency',
         'spoolMaxSize',
         'startWorkers',

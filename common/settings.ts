@@ -300,6 +300,16 @@ export const SETTINGS = {
     help: 'host worker processes, the most at once with --pm dynamic or ondemand (php-fpm pm.max_children)',
     group: 'host',
   }),
+  spareWorkers: setting({
+    flag: 'spare-workers',
+    env: 'EXTQS_SPARE_WORKERS',
+    default: '0',
+    parse: integer(0, MAX_WORKERS),
+    roles: ['host'],
+    placeholder: 'N',
+    help: "host workers kept started beside the pool, with the controllers in use loaded, each taking a dead or retiring worker's place at once",
+    group: 'host',
+  }),
   workerConcurrency: setting({
     flag: 'worker-concurrency',
     env: 'EXTQS_WORKER_CONCURRENCY',

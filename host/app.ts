@@ -13,6 +13,8 @@ import {
   ENDED_WITHOUT_HEADERS_FIELD,
   HOST_MAX_HEADER_SIZE,
   HOST_STDERR_FIELD,
+  NOT_STARTED_FIELD,
+  START_BY_FIELD,
 } from '../common/protocol.ts';
 import { continueCall, keepLoadFailure, runControllerCall } from './controllerCall.ts';
 import { controllerContext } from './controllerContext.ts';
@@ -56,6 +58,8 @@ export interface HostAppOptions {
   running: RunningCalls;
   /** PHP's output_buffering: bytes of a streamed answer held before its status goes out. */
   outputBuffering: number;
+  /** The seconds a controller is still held by the pool's quarantine (host/quarantine.ts), or undefined when it runs. */
+  quarantined?: (name: string) => number | undefined;
 }
 
 export function createHostApp({
@@ -68,6 +72,7 @@ export function createHostApp({
   onRequestEnd,
   running,
   outputBuffering,
+  quarantined = () => undefined,
 }: HostAppOptions): FastifyInstance {
   const app = fastify({
     logger: false,
@@ -162,7 +167,21 @@ export function createHostApp({
    * One controller request, counted as running until its handler ends. It awaits only what is pending: a loaded
    * controller, the input of a request without a body and a result that is not a Response are used at once.
    */
+  /**
+   * A request past its start-by time (START_BY_FIELD: this worker was blocked meanwhile) is not started: the proxy
+   * has sent it elsewhere, or will. Checked with no await between it and the controller's call, which from then on
+   * shows among the calls the worker runs (what the proxy reads when it is blocked).
+   */
+  function pastStartBy(request: FastifyRequest, reply: FastifyReply): boolean {
+    const startBy = request.headers[START_BY_FIELD];
+    if (startBy === undefined || !(Date.now() > Number(startBy))) return false;
+    log.info(`Did not start ${request.method} ${request.url}: it was read after its start-by time, and goes to another worker`, request.id);
+    void reply.code(503).header(NOT_STARTED_FIELD, '1').send('');
+    return true;
+  }
+
   async function handleController(request: FastifyRequest, reply: FastifyReply) {
+    if (pastStartBy(request, reply)) return reply;
     running.begin();
     try {
       const startedAt = stats.begin();
@@ -199,11 +218,20 @@ export function createHostApp({
       const what = `${request.method} ${request.url}`;
       const where = `in ${what}`;
       if (route.kind === 'invalid') return refuseInvalidName(request, reply, route.name);
+      // Held for killing workers: not run, not loaded; the proxy answers its 503 page with this Retry-After.
+      const retryAfter = quarantined(route.name);
+      if (retryAfter !== undefined)
+        return reply.code(503).header('retry-after', String(retryAfter)).type('text/html; charset=UTF-8').send('');
 
       let controller: LoadedController;
       try {
         const acquired = registry.acquire(route.name);
         controller = acquired instanceof Promise ? await acquired : acquired;
+        // Its load awaited: the worker may have been blocked since the first check.
+        if (acquired instanceof Promise && pastStartBy(request, reply)) {
+          registry.release(controller);
+          return reply;
+        }
       } catch (err) {
         // A name with no file is the client's word, not a controller: one row counts them all.
         countLoadFailure(err instanceof ControllerMissingError ? MISSING_CONTROLLERS : route.name);

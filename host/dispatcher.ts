@@ -18,6 +18,17 @@ import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { route, type RouteCandidate } from '../common/leastBusy.ts';
 import { POOL_FULL_FIELD } from '../common/protocol.ts';
+import { requestIdOf } from '../common/requestId.ts';
+import { sendAgainAfterLoss, type WorkerEnd } from '../common/workerLoss.ts';
+
+/** A request relayed to a worker that runs. */
+export interface Relayed {
+  /** `GET /External/Name`: what the lines of requests that waited name. */
+  label: string;
+  requestId: string | undefined;
+  /** A GET or HEAD without a body: it may go to another worker if its worker dies (common/workerLoss.ts). */
+  resendable: boolean;
+}
 
 /** One worker as the dispatcher sees it. */
 export class WorkerSlot implements RouteCandidate {
@@ -25,8 +36,8 @@ export class WorkerSlot implements RouteCandidate {
   readonly agent = new Agent({ keepAlive: true });
   /** Requests relayed to it and not yet ended (those a proxy sends it directly are not counted here). */
   inFlight = 0;
-  /** `GET /External/Name` of each request relayed to it that runs, for the lines of requests that waited. */
-  readonly running: string[] = [];
+  /** Each request relayed to it that runs. */
+  readonly running: Relayed[] = [];
   /** Its event loop has not turned for a while (its watchdog says so): it is sent nothing new. */
   blocked = false;
   /** While blocked: the request ids of the calls it runs (the watchdog's table). */
@@ -72,6 +83,8 @@ export interface DispatcherEvents {
   spoolTooLarge(req: IncomingMessage, length: number, bound: number): void;
   /** The spooled bodies passed --spool-max-size (`bound`) while this one arrived: its file is gone, answered 503. */
   spoolFull(req: IncomingMessage, bound: number): void;
+  /** Once its exit is handled, what became of a worker whose connection failed before an answer (undefined: it lives). */
+  fateOf(slot: WorkerSlot): Promise<WorkerEnd>;
 }
 
 /** What a body refused for want of spool room tells its client: others' bodies go to their workers meanwhile. */
@@ -151,6 +164,8 @@ export class Dispatcher {
   private spooled = 0;
   /** Bytes in the spool directory now, every body's together: what --spool-max-size bounds. */
   spooledBytes = 0;
+  /** Requests sent again after their worker died: a second death fails them. */
+  private readonly resent = new WeakSet<IncomingMessage>();
   /** php-fpm's "max listen queue" and "max active processes", since the pool started. */
   maxQueued = 0;
   maxActive = 0;
@@ -305,7 +320,7 @@ export class Dispatcher {
       this.events.leftQueue(
         req,
         performance.now() - waiting.queuedAt,
-        this.workers.flatMap((slot) => slot.running),
+        this.workers.flatMap((slot) => slot.running.map(({ label }) => label)),
       );
     });
   }
@@ -320,8 +335,8 @@ export class Dispatcher {
     }
   }
 
-  private release(slot: WorkerSlot, label: string): void {
-    const at = slot.running.indexOf(label);
+  private release(slot: WorkerSlot, relayed: Relayed): void {
+    const at = slot.running.indexOf(relayed);
     if (at < 0) return; // gone meanwhile
     slot.running.splice(at, 1);
     slot.inFlight -= 1;
@@ -333,9 +348,15 @@ export class Dispatcher {
   }
 
   private relay(slot: WorkerSlot, req: IncomingMessage, res: ServerResponse, body: ReadBody | undefined): void {
-    const label = `${req.method} ${req.url}`;
+    const withoutBody = req.headers['transfer-encoding'] === undefined && Number(req.headers['content-length'] ?? 0) === 0;
+    const relayed: Relayed = {
+      label: `${req.method} ${req.url}`,
+      requestId: requestIdOf(req.headers),
+      resendable: (req.method === 'GET' || req.method === 'HEAD') && withoutBody,
+    };
+    const sentAt = performance.now();
     slot.inFlight += 1;
-    slot.running.push(label);
+    slot.running.push(relayed);
     const active = this.activeCount;
     if (active > this.maxActive) this.maxActive = active;
     let clean = false;
@@ -377,20 +398,33 @@ export class Dispatcher {
     upstream.on('error', (err: NodeJS.ErrnoException) => {
       // Nothing reached a worker that is gone (it exited a moment ago, and its exit is not handled yet): another takes
       // the request, if its body can be sent again (it has none, or it was read before a worker was chosen).
-      const resendable =
-        body !== undefined || (req.headers['transfer-encoding'] === undefined && Number(req.headers['content-length'] ?? 0) === 0);
+      const resendable = body !== undefined || withoutBody;
       if (NOT_LISTENING.has(err.code ?? '') && resendable && !res.headersSent && !res.destroyed) {
         this.remove(slot);
         return this.dispatch(req, res, body);
+      }
+      // Its worker died with it: a GET or HEAD that did not cause the death goes once to another worker, as the
+      // proxies do with what they send a worker directly.
+      if (relayed.resendable && !res.headersSent && !res.destroyed && !this.resent.has(req)) {
+        const lost = { requestId: relayed.requestId ?? '', resendable: true, resent: false, sentMs: performance.now() - sentAt };
+        this.events.fateOf(slot).then(
+          (end) => {
+            if (res.headersSent || res.destroyed || !sendAgainAfterLoss(lost, end)) return endLike(req.socket, err);
+            this.resent.add(req);
+            this.dispatch(req, res, undefined);
+          },
+          () => endLike(req.socket, err),
+        );
+        return;
       }
       endLike(req.socket, err);
     });
     upstream.on('close', () => {
       // At one request a worker, one whose answer did not complete may still run its controller (the proxy
       // left mid-request): it stays busy until it ends, as php-fpm's child. A worker that runs many needs no wait.
-      if ((clean && !early) || this.concurrency !== 1) return this.release(slot, label);
+      if ((clean && !early) || this.concurrency !== 1) return this.release(slot, relayed);
       this.events.whenIdle(slot).then(
-        () => this.release(slot, label),
+        () => this.release(slot, relayed),
         () => undefined,
       );
     });

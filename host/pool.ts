@@ -28,10 +28,11 @@ import { Supervisor, type Launched } from '../common/supervisor.ts';
 import { openHostLog } from './hostLogFile.ts';
 import { admissionOf, admittingServer } from './admission.ts';
 import { HOST_MAX_HEADER_SIZE, WORKERS_PATH, type WorkerTable } from '../common/protocol.ts';
-import { Dispatcher, SPOOL_RETRY_AFTER_S, WorkerSlot } from './dispatcher.ts';
+import { Dispatcher, SPOOL_RETRY_AFTER_S, WorkerSlot, type Relayed } from './dispatcher.ts';
 import {
   BLOCKED_AFTER_MS,
   WATCHDOG_LOG_FD,
+  type DeathCause,
   type PoolSays,
   type WatchdogLine,
   type WireHostEntry,
@@ -42,6 +43,9 @@ import { answerMissingController } from './missingController.ts';
 import { requestIdOf } from '../common/requestId.ts';
 import { addDeparted, countMissingAnswered, departedNone, summarize, type PoolFields, type WorkerSnapshot } from './stats.ts';
 import { refuseUnreadable } from './unreadableRequest.ts';
+import { Quarantine, QUARANTINE_DEATHS, QUARANTINE_WITHIN_MS } from './quarantine.ts';
+import { routeController } from './route.ts';
+import { sendAgainAfterLoss, type WorkerEnd } from '../common/workerLoss.ts';
 
 /** Half the proxy's wait for /status (proxy/serverStatus.ts): a worker stuck in a loop shows as unresponsive. */
 const SNAPSHOT_TIMEOUT_MS = 500;
@@ -55,6 +59,21 @@ const KEEP_ALIVE_MS = 75_000;
 const EXITS_PUBLISHED = 16;
 /** Workers cut their connections at --shutdown-timeout (worker.ts); one that hangs past it by this much is killed. */
 const HARD_STOP_MS = 5_000;
+/**
+ * The most a worker's exit waits for the end of its watchdog pipe, whose last line may say why it died: the pipe
+ * ends with the process, unless a child it spawned holds it open.
+ */
+const DRAIN_MS = 200;
+/** How long the primary's relay waits for a worker whose connection failed to be seen exiting (proxy: WORKER_EXIT_WAIT_MS). */
+const FATE_WAIT_MS = 1_000;
+
+/** What an exit with no known cause most likely was, for the death line. */
+function unknownCause(how: string): string {
+  if (how === 'signal SIGKILL') return 'no known cause: a kill from outside, or the kernel out of memory';
+  if (how === 'signal SIGABRT' || how === 'code 134') return 'no known cause: an abort, such as V8 out of heap memory';
+  if (how.startsWith('signal ')) return 'no known cause: a native crash, or a signal from outside';
+  return 'no known cause';
+}
 
 export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>): Promise<void> {
   const log = openHostLog(config.logs, logSettingsOf(config), config.dev ? terminalWriter(join(config.www, 'controllers')) : undefined);
@@ -90,6 +109,21 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
   const slots = new WeakMap<Worker, WorkerSlot>();
   const workerOf = new WeakMap<WorkerSlot, Worker>();
   const listened = new WeakMap<Worker, () => void>();
+  /** What a worker said of its coming death (poolMessages.ts DeathCause), read from its watchdog pipe. */
+  const deathCauses = new WeakMap<Worker, DeathCause>();
+  /** Settles once a worker's watchdog pipe is read to its end: its death line, if any, has been read. */
+  const pipeEnded = new WeakMap<Worker, Promise<void>>();
+  /** The replacement delay of a worker that exited unasked: its death line is written once its pipe is read. */
+  const exitDelays = new WeakMap<Worker, number>();
+  /** Settles with a dead worker's fate, for the relay's requests that died with it. */
+  const fates = new WeakMap<WorkerSlot, { promise: Promise<WorkerEnd>; settle: (end: WorkerEnd) => void }>();
+  /** Started workers kept out of the table (--spare-workers), listening, in the order they came. */
+  const spares: Worker[] = [];
+  /** Spares, listening or not: a spare's 'listening' does not put it in the table. */
+  const spareSet = new Set<Worker>();
+  /** Exits whose cause is still being read: the table the proxies follow waits for them (it names the culprits). */
+  let draining = 0;
+  const quarantine = new Quarantine();
   // What a host or worker killed outright left (they name their directories for their pids): never served again.
   const stale = await removeStaleTempDirs().catch((err: Error) => {
     log.warn(`Could not look for temporary directories left by processes that are gone: ${err.message}`);
@@ -124,15 +158,31 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
       channels.get(worker)?.notify('retire', null);
     },
     events: {
-      left(worker, _how, was) {
+      left(worker, how, was) {
         const slot = slots.get(worker);
-        // What it ran failed with its connection (a reset, as before); what waits in the queue does not.
-        if (slot) {
-          dispatcher.gone(slot);
-          if (was === 'ready' && !workers.stopped) exitedUnasked.splice(0, exitedUnasked.push(slot.pid) - EXITS_PUBLISHED);
-          publishTable();
-          rm(slot.socketPath, { force: true }).catch(() => undefined);
-        }
+        // What it ran failed with its connection; what waits in the queue does not. What it was relaying is read
+        // before it is forgotten: the death line says what became of each.
+        const relayed = slot ? [...slot.running] : [];
+        if (slot) dispatcher.gone(slot);
+        const unasked = was === 'ready' && !workers.stopped;
+        draining += 1;
+        const late = new Promise<void>((resolve) => setTimeout(resolve, DRAIN_MS).unref());
+        void Promise.race([pipeEnded.get(worker), late]).then(() => {
+          draining -= 1;
+          const cause = deathCauses.get(worker);
+          if (slot) {
+            if (unasked) {
+              exitedUnasked.splice(0, exitedUnasked.push(slot.pid) - EXITS_PUBLISHED);
+              if (cause) culprits.set(slot.pid, cause.requestId);
+              for (const pid of culprits.keys()) if (!exitedUnasked.includes(pid)) culprits.delete(pid);
+            }
+            fateOf(slot).settle(unasked ? { died: true, culprit: cause?.requestId } : undefined);
+            publishTable();
+            rm(slot.socketPath, { force: true }).catch(() => undefined);
+          }
+          const delay = exitDelays.get(worker);
+          if (delay !== undefined) died(worker, how, delay, cause, relayed, slot?.blockedRunning ?? []);
+        });
         const last = lastReported.get(worker);
         if (last) addDeparted(departed, last);
         // A worker killed mid-request could not delete that request's uploads.
@@ -141,9 +191,10 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
           removeTempDirsOf('upload', pid).catch((err: Error) => log.error(`Could not delete the uploads of worker ${pid}: ${err.message}`));
         if (was === 'retiring' && !workers.stopped && !reaped.has(worker)) departed.restarts.recycled += 1;
       },
-      exited(worker, how, delay) {
+      // Its line waits for its watchdog pipe's last lines (left()).
+      exited(worker, _how, delay) {
         departed.restarts.exited += 1;
-        log.error(`Worker ${worker.process.pid} exited with ${how}; starting a new one${delay ? ` in ${delay} ms` : ''}`);
+        exitDelays.set(worker, delay);
       },
       restartFailed(err, delay) {
         departed.restarts.exited += 1;
@@ -207,6 +258,10 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
         `${req.method} ${req.url} left the listen queue after ${Math.round(waitedMs)} ms without a worker: every worker was busy running ${running.join(', ') || 'nothing'}`,
         requestIdOf(req.headers),
       );
+    },
+    fateOf(slot) {
+      const wait = new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), FATE_WAIT_MS).unref());
+      return Promise.race([fateOf(slot).promise, wait]);
     },
     whenIdle(slot) {
       const worker = workerOf.get(slot);
@@ -280,6 +335,8 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
 
   /** The last workers that exited unasked, for the proxies: what they had sent there died with them. */
   const exitedUnasked: number[] = [];
+  /** Of those, the ones whose death has a known cause: the request that caused it. */
+  const culprits = new Map<number, string>();
   /** Proxies on this machine following the table of workers (WORKERS_PATH). */
   const followers = new Set<ServerResponse>();
   function workerTable(): WorkerTable {
@@ -289,25 +346,28 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
           .serving()
           .map((slot) => ({ pid: slot.pid, socket: slot.socketPath, blocked: slot.blocked, running: slot.blockedRunning }))
       : [];
-    return { concurrency: current.workerConcurrency, workers, exited: exitedUnasked };
+    return { concurrency: current.workerConcurrency, workers, exited: exitedUnasked, culprits: Object.fromEntries(culprits) };
   }
   function publishTable(): void {
-    if (followers.size === 0) return;
+    // A worker's exit is published once its cause is read: a proxy must not take it for a retirement meanwhile.
+    if (followers.size === 0 || draining > 0) return;
     const line = `${JSON.stringify(workerTable())}\n`;
     for (const res of followers) res.write(line);
   }
 
   function snapshotOf(worker: Worker): Promise<WorkerSnapshot> {
+    // One that does not answer (blocked, or dying) counts what it last reported: no total ever goes back.
+    const last = lastReported.get(worker);
     const placeholder = (state: 'starting' | 'unresponsive'): WorkerSnapshot => ({
       pid: worker.process.pid ?? 0,
       state,
-      requests: 0,
+      requests: last?.requests ?? 0,
       inFlight: 0,
-      lastRequest: undefined,
-      lastDurationMs: undefined,
-      rss: 0,
-      startedAt: '',
-      controllers: {},
+      lastRequest: last?.lastRequest,
+      lastDurationMs: last?.lastDurationMs,
+      rss: last?.rss ?? 0,
+      startedAt: last?.startedAt ?? '',
+      controllers: last?.controllers ?? {},
     });
     const channel = channels.get(worker);
     if (!up.has(worker) || !channel) return Promise.resolve(placeholder('starting'));
@@ -326,7 +386,12 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
   function listenTo(worker: Worker): void {
     const channel = new IpcChannel<PoolSays, WorkerSays>(childEndpoint(worker.process));
     channels.set(worker, channel);
-    channel.answer('config', () => ({ config: current, socket: slots.get(worker)!.socketPath }));
+    channel.answer('config', () => ({
+      config: current,
+      socket: slots.get(worker)!.socketPath,
+      quarantined: quarantine.active(Date.now()),
+    }));
+    channel.on('files-changed', ({ controller }) => lifted(controller));
     channel.on('log', (batch) => deliver(batch, { 'host.log': writeWireEntry }));
     channel.answer('flush', (batch) => {
       deliver(batch, { 'host.log': writeWireEntry });
@@ -341,6 +406,7 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
     channel.answer('status', ({ full }) => poolStatus(full));
     channel.on('listening', () => {
       up.add(worker);
+      if (spareSet.has(worker)) return void spareListens(worker);
       // One retired while it started (the pool was made smaller) takes no request.
       if (!workers.isRetiring(worker)) {
         dispatcher.add(slots.get(worker)!);
@@ -357,17 +423,70 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
       retire(worker, reason);
     });
     // The watchdog thread's line, written while the worker's thread (and its IPC) was blocked.
-    createInterface({ input: worker.process.stdio[WATCHDOG_LOG_FD] as Readable }).on('line', (line) => {
+    const lines = createInterface({ input: worker.process.stdio[WATCHDOG_LOG_FD] as Readable });
+    pipeEnded.set(worker, new Promise((resolve) => lines.once('close', resolve)));
+    lines.on('line', (line) => {
       try {
         const said = JSON.parse(line) as WatchdogLine;
         if ('blocked' in said) return blockedChanged(worker, said.blocked, said.running);
-        // Read by the death handling of the pool (docs/design.md §7.3); until then the entry is enough.
-        if ('death' in said) return;
+        if ('death' in said) return void deathCauses.set(worker, said.death);
         writeWireEntry(said);
       } catch {
         log.error(`Unreadable line from the watchdog of worker ${worker.process.pid}: ${line}`);
       }
     });
+  }
+
+  function fateOf(slot: WorkerSlot) {
+    let known = fates.get(slot);
+    if (!known) {
+      let settle!: (end: WorkerEnd) => void;
+      const promise = new Promise<WorkerEnd>((resolve) => (settle = resolve));
+      fates.set(slot, (known = { promise, settle }));
+    }
+    return known;
+  }
+
+  /**
+   * One line for a worker that died unasked: its cause, the request it is attributed to, what became of each request
+   * the primary relayed to it (a proxy's error.log names those it had sent the worker directly); then its quarantine.
+   */
+  function died(worker: Worker, how: string, delay: number, cause: DeathCause | undefined, relayed: Relayed[], blocked: string[]): void {
+    const end: WorkerEnd = { died: true, culprit: cause?.requestId };
+    const outcomes = relayed.map(({ label, requestId, resendable }) => {
+      const again = sendAgainAfterLoss({ requestId: requestId ?? '', resendable, resent: false, sentMs: 0 }, end);
+      return `${label} (${requestId ? `req ${requestId}, ` : ''}${again ? 'sent again' : 'failed'})`;
+    });
+    const ran = [
+      outcomes.length > 0 ? `It was relaying ${outcomes.join(', ')}` : 'It was relaying nothing',
+      ...(blocked.length > 0 ? [`blocked, it was running requests ${blocked.join(', ')}`] : []),
+    ].join('; ');
+    const why = cause ? `${cause.cause}, in request ${cause.requestId}, which is not sent again` : unknownCause(how);
+    log.error(
+      `Worker ${worker.process.pid} exited with ${how}; starting a new one${delay ? ` in ${delay} ms` : ''}. Cause: ${why}. ${ran}; ` +
+        'a proxy sends each other GET or HEAD without a body that it had sent there to another worker once',
+      cause?.requestId,
+    );
+    const inFlight = relayed.flatMap(({ label }) => {
+      const route = routeController(label.slice(label.indexOf(' ') + 1));
+      return route.kind === 'controller' ? [route.name] : [];
+    });
+    const held = quarantine.death(Date.now(), { controller: cause?.controller, inFlight });
+    if (!held) return;
+    log.error(
+      `Controller ${held.controller} is quarantined: ${QUARANTINE_DEATHS} worker deaths within ${QUARANTINE_WITHIN_MS / 1000} s ${held.reason === 'attributed' ? 'caused by its calls' : 'with it alone in flight'}; ` +
+        `its requests are answered 503 without running until its file or one of its imports changes, or for ${Math.round((held.until - Date.now()) / 1000)} s`,
+    );
+    // Spares too: one takes a place with what every worker knows.
+    for (const live of [...workers.handles, ...spareSet])
+      channels.get(live)?.notify('quarantine', { controller: held.controller, until: held.until });
+  }
+
+  /** A worker saw a quarantined controller's files change: every worker runs it again. */
+  function lifted(controller: string): void {
+    if (!quarantine.lift(controller)) return;
+    log.notice(`Controller ${controller} is out of quarantine: its files changed`);
+    for (const live of [...workers.handles, ...spareSet]) channels.get(live)?.notify('quarantine-lifted', { controller });
   }
 
   /** A worker's event loop stopped turning while it ran calls, or turns again: it is routed around meanwhile. */
@@ -392,7 +511,10 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
   }
 
   renewWorkers = () => {
+    // Spares have the old settings: they go first, so that none takes a place; new ones start after.
+    void stopSpares([...spareSet]);
     for (const worker of serving()) retire(worker, 'new settings from SIGHUP');
+    fitSpareWorkers();
   };
 
   /** After a SIGHUP: the pool's bounds as read again; workers past --workers retired (idle ones first), a static pool filled. */
@@ -402,6 +524,7 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
     dispatcher.setConcurrency(current.workerConcurrency);
     publishTable();
     processManagerSettings = describeProcessManager(current);
+    fitSpareWorkers();
     // Only a new count resizes: a worker being restarted after an exit is not yet counted as serving.
     if (current.workers === previousWorkers) return;
     const idle = new Set(idleSlots().map(({ slot }) => workerOf.get(slot)));
@@ -423,8 +546,10 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
     workers.retire(worker);
   }
 
-  /** Starts a worker on a private socket of its own; it is ready once it says it listens there. */
+  /** Starts a worker on a private socket of its own; it is ready once it says it listens there. A spare takes the place at once. */
   function fork(): Launched<Worker, void> {
+    const spare = spares.shift();
+    if (spare) return handOver(spare);
     const worker = cluster.fork();
     const slot = new WorkerSlot(worker.process.pid ?? 0, join(socketDir, `w${++socketSerial}.sock`));
     slots.set(worker, slot);
@@ -435,6 +560,81 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
       worker.once('exit', () => reject(new Error(`worker ${worker.process.pid} exited before listening`)));
     });
     return { handle: worker, process: worker.process, ready };
+  }
+
+  /** Starts a spare (--spare-workers): listening, out of the table, until it takes a place. */
+  function startSpare(): void {
+    const worker = cluster.fork();
+    const slot = new WorkerSlot(worker.process.pid ?? 0, join(socketDir, `w${++socketSerial}.sock`));
+    slots.set(worker, slot);
+    workerOf.set(slot, worker);
+    spareSet.add(worker);
+    listenTo(worker);
+    worker.once('exit', (code, signal) => {
+      if (!spareSet.delete(worker)) return;
+      const at = spares.indexOf(worker);
+      if (at >= 0) spares.splice(at, 1);
+      rm(slot.socketPath, { force: true }).catch(() => undefined);
+      if (workers.stopped) return;
+      // Paced: a spare that cannot start must not start again in a loop.
+      log.error(
+        `Spare worker ${worker.process.pid} exited with ${signal ? `signal ${signal}` : `code ${code}`}; starting a new one in 1000 ms`,
+      );
+      setTimeout(() => {
+        if (!workers.stopped && spareSet.size < current.spareWorkers) startSpare();
+      }, 1_000).unref();
+    });
+  }
+
+  /** A spare listens: it loads the controllers the pool's workers serve, and waits. */
+  function spareListens(worker: Worker): void {
+    if (workers.stopped || spareSet.size > current.spareWorkers) return void worker.process.kill('SIGTERM');
+    spares.push(worker);
+    log.info(`Worker ${worker.process.pid} is spare: it takes the place of the next worker that dies or retires`);
+    preloadSpares();
+  }
+
+  /** Each spare loads the controllers the pool's workers have served (once a second while there are spares). */
+  function preloadSpares(): void {
+    if (spares.length === 0) return;
+    void Promise.all(
+      serving()
+        .filter((w) => up.has(w))
+        .map(snapshotOf),
+    ).then((snapshots) => {
+      const controllers = [...new Set(snapshots.flatMap((s) => Object.keys(s.controllers)))].filter((name) => /^[A-Za-z_]\w*$/.test(name));
+      for (const spare of spares) channels.get(spare)?.notify('preload', { controllers });
+    });
+  }
+
+  /** A spare takes a place in the pool at once; its own replacement starts behind it. */
+  function handOver(spare: Worker): Launched<Worker, void> {
+    spareSet.delete(spare);
+    log.info(`Spare worker ${spare.process.pid} takes a place in the pool`);
+    dispatcher.add(slots.get(spare)!);
+    publishTable();
+    startSpare();
+    return { handle: spare, process: spare.process, ready: Promise.resolve() };
+  }
+
+  /** Starts or stops spares to match --spare-workers. */
+  function fitSpareWorkers(): void {
+    for (let n = spareSet.size; n < current.spareWorkers; n++) startSpare();
+    void stopSpares(spares.slice(current.spareWorkers));
+  }
+
+  /** Stops `leaving` spares, forgotten first: their exits are not spares' deaths to make up for. Resolves once they exited. */
+  function stopSpares(leaving: Worker[]): Promise<unknown> {
+    const exits = leaving.map((spare): Promise<unknown> => {
+      spareSet.delete(spare);
+      const at = spares.indexOf(spare);
+      if (at >= 0) spares.splice(at, 1);
+      return spare.process.exitCode === null && spare.process.signalCode === null
+        ? new Promise((resolve) => spare.once('exit', resolve))
+        : Promise.resolve();
+    });
+    for (const spare of leaving) spare.process.kill('SIGTERM');
+    return Promise.all(exits);
   }
 
   // php-fpm's maintenance, once a second.
@@ -553,6 +753,8 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
     ? `unix:${config.socket}`
     : formatUpstream({ kind: 'tcp', host: config.hostListen, port, ...(admission.tls && { tls: true }) });
   const maintenance = config.pm === 'static' ? undefined : setInterval(() => void maintain(), MAINTENANCE_MS);
+  fitSpareWorkers();
+  const sparesKept = setInterval(preloadSpares, MAINTENANCE_MS);
   log.notice(
     `Host pool ${process.pid} serving ${config.www}/controllers on ${url} with ${config.pm === 'static' ? `${config.workers} workers` : `pm ${config.pm}, up to ${config.workers} workers, ${initial} started`}`,
   );
@@ -562,6 +764,7 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
 
   onShutdownSignal(async (reason) => {
     clearInterval(maintenance);
+    clearInterval(sparesKept);
     log.notice(`Host pool ${process.pid} shutting down (${reason})`);
     // No new connections from now on: a proxy that connects finds no socket (a connect failure, which
     // it retries on another host) instead of a backlog that nobody accepts and that is reset when this
@@ -585,7 +788,9 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
     }
     // A signal, not a message: a worker still starting has no message handler yet, and would miss a
     // 'retire' (a stop during a recycle then waited for the hard stop). SIGTERM retires it the same way.
+    const sparesGone = stopSpares([...spareSet]);
     await workers.stop('SIGTERM', hardStopMs);
+    await sparesGone;
     await closed;
     if (config.socket) await rm(config.socket, { force: true });
     await rm(socketDir, { recursive: true, force: true });

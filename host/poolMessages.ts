@@ -16,7 +16,7 @@ export interface HostLogEntries {
 export interface WorkerSays extends Conversation {
   requests: {
     /** The pool's settings, asked once at start, and the private socket the worker listens on. */
-    config: { body: null; reply: { config: HostConfig; socket: string } };
+    config: { body: null; reply: { config: HostConfig; socket: string; quarantined: QuarantineHold[] } };
     /** A /status request on this worker: the primary gathers every worker's snapshot. */
     status: { body: { full: boolean }; reply: PoolStatus };
     /** host.log events, answered once they are written (the worker is about to exit). */
@@ -35,7 +35,15 @@ export interface WorkerSays extends Conversation {
     'retire-me': { reason: string; now: boolean };
     /** A retiring worker's last counters, just before it exits. */
     'final-stats': { snapshot: WorkerSnapshot };
+    /** A quarantined controller's file or one of its imports changed (the worker's watcher saw it): it runs again. */
+    'files-changed': { controller: string };
   };
+}
+
+/** A controller held by the pool's quarantine, until `until` (ms since the epoch) unless its files change first. */
+export interface QuarantineHold {
+  controller: string;
+  until: number;
 }
 
 export interface PoolSays extends Conversation {
@@ -47,6 +55,12 @@ export interface PoolSays extends Conversation {
   notices: {
     /** Stop taking requests, finish those in flight, exit. */
     retire: null;
+    /** Answer the controller's requests 503 without running them (host/quarantine.ts). */
+    quarantine: QuarantineHold;
+    /** Its files changed, as another worker saw: it runs again. */
+    'quarantine-lifted': { controller: string };
+    /** A spare worker (--spare-workers) loads the controllers the pool serves, before it takes a place. */
+    preload: { controllers: string[] };
   };
 }
 

@@ -6,6 +6,7 @@ import { writeSync } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
 import { readCall, viewSharedTable, type WatchdogData, type WatchdogMap } from './executionLimit.ts';
 import { mainThreadStack } from './mainThreadStack.ts';
+import { sayDeath } from './selfKill.ts';
 import type { WatchdogLine, WireHostEntry } from './poolMessages.ts';
 import { formatFrames, slowlogMessage, SourceMaps, type SlowCall, type SlowCause, type StackReport } from './slowlog.ts';
 
@@ -63,6 +64,13 @@ async function kill(slots: number[], now: number, blockedMs: number): Promise<vo
     const cause: SlowCause = { killed: now - startedAt };
     write({ level: 'error', requestId: call.requestId, message: slowlogMessage(call, cause, process.pid, stack(call)) });
   }
+  // The call that has run longest is the one blocking the thread: the others awaited behind it.
+  const [longest] = [...calls].sort((a, b) => a.startedAt - b.startedAt);
+  sayDeath(logFd, {
+    requestId: longest.call.requestId,
+    controller: longest.call.name,
+    cause: `the execution-limit kill: controller ${longest.call.name} blocked the worker past max_execution_time (${limitMs / 1000} s)`,
+  });
   process.kill(process.pid, 'SIGKILL');
 }
 

@@ -28,7 +28,12 @@ export interface ControllerWatcher {
   close(): Promise<void>;
 }
 
-export async function watchControllers(registry: ControllerRegistry, onError: (err: unknown) => void): Promise<ControllerWatcher> {
+/** `changed`: a controller's file (its name) or a local module (undefined) changed; told once an event, before the refresh. */
+export async function watchControllers(
+  registry: ControllerRegistry,
+  onError: (err: unknown) => void,
+  changed: (name: string | undefined) => void = () => {},
+): Promise<ControllerWatcher> {
   const trailing = new Map<string, NodeJS.Timeout>();
   // Packages come from node_modules, never bundled: a tree of them would only cost watches.
   const watcher: FSWatcher = watch(registry.dir, { ignoreInitial: true, ignored: (path) => basename(path) === 'node_modules' });
@@ -38,6 +43,7 @@ export async function watchControllers(registry: ControllerRegistry, onError: (e
     if (!name && !MODULE_EXTENSIONS.has(extname(file))) return;
     const refresh = name ? () => registry.refresh(name) : () => registry.refreshDependents(file);
     const key = name ?? `module:${file}`;
+    changed(name);
     void refresh();
     clearTimeout(trailing.get(key));
     trailing.set(

@@ -10,20 +10,27 @@ import { containControllerFaults } from './controllerFaults.ts';
 import { showErrorsToLocalClients } from './devErrorPage.ts';
 import { ExecutionLimit } from './executionLimit.ts';
 import { workerHostLog } from './hostLog.ts';
-import { WATCHDOG_LOG_FD, type PoolSays, type WorkerSays } from './poolMessages.ts';
+import { WATCHDOG_LOG_FD, type PoolSays, type QuarantineHold, type WorkerSays } from './poolMessages.ts';
+import { QuarantineGate } from './quarantineGate.ts';
 import { ControllerRegistry } from './registry.ts';
 import { RunningCalls } from './runningCalls.ts';
 import { slowlogMessage } from './slowlog.ts';
 import { WorkerStats } from './stats.ts';
 import { watchControllers } from './watcher.ts';
 import { reportExitsDuringCalls } from './workerExit.ts';
+import { reportSelfKills } from './selfKill.ts';
 
 /** The kernel caps a listen queue at net.core.somaxconn (4096 on current Linux): asking more takes that. */
 const WORKER_LISTEN_QUEUE = 65_535;
 
 const STATUS_TIMEOUT_MS = 2_000;
 
-export async function runWorker(config: HostConfig, socket: string, pool: IpcChannel<WorkerSays, PoolSays>): Promise<void> {
+export async function runWorker(
+  config: HostConfig,
+  socket: string,
+  pool: IpcChannel<WorkerSays, PoolSays>,
+  quarantined: readonly QuarantineHold[] = [],
+): Promise<void> {
   const stats = new WorkerStats();
   const running = new RunningCalls();
   pool.answer('idle', () => running.whenNone().then(() => null));
@@ -38,6 +45,7 @@ export async function runWorker(config: HostConfig, socket: string, pool: IpcCha
       call.requestId,
     ),
   );
+  reportSelfKills(WATCHDOG_LOG_FD);
 
   let retireAsked: { now: boolean } | undefined;
   /** `now`: this worker is unsafe to send more to (an uncaught exception), even if it asked before for a later reason. */
@@ -67,7 +75,27 @@ export async function runWorker(config: HostConfig, socket: string, pool: IpcCha
     },
     config.followSymlinks,
   );
-  const watcher = await watchControllers(registry, (err) => log.error(`Watcher error on ${controllersDir}: ${String(err)}`));
+  // Controllers the pool holds because they keep killing workers (host/quarantine.ts): held until their files change.
+  const gate = new QuarantineGate(quarantined);
+  pool.on('quarantine', (hold) => gate.hold(hold));
+  pool.on('quarantine-lifted', ({ controller }) => gate.lift(controller));
+  // A spare loads what the pool serves, so its first requests find them loaded; a failure is the registry's to log.
+  pool.on('preload', ({ controllers }) => {
+    for (const name of controllers)
+      void Promise.resolve()
+        .then(() => registry.acquire(name))
+        .then(
+          (controller) => registry.release(controller),
+          () => undefined,
+        );
+  });
+  const watcher = await watchControllers(
+    registry,
+    (err) => log.error(`Watcher error on ${controllersDir}: ${String(err)}`),
+    (name) => {
+      for (const controller of gate.changed(name)) pool.notify('files-changed', { controller });
+    },
+  );
 
   // The slowlog's clock is the limit's: its watchdog thread writes both (executionLimit.ts).
   const limit =
@@ -105,6 +133,7 @@ export async function runWorker(config: HostConfig, socket: string, pool: IpcCha
     },
     running,
     outputBuffering: config.outputBuffering,
+    quarantined: (name) => gate.retryAfter(name, Date.now()),
   });
 
   if (config.dev) showErrorsToLocalClients(app, controllersDir, config.typeErrors);

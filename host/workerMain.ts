@@ -13,8 +13,8 @@ process.on('SIGHUP', () => {});
 
 try {
   const channel = new IpcChannel<WorkerSays, PoolSays>(parentEndpoint());
-  const { config, socket } = await channel.request('config', null, CONFIG_TIMEOUT_MS);
-  await runWorker(config, socket, channel);
+  const { config, socket, quarantined } = await channel.request('config', null, CONFIG_TIMEOUT_MS);
+  await runWorker(config, socket, channel, quarantined);
 } catch (err) {
   process.stderr.write(`extqs host worker ${process.pid}: ${isConfigError(err) ? err.message : ((err as Error).stack ?? String(err))}\n`);
   process.exit(1);

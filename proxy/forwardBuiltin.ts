@@ -19,6 +19,7 @@ import {
 import { ForwardedRequest, forwardingShared, hostLinks, stopFollowing, type EngineRequest } from './forwardingCore.ts';
 import { HostResponseParser, type ResponseHandler } from './hostResponseParser.ts';
 import { hostTlsFor } from './hostTls.ts';
+import { START_BY_FIELD } from '../common/protocol.ts';
 
 /** Fields this engine frames itself (the body's), or that would make the host answer 100 first. */
 const ENGINE_FRAMED = ['transfer-encoding', 'expect', 'content-length'] as const;
@@ -215,9 +216,13 @@ class BuiltinRequest implements EngineRequest {
     private readonly request: RequestOut,
   ) {}
 
-  send(target: Upstream): void {
+  send(target: Upstream, startBy?: number): void {
     const connections = this.connectionsFor(target);
-    this.attempt = new BuiltinAttempt(this.forwarded, this.request);
+    // The head ends with its blank line: the stamp goes just before it.
+    const { head } = this.request;
+    const request =
+      startBy === undefined ? this.request : { ...this.request, head: `${head.slice(0, -2)}${START_BY_FIELD}: ${startBy}\r\n\r\n` };
+    this.attempt = new BuiltinAttempt(this.forwarded, request);
     connections.assign(this.attempt);
   }
 

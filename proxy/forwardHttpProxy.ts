@@ -20,6 +20,7 @@ import { ForwardedRequest, forwardingShared, stopFollowing, type EngineRequest }
 import type { RequestContext } from './requestContext.ts';
 import { isHttp2 } from './protocols.ts';
 import type { Readable } from 'node:stream';
+import { START_BY_FIELD } from '../common/protocol.ts';
 
 /**
  * Not forwarded: http-proxy emits 'proxyReq' only for a request without `expect`, and without it this
@@ -119,13 +120,14 @@ export function createHttpProxyForwarder(options: ForwarderOptions): Forwarding 
     const request: ProxiedRequest = {
       forwarded,
       attempts: 0,
-      send(target: Upstream) {
+      send(target: Upstream, startBy?: number) {
         const attempt = ++request.attempts;
         const failed = (err: NodeJS.ErrnoException) => {
           if (attempt === request.attempts) forwarded.failed(err);
         };
         try {
-          proxy.web(req, res, { target: targetOf(target), agent: agentFor(target), buffer: body }, failed);
+          const stamp = startBy === undefined ? undefined : { [START_BY_FIELD]: String(startBy) };
+          proxy.web(req, res, { target: targetOf(target), agent: agentFor(target), buffer: body, headers: stamp }, failed);
         } catch (err) {
           // http.request throws synchronously on headers Node refuses to send.
           failed(err as NodeJS.ErrnoException);

@@ -17,6 +17,7 @@ import {
 } from './forwarding.ts';
 import { ForwardedRequest, forwardingShared, hostLinks, stopFollowing, type EngineRequest } from './forwardingCore.ts';
 import { hostTlsFor } from './hostTls.ts';
+import { START_BY_FIELD } from '../common/protocol.ts';
 
 /** Fields undici frames or refuses itself (the other hop-by-hop ones are never forwarded). */
 const ENGINE_FRAMED = ['transfer-encoding', 'expect'] as const;
@@ -31,10 +32,14 @@ class UndiciRequest implements EngineRequest {
     private readonly options: Dispatcher.DispatchOptions,
   ) {}
 
-  send(target: Upstream): void {
+  send(target: Upstream, startBy?: number): void {
     const attempt = (this.attempt = new UndiciAttempt(this.forwarded));
+    const options =
+      startBy === undefined
+        ? this.options
+        : { ...this.options, headers: { ...(this.options.headers as Record<string, string>), [START_BY_FIELD]: String(startBy) } };
     try {
-      this.poolFor(target).dispatch(this.options, attempt);
+      this.poolFor(target).dispatch(options, attempt);
     } catch (err) {
       // undici refuses some requests synchronously (invalid header values).
       attempt.onResponseError(undefined as unknown as Dispatcher.DispatchController, err as Error & { code?: string });

@@ -11,6 +11,7 @@ import {
   ENDED_WITHOUT_HEADERS_FIELD,
   HOST_STDERR_FIELD,
   LOCAL_CLIENT_FIELD,
+  START_BY_FIELD,
   POOL_FULL_FIELD,
 } from '../common/protocol.ts';
 import { sendErrorPage } from './errorPages.ts';
@@ -75,7 +76,7 @@ const NOT_PASSED_ON = new Set<string>([
   POOL_FULL_FIELD,
 ]);
 
-const NEVER_FORWARDED = new Set<string>([...HOP_BY_HOP, 'forwarded', 'x-request-id', LOCAL_CLIENT_FIELD]);
+const NEVER_FORWARDED = new Set<string>([...HOP_BY_HOP, 'forwarded', 'x-request-id', LOCAL_CLIENT_FIELD, START_BY_FIELD]);
 
 const { errno } = constants;
 

@@ -10,13 +10,18 @@ import type { InFlightEntry } from './inFlightList.ts';
 import { isHttp2 } from './protocols.ts';
 import type { RequestContext } from './requestContext.ts';
 import { formatUpstream, type Upstream } from '../common/settingParsers.ts';
+import { NOT_STARTED_FIELD } from '../common/protocol.ts';
 import type { UpstreamState } from './upstreams.ts';
 import { HostWorkers, type SentRequest, type WorkerTarget } from './workerRoutes.ts';
+import { sendAgainAfterLoss } from '../common/workerLoss.ts';
 
 /** What an engine does for the core. */
 export interface EngineRequest {
-  /** Sends the request to `target`: the upstream's address, or one of its workers' (again, after a failure). */
-  send(target: Upstream): void;
+  /**
+   * Sends the request to `target`: the upstream's address, or one of its workers' (again, after a failure); with
+   * `startBy`, stamped with START_BY_FIELD (common/protocol.ts).
+   */
+  send(target: Upstream, startBy?: number): void;
   /** Stops the host's request as last sent; whatever it answers or reports from then on is ignored. */
   abort(reason: string): void;
 }
@@ -53,8 +58,20 @@ function limitedBody(req: IncomingMessage, res: ServerResponse, limit: number, t
  */
 const WORKER_EXIT_WAIT_MS = 1_000;
 
-/** A request that failed this soon after it was sent to a retiring worker never reached a controller. */
-const JUST_SENT_MS = 1_000;
+/**
+ * A request sent straight to a worker is started there within this long or not at all (START_BY_FIELD): a worker's
+ * event loop turns every few milliseconds unless it is blocked, and a blocked one is known after BLOCKED_AFTER_MS.
+ */
+const START_WITHIN_MS = 1_000;
+
+/**
+ * A request of a blocked worker goes elsewhere this long after its start-by time: time for the worker's "turns
+ * again" (its watchdog looks every 100 ms) to reach this proxy, had it started the request just in time.
+ */
+const START_BY_MARGIN_MS = 500;
+
+/** How many times a request a worker did not start (past its start-by time) goes elsewhere before it fails. */
+const NOT_STARTED_TRIES = 3;
 
 /** Connects again to a host whose listen queue was full: this often, at most this many times (about 2 s). */
 const QUEUE_FULL_WAIT_MS = 10;
@@ -140,6 +157,12 @@ export class ForwardedRequest implements SentRequest {
   private queueFullTries = 0;
   /** When it was last sent (performance.now()). */
   private sentAt = 0;
+  /** Past this (Date.now()) its worker does not start it; undefined when not sent straight to a worker. */
+  private startBy: number | undefined;
+  /** Set while it waits for its start-by time to pass before leaving a blocked worker. */
+  private rerouteTimer: NodeJS.Timeout | undefined;
+  /** Times a worker answered that it did not start it. */
+  private notStarted = 0;
   /** Upstreams that could not be reached for it. */
   private tried: Set<UpstreamState> | undefined;
   private deadline: NodeJS.Timeout | undefined;
@@ -207,7 +230,9 @@ export class ForwardedRequest implements SentRequest {
     const worker = this.shared.workersOf.get(upstream)?.pick(except);
     this.worker = worker;
     this.sentEntry = worker?.sent.add(this);
-    this.engine.send(worker ? worker.upstream : upstream.upstream);
+    // Only what may go elsewhere is stamped: the rest is never sent away from its worker.
+    this.startBy = worker && this.retryable ? Date.now() + START_WITHIN_MS : undefined;
+    this.engine.send(worker ? worker.upstream : upstream.upstream, this.startBy);
   }
 
   /** The request no longer counts towards its worker's load (least-busy routing). */
@@ -220,8 +245,18 @@ export class ForwardedRequest implements SentRequest {
   }
 
   reroute(): void {
-    // Only a request that consumed nothing and has no answer yet: it may run twice if it had started after all.
-    if (this.settled || this.ctx.res.headersSent || !this.retryable) return;
+    // Only a request that consumed nothing and has no answer yet.
+    if (this.settled || this.ctx.res.headersSent || !this.retryable || this.rerouteTimer) return;
+    // Not before its worker could no longer start it: then it runs once, here or there.
+    const wait = this.startBy === undefined ? 0 : this.startBy + START_BY_MARGIN_MS - Date.now();
+    if (wait > 0) {
+      this.rerouteTimer = setTimeout(() => {
+        this.rerouteTimer = undefined;
+        const worker = this.worker;
+        if (worker?.blocked && !worker.running.includes(this.requestId)) this.reroute();
+      }, wait);
+      return;
+    }
     const worker = this.leaveWorker();
     if (!worker) return;
     this.engine.abort('its worker is blocked');
@@ -239,6 +274,7 @@ export class ForwardedRequest implements SentRequest {
   abandon(reason: string): void {
     this.settled = true;
     clearTimeout(this.deadline);
+    clearTimeout(this.rerouteTimer);
     this.engine.abort(reason);
   }
 
@@ -255,9 +291,19 @@ export class ForwardedRequest implements SentRequest {
    */
   answerHead(statusCode: number, headers: Record<string, string | string[] | undefined>): boolean {
     clearTimeout(this.deadline);
+    clearTimeout(this.rerouteTimer);
+    this.rerouteTimer = undefined;
     const { upstreams, fail } = this.shared;
     upstreams.reached(this.upstream);
     if (this.settled) return false;
+    if (headers[NOT_STARTED_FIELD] !== undefined && this.notStarted < NOT_STARTED_TRIES) {
+      // Its worker did not start it (it came past its start-by time): nothing ran, and it goes elsewhere.
+      this.notStarted += 1;
+      const worker = this.leaveWorker();
+      this.engine.abort('not started by its worker');
+      this.sendTo(this.upstream, worker);
+      return false;
+    }
     const answer = fail.hostSignals(statusCode, headers, this.ctx);
     if (answer === 'relay') return true;
     this.settled = true;
@@ -305,16 +351,17 @@ export class ForwardedRequest implements SentRequest {
       }
     } else if (worker && again && !this.resent) {
       // Its connection failed before an answer. A worker that died takes the requests it ran with it, and its host's
-      // table says so at once: a request that consumed nothing then goes once more to another worker or the
-      // primary, as with nginx's proxy_next_upstream error. So does one sent a moment ago to a worker that retires
-      // (it closed the kept-alive connection the request went on). A call the worker cut itself (past
-      // max_execution_time, at least 1.5 s in) fails as it would have, though its worker retires then too.
+      // table says so at once, with the request that caused the death when known: every other request that consumed
+      // nothing then goes once more to another worker or the primary, as with nginx's proxy_next_upstream error, and
+      // that one never (common/workerLoss.ts). So does one sent a moment ago to a worker that retires (it closed the
+      // kept-alive connection the request went on). A call the worker cut itself (past max_execution_time, at least
+      // 1.5 s in) fails as it would have, though its worker retires then too.
       this.resent = true;
       const sentMs = performance.now() - this.sentAt;
       void worker.fateWithin(WORKER_EXIT_WAIT_MS).then((fate) => {
         if (this.settled) return;
-        const gone = fate === 'died' || (fate === 'retired' && sentMs < JUST_SENT_MS);
-        if (!gone || res.headersSent || req.socket?.destroyed) return this.giveUp(err);
+        const resendable = !res.headersSent && !req.socket?.destroyed;
+        if (!sendAgainAfterLoss({ requestId: this.requestId, resendable, resent: false, sentMs }, fate)) return this.giveUp(err);
         fail.workerFailed(err, this.ctx, this.path, worker.pid, 'closed');
         this.sendTo(this.upstream, worker);
       });

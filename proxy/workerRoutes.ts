@@ -8,6 +8,7 @@ import { request, type ClientRequest } from 'node:http';
 import { leastBusy, type RouteCandidate } from '../common/leastBusy.ts';
 import { WORKERS_PATH, type WorkerTable } from '../common/protocol.ts';
 import type { Upstream } from '../common/settingParsers.ts';
+import type { WorkerEnd } from '../common/workerLoss.ts';
 import { InFlightList } from './inFlightList.ts';
 
 /**
@@ -15,9 +16,6 @@ import { InFlightList } from './inFlightList.ts';
  * publishes none (another server, an older host), `unpublished`: it is served through its address meanwhile.
  */
 const FOLLOW_AGAIN_MS = { first: 200, most: 5_000, unpublished: 60_000 } as const;
-
-/** Why a worker left its host's table. */
-export type WorkerFate = 'died' | 'retired';
 
 /** A request this proxy sent a worker, which it can send elsewhere while it has no answer. */
 export interface SentRequest {
@@ -30,11 +28,13 @@ export interface SentRequest {
 export class WorkerTarget implements RouteCandidate {
   readonly sent = new InFlightList<SentRequest>();
   blocked = false;
+  /** While blocked: the request ids of the calls it runs, as its host's table last said. */
+  running: readonly string[] = [];
   accepting = true;
   readonly upstream: Upstream;
-  private settleFate: ((fate: WorkerFate) => void) | undefined;
-  /** Settles when it leaves the table: its process exited unasked, or it retires. */
-  private readonly fate = new Promise<WorkerFate>((resolve) => (this.settleFate = resolve));
+  private settleFate: ((fate: WorkerEnd) => void) | undefined;
+  /** Settles when it leaves the table: its process exited unasked (with the request that caused it, if known), or it retires. */
+  private readonly fate = new Promise<WorkerEnd>((resolve) => (this.settleFate = resolve));
 
   constructor(
     readonly pid: number,
@@ -48,15 +48,15 @@ export class WorkerTarget implements RouteCandidate {
   }
 
   /** Why it left the table, once it has; undefined if it has not within `ms`. */
-  fateWithin(ms: number): Promise<WorkerFate | undefined> {
+  fateWithin(ms: number): Promise<WorkerEnd> {
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), ms)));
     return Promise.race([this.fate, late]).finally(() => clearTimeout(timer));
   }
 
-  /** It left the table (it retires, or it died): from now on it takes nothing. */
-  leave(died: boolean): boolean {
-    this.settleFate?.(died ? 'died' : 'retired');
+  /** It left the table (it retires, or it died, `culprit`'s controller the cause when known): from now on it takes nothing. */
+  leave(died: boolean, culprit?: string): boolean {
+    this.settleFate?.(died ? { died, culprit } : { died });
     if (!this.accepting) return false;
     this.accepting = false;
     return true;
@@ -166,15 +166,16 @@ export class HostWorkers {
       known.delete(socket);
       if (blocked && !worker.blocked) blockedNow.push([worker, running]);
       worker.blocked = blocked;
+      worker.running = running;
       return worker;
     });
-    for (const gone of known.values()) this.leave(gone, table.exited.includes(gone.pid));
+    for (const gone of known.values()) this.leave(gone, table.exited.includes(gone.pid), table.culprits?.[gone.pid]);
     // What waits in a blocked worker's socket behind the call that blocks it would wait for that call's end.
     for (const [worker, running] of blockedNow)
       for (const request of [...worker.sent]) if (!running.includes(request.requestId)) request.reroute();
   }
 
-  private leave(target: WorkerTarget, died: boolean): void {
-    if (target.leave(died)) this.events.left(target);
+  private leave(target: WorkerTarget, died: boolean, culprit?: string): void {
+    if (target.leave(died, culprit)) this.events.left(target);
   }
 }

@@ -59,6 +59,7 @@ function samples(sandbox: Sandbox): Record<SettingKey, { value: string; shown: s
     configFile: { value: configFile, shown: `--config ${JSON.stringify(configFile)}` },
     pidFile: { value: join(sandbox.dir, 'extqs.pid'), shown: '' },
     workers: { value: '1', shown: '--workers 1' },
+    spareWorkers: { value: '0', shown: '--spare-workers 0' },
     workerConcurrency: { value: '4', shown: '--worker-concurrency 4' },
     spoolMaxSize: { value: '2g', shown: `--spool-max-size ${2 * 1024 ** 3}` },
     pm: { value: 'ondemand', shown: '--pm "ondemand"' },

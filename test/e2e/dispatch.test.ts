@@ -71,19 +71,23 @@ describe('request-level dispatch (--workers 2 --max-execution-time 2)', function
     sandbox?.remove();
   });
 
-  /** Five rounds: `name` in flight, then ten requests to Quick; all ten end before the stuck one's 504. */
+  /**
+   * Five rounds: a controller of `name`'s in flight, then ten requests to Quick; all ten end before the stuck one's
+   * 504. One controller a round: one whose calls got three workers killed within 10 s would be quarantined.
+   */
   async function roundsBehind(name: string, body: string): Promise<void> {
-    const marker = callMarker(sandbox, name);
-    writeFileSync(join(sandbox.controllers, `${name}.ts`), `export default async () => { ${marker.statement} ${body} };\n`);
     for (let round = 1; round <= 5; round++) {
+      const controller = `${name}${round}`;
+      const marker = callMarker(sandbox, controller);
+      writeFileSync(join(sandbox.controllers, `${controller}.ts`), `export default async () => { ${marker.statement} ${body} };\n`);
       // Both workers up and idle (the last round's stuck one has been replaced).
       await poolWhen(stack, (p) => p.idleProcesses === 2, `round ${round}: two idle workers`);
       const order: string[] = [];
-      const stuck = get(stack.url, `/External/${name}?round=${round}`).then((reply) => {
+      const stuck = get(stack.url, `/External/${controller}?round=${round}`).then((reply) => {
         order.push('stuck');
         return reply;
       });
-      await marker.reached(5000, round);
+      await marker.reached(5000);
       const quick: Reply[] = [];
       for (let i = 0; i < 10; i++) {
         quick.push(await get(stack.url, '/External/Quick'));
@@ -96,7 +100,7 @@ describe('request-level dispatch (--workers 2 --max-execution-time 2)', function
       // The timeout line names the controller that was running.
       const id = stuckReply.headers['x-request-id'] as string;
       const line = await eventually(() => readLog(sandbox, 'error.log').find((l) => l.includes(id)), 3000, 'the 504 line');
-      expect(line).to.contain(`Timeout waiting for output from controller ${name}`);
+      expect(line).to.contain(`Timeout waiting for output from controller ${controller}`);
     }
     const timeouts = readLog(sandbox, 'error.log').filter((l) => l.includes('Timeout waiting for output'));
     expect(timeouts.filter((l) => l.includes('controller Quick'))).to.deep.equal([]);

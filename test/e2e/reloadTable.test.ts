@@ -306,10 +306,12 @@ const GROUPS: Group[] = [
         observe: async ({ stack }) =>
           expect((await get(stack.url, '/metrics')).body).to.match(/^extqs_host_worker_concurrency\{[^}]*\} 3$/m),
       },
-      ...Object.entries({ startWorkers: '7', minSpareWorkers: '2', maxSpareWorkers: '9', workerIdleTimeout: '20' }).map(([key, value]) => ({
-        set: () => ({ [key]: value }),
-        said: 'applied' as const,
-      })),
+      ...Object.entries({ spareWorkers: '1', startWorkers: '7', minSpareWorkers: '2', maxSpareWorkers: '9', workerIdleTimeout: '20' }).map(
+        ([key, value]) => ({
+          set: () => ({ [key]: value }),
+          said: 'applied' as const,
+        }),
+      ),
       ...newHostWorkers({
         maxRequests: '100',
         maxExecutionTime: '40',

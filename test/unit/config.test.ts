@@ -107,6 +107,7 @@ describe('config', () => {
         minSpareWorkers: 1,
         outputBuffering: 4096,
         maxSpareWorkers: Math.min(3, Math.min(availableParallelism(), 256)),
+        spareWorkers: 0,
         workerConcurrency: 0,
         spoolMaxSize: 1024 ** 3,
         workerIdleTimeout: 10,

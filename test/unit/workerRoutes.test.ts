@@ -38,8 +38,8 @@ describe('following a host table of workers (proxy/workerRoutes.ts)', function (
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const table = (workers: WorkerTable['workers'], exited: number[] = []): string =>
-    `${JSON.stringify({ concurrency: 0, workers, exited } satisfies WorkerTable)}\n`;
+  const table = (workers: WorkerTable['workers'], exited: number[] = [], culprits: Record<string, string> = {}): string =>
+    `${JSON.stringify({ concurrency: 0, workers, exited, culprits } satisfies WorkerTable)}\n`;
 
   it('sends to the least busy worker listed, none blocked, and learns which left and why', async function () {
     const path = await serve((res) => {
@@ -58,9 +58,21 @@ describe('following a host table of workers (proxy/workerRoutes.ts)', function (
     expect(first.pid, 'the blocked one is never chosen').to.equal(1);
     answers[0].write(table([], [1]));
     await eventually(() => (left.length === 2 ? true : undefined), 3000, 'both workers left');
-    expect(await first.fateWithin(100), 'listed among the exited').to.equal('died');
-    expect(await left.find((target) => target.pid === 2)!.fateWithin(100), 'not listed: it retired').to.equal('retired');
+    expect(await first.fateWithin(100), 'listed among the exited').to.deep.equal({ died: true, culprit: undefined });
+    expect(await left.find((target) => target.pid === 2)!.fateWithin(100), 'not listed: it retired').to.deep.equal({ died: false });
     expect(follower.pick()).to.equal(undefined);
+  });
+
+  it('learns the request that caused a death with a known cause', async function () {
+    const path = await serve((res) => {
+      res.writeHead(200, { 'content-type': 'application/x-ndjson' });
+      res.write(table([{ pid: 7, socket: '/w7.sock', blocked: false, running: [] }]));
+    });
+    follower = new HostWorkers({ kind: 'unix', path }, { left: () => undefined });
+    follower.follow();
+    const worker = await eventually(() => follower!.pick(), 3000, 'a worker');
+    answers[0].write(table([], [7], { 7: 'req-1' }));
+    expect(await worker.fateWithin(3000)).to.deep.equal({ died: true, culprit: 'req-1' });
   });
 
   it('sends to the least busy of the workers that are not blocked, not merely the first, and to another than the one left out', async function () {
@@ -168,7 +180,7 @@ describe('following a host table of workers (proxy/workerRoutes.ts)', function (
     expect(follower!.pick(follower!.pick())).to.equal(undefined);
     follower!.unreachable(one);
     expect(left, 'told once').to.have.length(1);
-    expect(await one.fateWithin(1), 'not known to have died').to.equal('retired');
+    expect(await one.fateWithin(1), 'not known to have died').to.deep.equal({ died: false });
     answers[0].write(table([w(1), w(2)]));
     const again = await eventually(() => (follower!.pick()?.pid === 1 ? follower!.pick() : undefined), 3000, 'worker 1 listed again');
     expect([again.pid, again === one], 'a new target for it, taking requests').to.deep.equal([1, false]);
@@ -210,7 +222,7 @@ describe('following a host table of workers (proxy/workerRoutes.ts)', function (
     const first = await eventually(() => follower!.pick(), 5000, 'a worker after a failed attempt');
     answers[answers.length - 1].end();
     await eventually(() => (left.includes(first) ? true : undefined), 3000, 'the worker left with the table');
-    expect(await first.fateWithin(1), 'not listed as exited: it retired').to.equal('retired');
+    expect(await first.fateWithin(1), 'not listed as exited: it retired').to.deep.equal({ died: false });
     await eventually(() => (follower!.pick() && follower!.pick() !== first ? true : undefined), 5000, 'the next table');
   });
 
