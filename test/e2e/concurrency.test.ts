@@ -321,10 +321,12 @@ describe('a controller that ends its worker (--workers 1)', function () {
   it('has its worker replaced at once every time, however often, and the next request answered', async function () {
     sandbox = makeSandbox();
     writeFileSync(join(sandbox.controllers, 'Quick.ts'), `export default () => 'quick';\n`);
-    // process.exit() would end only its request (controllerFaults.test.ts): a signal ends the worker.
-    writeFileSync(join(sandbox.controllers, 'Exit.ts'), `export default () => { process.kill(process.pid, 'SIGKILL'); };\n`);
+    // process.exit() would end only its request (controllerFaults.test.ts): a signal ends the worker. Six controllers,
+    // one death each: a controller that kills three workers in 10 s is quarantined (workerDeaths.test.ts).
+    for (let i = 0; i < 6; i++)
+      writeFileSync(join(sandbox.controllers, `Exit${i}.ts`), `export default () => { process.kill(process.pid, 'SIGKILL'); };\n`);
     stack = await startStack(sandbox, ['--workers', '1', '--proxy-workers', '1']);
-    for (let i = 0; i < 6; i++) expect((await get(stack.url, `/External/Exit?i=${i}`)).status).to.equal(500);
+    for (let i = 0; i < 6; i++) expect((await get(stack.url, `/External/Exit${i}`)).status).to.equal(500);
     expect((await get(stack.url, '/External/Quick')).body).to.equal('quick');
     const exits = await eventually(
       () => {
@@ -395,7 +397,8 @@ describe('a worker that dies with body-less POST requests in flight (--workers 2
     sandbox = makeSandbox();
     const hold = holdController(sandbox, 'Hold');
     release = hold.release;
-    writeFileSync(join(sandbox.controllers, 'Exit.ts'), `export default () => { process.exit(0); };\n`);
+    // process.exit() would end only its request (controllerFaults.test.ts): a signal ends the worker.
+    writeFileSync(join(sandbox.controllers, 'Exit.ts'), `export default () => { process.kill(process.pid, 'SIGKILL'); };\n`);
     stack = await startStack(sandbox, ['--workers', '2', '--proxy-workers', '1']);
     const post = { method: 'POST', headers: { 'content-length': '0' } };
     const held = Array.from({ length: 4 }, (_, i) => get(stack.url, `/External/Hold?i=${i}`, post));

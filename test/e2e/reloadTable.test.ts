@@ -306,12 +306,17 @@ const GROUPS: Group[] = [
         observe: async ({ stack }) =>
           expect((await get(stack.url, '/metrics')).body).to.match(/^extqs_host_worker_concurrency\{[^}]*\} 3$/m),
       },
-      ...Object.entries({ spareWorkers: '1', startWorkers: '7', minSpareWorkers: '2', maxSpareWorkers: '9', workerIdleTimeout: '20' }).map(
-        ([key, value]) => ({
-          set: () => ({ [key]: value }),
-          said: 'applied' as const,
-        }),
-      ),
+      ...Object.entries({
+        spareWorkers: '1',
+        spoolMaxSize: '2g',
+        startWorkers: '7',
+        minSpareWorkers: '2',
+        maxSpareWorkers: '9',
+        workerIdleTimeout: '20',
+      }).map(([key, value]) => ({
+        set: () => ({ [key]: value }),
+        said: 'applied' as const,
+      })),
       ...newHostWorkers({
         maxRequests: '100',
         maxExecutionTime: '40',
@@ -322,6 +327,7 @@ const GROUPS: Group[] = [
         outputBuffering: '8192',
       }),
       ...restartOnly({
+        metricsPort: '0',
         pm: 'ondemand',
         shutdownTimeout: '50',
       }),
@@ -356,7 +362,7 @@ const GROUPS: Group[] = [
             expect((await get(stage.stack.url, '/hello.txt', { method: 'POST', body: 'x'.repeat(2048) })).status).to.equal(413),
           ),
       },
-      ...newWorkersOnly({ maxConnections: '10' }),
+      ...newWorkersOnly({ maxConnections: '10', limitRequestFieldSize: '4000' }),
       // The launcher sets these for its children: `extqs start` does not read them, and says nothing of them.
       { set: () => ({ upstreams: 'http://127.0.0.1:9' }), said: 'not taken' },
       { set: ({ sandbox }) => ({ socket: join(sandbox.dir, 'other.sock') }), said: 'not taken' },
