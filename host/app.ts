@@ -60,6 +60,8 @@ export interface HostAppOptions {
   outputBuffering: number;
   /** The seconds a controller is still held by the pool's quarantine (host/quarantine.ts), or undefined when it runs. */
   quarantined?: (name: string) => number | undefined;
+  /** Why this worker starts no new request (an uncaught exception left it unsafe), or undefined while it does. */
+  startsNothing?: () => string | undefined;
 }
 
 export function createHostApp({
@@ -73,6 +75,7 @@ export function createHostApp({
   running,
   outputBuffering,
   quarantined = () => undefined,
+  startsNothing,
 }: HostAppOptions): FastifyInstance {
   const app = fastify({
     logger: false,
@@ -174,8 +177,10 @@ export function createHostApp({
    */
   function pastStartBy(request: FastifyRequest, reply: FastifyReply): boolean {
     const startBy = request.headers[START_BY_FIELD];
-    if (startBy === undefined || !(Date.now() > Number(startBy))) return false;
-    log.info(`Did not start ${request.method} ${request.url}: it was read after its start-by time, and goes to another worker`, request.id);
+    const unsafe = startsNothing?.();
+    if (unsafe === undefined && (startBy === undefined || !(Date.now() > Number(startBy)))) return false;
+    const why = unsafe ?? 'it was read after its start-by time';
+    log.info(`Did not start ${request.method} ${request.url}: ${why}, and goes to another worker`, request.id);
     void reply.code(503).header(NOT_STARTED_FIELD, '1').send('');
     return true;
   }

@@ -134,6 +134,8 @@ export async function runWorker(
     running,
     outputBuffering: config.outputBuffering,
     quarantined: (name) => gate.retryAfter(name, Date.now()),
+    // Until the proxies and the primary read that it retires, what still reaches it goes elsewhere, unstarted.
+    startsNothing: () => (retireAsked?.now ? 'its worker had an uncaught exception and retires' : undefined),
   });
 
   if (config.dev) showErrorsToLocalClients(app, controllersDir, config.typeErrors);

@@ -1,12 +1,24 @@
 // A controller's failure that its own code did not catch costs only its own request, as a PHP script's did
 // (docs/design.md §5.2): loops of the faulty controller beside ordinary GETs on the default two workers, every
 // neighbour's answer checked byte for byte, and the workers' fate read from host.log.
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { get, type Reply } from '../helpers/http.ts';
 import { total } from '../helpers/metrics.ts';
-import { eventually, makeSandbox, readHostEvents, readLog, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
+import { NOT_STARTED_FIELD } from '../../common/protocol.ts';
+import {
+  descendants,
+  eventually,
+  makeSandbox,
+  readHostEvents,
+  readLog,
+  roleOf,
+  startStack,
+  type Running,
+  type Sandbox,
+} from '../helpers/stack.ts';
 
 const ROUNDS = 6;
 const NEIGHBOURS = 6;
@@ -172,9 +184,45 @@ describe('a controller whose own code fails (--workers 2)', function () {
       for (let i = 0; i < 4; i++) await get(stack.url, '/External/Pid');
       expect((await get(stack.url, '/External/CrashAndTell')).status).to.equal(500);
       const crashed = readFileSync(pidFile, 'utf8');
-      const answeredBy = [];
-      for (let i = 0; i < 10; i++) answeredBy.push((await get(stack.url, '/External/Pid')).body);
-      expect(answeredBy).not.to.include(crashed);
+      // At once and all together: some reach it before the proxy reads that it retires, and go elsewhere unstarted.
+      const answers = await Promise.all(Array.from({ length: 10 }, () => get(stack.url, '/External/Pid')));
+      expect(answers.map((a) => a.status)).to.deep.equal(Array(10).fill(200));
+      expect(answers.map((a) => a.body)).not.to.include(crashed);
+    });
+
+    it('starts nothing that still reaches it after the crash: the request goes elsewhere, unstarted', async function () {
+      const pidFile = join(sandbox.dir, 'crashed-direct.pid');
+      write('CrashAndStay', [
+        "import { writeFileSync } from 'node:fs';",
+        'export default async () => {',
+        `  writeFileSync(${JSON.stringify(pidFile)}, String(process.pid));`,
+        "  setTimeout(() => { throw new Error('boom'); }, 0);",
+        // Still running: the worker lives on until it ends, as a retiring worker finishes what it runs.
+        '  await new Promise((resolve) => setTimeout(resolve, 3000));',
+        '};',
+      ]);
+      write('Pid', ['export default () => String(process.pid);']);
+      expect((await get(stack.url, '/External/CrashAndStay')).status).to.equal(500);
+      const crashed = Number(readFileSync(pidFile, 'utf8'));
+      // Straight to each worker's own socket, as a proxy that has not yet read the table would send it.
+      const hostPid = descendants(stack.child.pid!).find((pid) => roleOf(pid) === 'host')!;
+      const dir = readdirSync(tmpdir()).find((name) => name.startsWith(`extqs-host-${hostPid}-`))!;
+      const sockets = readdirSync(join(tmpdir(), dir)).filter((file) => /^w\d+\.sock$/.test(file));
+      const replies = await Promise.all(
+        sockets.map((file, i) =>
+          get('http://localhost', '/External/Pid', { socketPath: join(tmpdir(), dir, file), headers: { 'x-request-id': `direct-${i}` } })
+            .then((reply) => ({ ...reply, id: `direct-${i}` }))
+            .catch(() => undefined),
+        ),
+      );
+      // Every worker alive answers (an earlier test's crashed worker, still finishing, may refuse too); none runs it
+      // on the crashed one, which still runs its call and so still listens.
+      expect(replies.filter((reply) => reply === undefined)).to.deep.equal([]);
+      const refused = replies.filter((reply) => reply?.status === 503);
+      expect(refused, 'the crashed worker refused it').to.not.deep.equal([]);
+      for (const reply of refused) expect(reply!.headers).to.have.property(NOT_STARTED_FIELD, '1');
+      expect(replies.map((reply) => reply?.body)).not.to.include(String(crashed));
+      await eventOf(refused[0]!.id, 'Did not start GET /External/Pid: its worker had an uncaught exception and retires');
     });
 
     it("answers 500 and retires its worker even under a controller's own capture callback", async function () {
