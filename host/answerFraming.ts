@@ -38,7 +38,7 @@ export class AnswerLengthError extends Error {
  */
 export function declaredLength(value: string | null): number | undefined {
   if (value === null || !/^\d{1,15}$/.test(value.trim())) return undefined;
-  return Number(value.trim());
+  return Number(value);
 }
 
 /**
@@ -64,7 +64,6 @@ export async function* withinDeclaredLength(
     // This piece reaches the length, or passes it: all of it but the length's last byte may go.
     if (room > 1) yield chunk.subarray(0, room - 1);
     if (chunk.byteLength > room) throw new AnswerLengthError(declared, sent + chunk.byteLength);
-    sent = declared - 1;
     lastByte = chunk.subarray(room - 1);
   }
   if (lastByte) yield lastByte;

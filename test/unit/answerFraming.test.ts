@@ -9,7 +9,10 @@ const bytes = (text: string) => new TextEncoder().encode(text);
 async function run(pieces: string[], declared: number): Promise<{ sent: string; error?: AnswerLengthError }> {
   let sent = '';
   try {
-    for await (const chunk of withinDeclaredLength(pieces.map(bytes), declared)) sent += new TextDecoder().decode(chunk);
+    for await (const chunk of withinDeclaredLength(pieces.map(bytes), declared)) {
+      expect(chunk.byteLength, 'no empty piece goes out').to.be.above(0);
+      sent += new TextDecoder().decode(chunk);
+    }
     return { sent };
   } catch (err) {
     return { sent, error: err as AnswerLengthError };
@@ -33,6 +36,9 @@ describe('withinDeclaredLength', function () {
     expect(later.sent).to.equal('abcd');
     expect(later.error).to.include({ declared: 5, actual: 13 });
     expect(later.error!.message).to.equal('its answer declared Content-Length 5 and its body ran past it (at least 13 bytes)');
+    expect(later.error).to.include({ code: 'HOST_ANSWER_LENGTH', name: 'AnswerLengthError' });
+    // The piece that reaches the length exactly, one byte at a time at its end: the last byte is held, then sent.
+    expect(await run(['abcd', 'e'], 5)).to.deep.equal({ sent: 'abcde' });
   });
 
   it('sends nothing of a body under a declared length of 0', async function () {

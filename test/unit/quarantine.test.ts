@@ -24,6 +24,21 @@ describe('the quarantine of a controller that kills its workers', function () {
     expect(q.active(until)).to.deep.equal([]);
   });
 
+  it('lists no controller whose hold has ended, asked at its end', function () {
+    const q = new Quarantine();
+    for (const at of [0, 1, 2]) q.death(at, killed('K'));
+    expect(q.active(2 + QUARANTINE_FOR_MS - 1)).to.deep.equal([{ controller: 'K', until: 2 + QUARANTINE_FOR_MS }]);
+    expect(q.active(2 + QUARANTINE_FOR_MS)).to.deep.equal([]);
+  });
+
+  it('forgets the deaths of no known cause too when its files change', function () {
+    const q = new Quarantine();
+    q.death(0, unknown('A'));
+    q.death(1, unknown('A'));
+    expect(q.lift('A'), 'not held yet').to.equal(false);
+    expect(q.death(2, unknown('A')), 'its count starts again').to.equal(undefined);
+  });
+
   it('does not count deaths older than the window', function () {
     const q = new Quarantine();
     q.death(0, killed('K'));
