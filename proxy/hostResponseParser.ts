@@ -21,17 +21,22 @@ export class HostProtocolError extends Error {
   readonly code = 'EPROTO';
 }
 
-/** A head or trailer section past this is refused, as the other engines refuse one past Node's and undici's 16 KiB. */
+/** A head or trailer section past this is refused, as the http-proxy engine refuses one past Node's 16 KiB. */
 const MAX_HEAD_BYTES = 16 * 1024;
 /** A chunk-size line: the size in hex and any extensions. */
 const MAX_CHUNK_LINE = 1024;
 /** A status is three digits, its first digit its class (RFC 9110 §15): one below 100 is no answer. */
 const STATUS_LINE = /^HTTP\/1\.([01]) ([1-9]\d{2})(?: [^\r\n]*)?$/;
-const FIELD_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+/** A field name, a chunk extension's name (RFC 9110 §5.6.2). */
+const TOKEN = "[!#$%&'*+.^_`|~0-9A-Za-z-]+";
+const FIELD_NAME = new RegExp(`^${TOKEN}$`);
 /** What a field value may not hold (RFC 9110 §5.5): control bytes other than HTAB, a bare CR or LF among them. */
 // eslint-disable-next-line no-control-regex -- control bytes are what it finds
 const CONTROL = /[\x00-\x08\x0a-\x1f\x7f]/;
-const CHUNK_SIZE = /^([0-9A-Fa-f]{1,12})(?:[ \t]*;[^\r\n]*)?$/;
+/** A quoted-string (RFC 9110 §5.6.4), which a chunk extension's value may be. */
+const QUOTED = '"(?:[\\t !#-\\[\\]-~\\x80-\\xff]|\\\\[\\t -~\\x80-\\xff])*"';
+/** The size in hex, then extensions as RFC 9112 §7.1.1 writes them: `;name` or `;name=value`, blanks around. */
+const CHUNK_SIZE = new RegExp(`^([0-9A-Fa-f]{1,12})(?:[ \\t]*;[ \\t]*${TOKEN}(?:[ \\t]*=[ \\t]*(?:${TOKEN}|${QUOTED}))?)*$`);
 const CRLF = Buffer.from('\r\n');
 const HEAD_END = Buffer.from('\r\n\r\n');
 
@@ -64,13 +69,15 @@ export class HostResponseParser {
   /** Reads `chunk`; throws HostProtocolError on what is not HTTP/1.1, or bytes after the answer's end. */
   feed(chunk: Buffer): void {
     const data = this.pending ? Buffer.concat([this.pending, chunk]) : chunk;
+    // Bytes kept from before were looked at in the state they were kept in (keep()): only the new ones are now.
+    const fresh = this.pending ? this.pending.length : 0;
     this.pending = undefined;
     let at = 0;
     while (at < data.length) {
       switch (this.state) {
         case State.Head: {
           const end = data.indexOf(HEAD_END, at);
-          if (end === -1) return this.keep(data, at);
+          if (end === -1) return this.keep(data, at, fresh, HEAD_END, MAX_HEAD_BYTES, 'a head past 16 KiB');
           if (end - at > MAX_HEAD_BYTES) throw new HostProtocolError('a head past 16 KiB');
           this.readHead(data.toString('latin1', at, end));
           at = end + HEAD_END.length;
@@ -89,10 +96,8 @@ export class HostResponseParser {
         }
         case State.ChunkSize: {
           const end = data.indexOf(CRLF, at);
-          if (end === -1) {
-            if (data.length - at > MAX_CHUNK_LINE) throw new HostProtocolError('a chunk-size line past 1 KiB');
-            return this.keep(data, at);
-          }
+          if (end === -1) return this.keep(data, at, fresh, CRLF, MAX_CHUNK_LINE, 'a chunk-size line past 1 KiB');
+          if (end - at > MAX_CHUNK_LINE) throw new HostProtocolError('a chunk-size line past 1 KiB');
           const size = CHUNK_SIZE.exec(data.toString('latin1', at, end));
           if (!size) throw new HostProtocolError('a malformed chunk-size line');
           this.remaining = parseInt(size[1], 16);
@@ -101,7 +106,7 @@ export class HostResponseParser {
           break;
         }
         case State.ChunkDataEnd: {
-          if (data.length - at < CRLF.length) return this.keep(data, at);
+          if (data.length - at < CRLF.length) return this.keep(data, at, fresh, CRLF, 0, 'a chunk not followed by CR LF');
           if (data[at] !== 0x0d || data[at + 1] !== 0x0a) throw new HostProtocolError('a chunk not followed by CR LF');
           at += CRLF.length;
           this.state = State.ChunkSize;
@@ -109,14 +114,14 @@ export class HostResponseParser {
         }
         case State.Trailers: {
           // No trailers: the empty line at once. Else fields up to an empty line.
-          if (data.length - at < CRLF.length) return this.keep(data, at);
+          if (data.length - at < CRLF.length) return this.keep(data, at, fresh, HEAD_END, MAX_HEAD_BYTES, 'a head past 16 KiB');
           if (data[at] === 0x0d && data[at + 1] === 0x0a) {
             at += CRLF.length;
             this.finish({});
             break;
           }
           const end = data.indexOf(HEAD_END, at);
-          if (end === -1) return this.keep(data, at);
+          if (end === -1) return this.keep(data, at, fresh, HEAD_END, MAX_HEAD_BYTES, 'a head past 16 KiB');
           if (end - at > MAX_HEAD_BYTES) throw new HostProtocolError('a head past 16 KiB');
           const trailers = fieldTable<string | string[]>();
           readFields(data.toString('latin1', at, end).split('\r\n'), 0, trailers);
@@ -140,9 +145,15 @@ export class HostResponseParser {
     return true;
   }
 
-  private keep(data: Buffer, at: number): void {
+  /**
+   * Holds the bytes from `at` of a section not yet ended by `end`, looking at those from `fresh` on: a line ended by
+   * LF alone is refused now, as is a section past `limit` bytes (what it holds of its `end` not counted).
+   */
+  private keep(data: Buffer, at: number, fresh: number, end: Buffer, limit: number, pastLimit: string): void {
+    for (let lf = data.indexOf(0x0a, Math.max(at, fresh)); lf !== -1; lf = data.indexOf(0x0a, lf + 1))
+      if (lf === at || data[lf - 1] !== 0x0d) throw new HostProtocolError('a line ended by LF alone');
     const rest = data.subarray(at);
-    if (rest.length > MAX_HEAD_BYTES) throw new HostProtocolError('a head past 16 KiB');
+    if (rest.length - heldOf(rest, end) > limit) throw new HostProtocolError(pastLimit);
     this.pending = rest;
   }
 
@@ -169,6 +180,8 @@ export class HostResponseParser {
     const bodyless = this.headRequest || status === 204 || status === 304;
     if (bodyless) this.state = State.Done;
     else if (fields['transfer-encoding'] !== undefined) {
+      // A sender must not send both (RFC 9112 §6.2); a message with both ought to be handled as an error (§6.3).
+      if (fields['content-length'] !== undefined) throw new HostProtocolError('Content-Length with Transfer-Encoding');
       if (String(fields['transfer-encoding']).toLowerCase() !== 'chunked')
         throw new HostProtocolError(`Transfer-Encoding ${String(fields['transfer-encoding'])}`);
       this.state = State.ChunkSize;
@@ -184,6 +197,13 @@ export class HostResponseParser {
     this.handler.head(status, fields);
     if (this.state === State.Done) this.handler.end({});
   }
+}
+
+/** How many bytes `data` ends with that begin `end`: an end not yet whole. */
+function heldOf(data: Buffer, end: Buffer): number {
+  for (let held = Math.min(end.length - 1, data.length); held > 0; held--)
+    if (data.subarray(data.length - held).equals(end.subarray(0, held))) return held;
+  return 0;
 }
 
 /** `name: value` lines from `lines[from]` into `fields`. */

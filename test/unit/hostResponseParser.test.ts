@@ -225,6 +225,36 @@ describe('hostResponseParser', () => {
     expect(() => read(['HTTP/1.1 200 OK\r\nnocolon\r\ncontent-length: 0\r\n\r\n'])).to.throw(HostProtocolError, /malformed field line/);
   });
 
+  it('refuses Content-Length with Transfer-Encoding, in either order (RFC 9112 §6.2, §6.3)', () => {
+    for (const fields of ['content-length: 3\r\ntransfer-encoding: chunked', 'transfer-encoding: chunked\r\ncontent-length: 3'])
+      expect(() => read([`HTTP/1.1 200 OK\r\n${fields}\r\n\r\n3\r\nabc\r\n0\r\n\r\n`]), fields).to.throw(
+        HostProtocolError,
+        /Content-Length with Transfer-Encoding/,
+      );
+  });
+
+  it('reads chunk extensions as RFC 9112 writes them: a token, then a token or a quoted string', () => {
+    const chunked = (sizeLine: string) =>
+      read([`HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n${sizeLine}\r\nabc\r\n0\r\n\r\n`]).body;
+    for (const sizeLine of ['3;a', '3;a=b;c', '3;a="x ; \\"y\\""', '3 ;a = b']) expect(chunked(sizeLine), sizeLine).to.equal('abc');
+    for (const sizeLine of ['3;', '3;a=', '3;a=\x01', '3;a="open', '3;a b'])
+      expect(() => chunked(sizeLine), JSON.stringify(sizeLine)).to.throw(HostProtocolError, /malformed chunk-size/);
+  });
+
+  it('takes a head of 16 KiB and a chunk-size line of 1 KiB however they are cut, even inside the CR LF that ends them', () => {
+    const start = 'HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\nx-pad: ';
+    const head = start + 'a'.repeat(16 * 1024 - start.length);
+    const sizeLine = `1;${'e'.repeat(1022)}`;
+    const answer = `${head}\r\n\r\n${sizeLine}\r\na\r\n0\r\n\r\n`;
+    for (const at of [head.length + 1, head.length + 2, head.length + 3, head.length + 4 + sizeLine.length + 1])
+      expect(read([answer.slice(0, at), answer.slice(at)]).body, `cut at ${at}`).to.equal('a');
+  });
+
+  it('refuses a line ended by LF alone at once, not when the head would end', () => {
+    for (const start of ['HTTP/1.1 200 OK\n', 'HTTP/1.1 200 OK\r\nx-a: 1\n', `HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n3\n`])
+      expect(() => read([start]), JSON.stringify(start)).to.throw(HostProtocolError, /a line ended by LF alone/);
+  });
+
   it('refuses a head that never ends past 16 KiB instead of holding it', () => {
     const parser = new HostResponseParser({ head: () => undefined, body: () => undefined, end: () => undefined }, false);
     parser.feed(Buffer.from('HTTP/1.1 200 OK\r\n'));
