@@ -1,5 +1,5 @@
 // `npm run bench:body`: the resident memory of the proxy, the host and its worker while a large request body
-// (BODY_GB, default 2) streams through `extqs start` (engine: FORWARDER, default undici) to a controller that
+// (BODY_GB, default 2) streams through `extqs start` (engine: FORWARDER, default builtin) to a controller that
 // reads it and to one that ignores it. Both must stay flat: no process may hold a body in memory. Prints RSS
 // before, peak and after, per role, and writes bench/results/body-<time>.json.
 import { spawn } from 'node:child_process';
@@ -15,7 +15,7 @@ import { descendants, roleOf, ROOT, rssMb } from './processes.ts';
 const BODY_BYTES = Number(process.env.BODY_GB ?? 2) * 1024 ** 3;
 const CHUNK = Buffer.alloc(256 * 1024, 'x');
 const SAMPLE_MS = 100;
-const forwarder = process.env.FORWARDER ?? 'undici';
+const forwarder = process.env.FORWARDER ?? 'builtin';
 
 const tree = makeSandbox();
 writeFileSync(

@@ -1,9 +1,9 @@
 // `npm run bench:front`: what a front costs a relayed controller request, front by front, in front of one
 // clusterFloor.ts host: the Node floor (nodeFloor.ts: node:http + undici), the same with a hand-written
-// client (rawClientFloor.ts), the logging floor, and one extqs proxy process with its builtin engine and with
-// undici's. Each round starts every front afresh, in turns whose order alternates, and reads its CPU (user +
-// system) per request from /proc: a process's placement beside the load generator and the host moves it by
-// 5-13 %, so only medians over several starts compare. Prints the medians and writes bench/results/front-<time>.json.
+// client (rawClientFloor.ts), the logging floor, and one extqs proxy process with its builtin engine. Each
+// round starts every front afresh, in turns whose order alternates, and reads its CPU (user + system) per
+// request from /proc: a process's placement beside the load generator and the host moves it by 5-13 %, so
+// only medians over several starts compare. Prints the medians and writes bench/results/front-<time>.json.
 // BENCH_SECONDS and BENCH_ROUNDS as bench/run.ts reads them.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -19,7 +19,7 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 6);
 const WARM_UP_SECONDS = 1;
 const CONNECTIONS = 50;
 
-type FrontName = 'node-floor' | 'hand-written-client' | 'logging-floor' | 'extqs' | 'extqs-undici';
+type FrontName = 'node-floor' | 'hand-written-client' | 'logging-floor' | 'extqs';
 
 const sandbox = makeSandbox();
 writeSite(sandbox);
@@ -31,7 +31,6 @@ const FRONTS: Record<FrontName, () => Promise<Running>> = {
   'hand-written-client': () => startNode(['--import', 'tsx', join(ROOT, 'bench', 'rawClientFloor.ts'), hostSocket], 'rawClientFloor.ts'),
   'logging-floor': () => startNodeFloor(hostSocket, sandbox.publicDir, join(sandbox.dir, 'floor-logs')),
   extqs: () => extqsProxy(['--forwarder', 'builtin']),
-  'extqs-undici': () => extqsProxy(['--forwarder', 'undici']),
 };
 
 /** One extqs proxy process in front of the cluster, with `extra` flags. */

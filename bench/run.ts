@@ -3,7 +3,7 @@
 // through nginx in front of the same host, interleaved (A B C A B C …) so drift cancels; then reload
 // latency under load and memory over 1,000 reloads. Prints a table and writes bench/results/<time>.json.
 // The first figure is the front's CPU time per request (steady across runs); the req/s ratio is the default
-// engine (undici) against nginx. The Node floor (nodeFloor.ts) is the least a Node.js front does on each
+// engine (builtin) against nginx. The Node floor (nodeFloor.ts) is the least a Node.js front does on each
 // path: what is left above it is extqs's own work; the logging floor (the same with a logs directory) is
 // the least that also answers and logs as the legacy did, which splits that work into what the seed's
 // behaviour requires and what extqs's structure adds: the front is held to the logging floor + 15 µs. The
@@ -259,11 +259,11 @@ async function main(): Promise<void> {
         String(proxyWorkers),
       ];
     };
-    const proxy = await startCommand('proxy', proxyArgs('undici', sandbox.logs));
+    const proxy = await startCommand('proxy', proxyArgs('builtin', sandbox.logs));
     processes.push(proxy);
     const httpProxy = await startCommand('proxy', proxyArgs('http-proxy', join(sandbox.dir, 'logs-http-proxy')));
     processes.push(httpProxy);
-    const twoWorkers = await startCommand('proxy', proxyArgs('undici', join(sandbox.dir, 'logs-two-workers'), 2));
+    const twoWorkers = await startCommand('proxy', proxyArgs('builtin', join(sandbox.dir, 'logs-two-workers'), 2));
     processes.push(twoWorkers);
     const nodeFloor = await startNodeFloor(socket, sandbox.publicDir);
     processes.push(nodeFloor);
@@ -276,7 +276,7 @@ async function main(): Promise<void> {
       'hostFloor.ts',
     );
     processes.push(hostFloor);
-    const floorProxy = await startCommand('proxy', proxyArgs('undici', join(sandbox.dir, 'logs-host-floor'), 1, floorSocket));
+    const floorProxy = await startCommand('proxy', proxyArgs('builtin', join(sandbox.dir, 'logs-host-floor'), 1, floorSocket));
     processes.push(floorProxy);
     const hostPid = host.child.pid!;
     const fronts: {

@@ -88,7 +88,7 @@ const MAX_KEEP_ALIVE_TIMEOUT = 60;
 const seconds = (max: number) => integer(0, max);
 const MTLS_UNDER_LAUNCHER = 'the launcher gives its host a private unix socket, which only its own proxy can reach';
 
-export const FORWARDERS = ['undici', 'http-proxy', 'builtin'] as const;
+export const FORWARDERS = ['builtin', 'http-proxy'] as const;
 export type Forwarder = (typeof FORWARDERS)[number];
 
 /** The content codings the proxy can make (proxy/compression.ts). */
@@ -521,13 +521,13 @@ export const SETTINGS = {
     flag: 'forwarder',
     env: 'EXTQS_FORWARDER',
     deprecatedEnv: 'FORWARDER',
-    // The builtin client costs a relayed request 6 µs less than undici, which is twice as fast as http-proxy
-    // (docs/benchmarks.md, Forwarding engine).
+    // The builtin client costs a relayed request less than http-proxy, and less memory (docs/benchmarks.md,
+    // Forwarding engine).
     default: 'builtin',
     parse: oneOf(FORWARDERS),
     roles: ['proxy'],
     placeholder: 'ENGINE',
-    help: "the proxy's forwarding engine: builtin, undici or http-proxy",
+    help: "the proxy's forwarding engine: builtin or http-proxy",
     group: 'host',
   }),
   statusAllow: setting({

@@ -151,7 +151,7 @@ function refuseUnread(req: IncomingMessage, res: ServerResponse, status: 413 | 5
 /** A connection ended as the worker's did: a reset when the worker's was reset, a close otherwise. */
 function endLike(socket: Socket | null, err: NodeJS.ErrnoException | undefined): void {
   if (!socket || socket.destroyed) return;
-  // A unix socket has no reset: the proxy reads its close before headers as one (proxy/forwardUndici.ts).
+  // A unix socket has no reset: the proxy reads its close before headers as one.
   if ((err?.code === 'ECONNRESET' || err?.code === 'EPIPE') && socket.remoteAddress !== undefined) socket.resetAndDestroy();
   else socket.destroy();
 }

@@ -1,5 +1,5 @@
 // Runs one server role in this process, loading only that role's code (the proxy never loads fastify,
-// the host never loads undici), and turns a start-up failure into a message and an exit code.
+// the host never loads the proxy's forwarding engine), and turns a start-up failure into a message and an exit code.
 import { isConfigError, UsageError } from '../common/configError.ts';
 import type { Reloads } from '../common/reload.ts';
 import type { HostConfig, ProxyConfig, Role } from '../common/settings.ts';

@@ -1,6 +1,6 @@
 // What every forwarding engine shares besides a request's life (forwardingCore.ts): the header hygiene in
 // both directions, and the answers and error-log lines for each way forwarding fails (docs/design.md §3).
-// The engines (forwardHttpProxy.ts, forwardUndici.ts) only move bytes.
+// The engines (forwardBuiltin.ts, forwardHttpProxy.ts) only move bytes.
 import { constants } from 'node:os';
 import { fieldTable } from '../common/nullObject.ts';
 import {
@@ -338,9 +338,8 @@ export function failures({ upstreamTimeoutMs, limitRequestBody }: ForwarderOptio
       const { res } = ctx;
       if (responseGone(res)) return; // nobody left to answer (the server logged why, if the request broke off)
       if (res.headersSent) return this.cutShort(err, ctx, path, upstream);
-      // Either socket may be null here: undici nulls req.socket when it drops a request body, and Node
-      // gives a queued pipelined response no socket until the one before it ends. The page is still
-      // written then: Node holds it until its turn.
+      // res.socket may be null here: Node gives a queued pipelined response no socket until the one before
+      // it ends. The page is still written then: Node holds it until its turn.
       if (isConnectError(err)) {
         logConnectFailure(err, ctx, path, upstream);
         return sendErrorPage(res, 503);

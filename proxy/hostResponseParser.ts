@@ -21,7 +21,7 @@ export class HostProtocolError extends Error {
   readonly code = 'EPROTO';
 }
 
-/** A head or trailer section past this is refused, as the other engines refuse one past Node's and undici's 16 KiB. */
+/** A head or trailer section past this is refused, as the http-proxy engine refuses one past Node's 16 KiB. */
 const MAX_HEAD_BYTES = 16 * 1024;
 /** A chunk-size line: the size in hex and any extensions. */
 const MAX_CHUNK_LINE = 1024;

@@ -36,11 +36,10 @@ import type { ProxyLogEntries, ProxyPrimarySays, ProxyWorkerSays } from './worke
 /** A worker's /server-status or /metrics waits this long for every worker's share. */
 const SHARES_TIMEOUT_MS = 2_000;
 
-/** Only the chosen engine is loaded: undici takes 18 MB of resident memory, http-proxy 4 MB. */
+/** Only the chosen engine is loaded: http-proxy takes 4 MB of resident memory that the builtin engine does not. */
 async function loadForwarder(forwarder: Forwarder) {
-  if (forwarder === 'builtin') return (await import('./forwardBuiltin.ts')).createBuiltinForwarder;
-  return forwarder === 'undici'
-    ? (await import('./forwardUndici.ts')).createUndiciForwarder
+  return forwarder === 'builtin'
+    ? (await import('./forwardBuiltin.ts')).createBuiltinForwarder
     : (await import('./forwardHttpProxy.ts')).createHttpProxyForwarder;
 }
 

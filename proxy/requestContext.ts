@@ -18,7 +18,7 @@ export class RequestContext {
   readonly url: string;
   /**
    * The client's address and `ip:port` as they arrived: once an HTTP/2 stream has closed its socket reads as
-   * none (node:http2's proxy socket), and undici nulls `req.socket` when it drops a request body.
+   * none (node:http2's proxy socket).
    */
   readonly remoteAddress: string | undefined;
   private readonly remotePort: number | undefined;

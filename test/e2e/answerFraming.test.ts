@@ -11,6 +11,7 @@ import { promisify } from 'node:util';
 import { gzipSync } from 'node:zlib';
 import { expect } from 'chai';
 import { WORKERS_PATH } from '../../common/protocol.ts';
+import { FORWARDERS } from '../../common/settings.ts';
 import { get, rawAnswerOnSocket } from '../helpers/http.ts';
 import {
   descendants,
@@ -24,9 +25,6 @@ import {
   type Running,
   type Sandbox,
 } from '../helpers/stack.ts';
-
-/** The engines this round keeps (the undici engine is being retired). */
-const ENGINES = ['builtin', 'http-proxy'] as const;
 
 /** What an overrunning answer carries past its length: a whole answer, which a reused connection would give another client. */
 const SMUGGLED = 'HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 8\r\n\r\nSMUGGLED';
@@ -101,7 +99,7 @@ async function mix(base: string, faulty: string, total: number, every: number, c
   }
 }
 
-for (const engine of ENGINES) {
+for (const engine of FORWARDERS) {
   describe(`answer framing is the host's (--forwarder ${engine})`, function () {
     this.timeout(120_000);
     let sandbox: Sandbox;
@@ -264,7 +262,7 @@ describe('the proxy and many requests held at once', function () {
     sandbox?.remove();
   });
 
-  for (const engine of ENGINES) {
+  for (const engine of FORWARDERS) {
     it(`answers fast requests while 1,500 requests are held in an await (--forwarder ${engine})`, async function () {
       // 1,500 client connections and as many to the host: this machine's hard limit on open files (20,000 here,
       // `ulimit -Hn`) must allow about 3,200 in the proxy; Node raises its soft limit to the hard one at start.

@@ -232,6 +232,14 @@ describe('the extqs command', function () {
       // Nothing was started: no log file was opened.
       expect(readLog(sandbox, 'error.log')).to.deep.equal([]);
     });
+
+    it('extqs start refuses the retired undici engine with exit 2, naming the setting, the value and the choices left', function () {
+      const result = extqs(['start', '--www', sandbox.www, '--logs', sandbox.logs, '--forwarder', 'undici']);
+      expect(result.status, result.stderr).to.equal(2);
+      expect(result.stdout).to.equal('');
+      expect(result.stderr.trim()).to.equal('extqs start: --forwarder (EXTQS_FORWARDER) must be one of builtin, http-proxy, got "undici"');
+      expect(readLog(sandbox, 'error.log')).to.deep.equal([]);
+    });
   });
 
   describe('environment names', function () {

@@ -247,8 +247,16 @@ describe('config', () => {
       expect(readConfig(['--forwarder', 'http-proxy'], {}, cwd).forwarder).to.equal('http-proxy');
       expect(() => readConfig([], { FORWARDER: 'nginx' }, cwd)).to.throw(
         ConfigError,
-        '--forwarder (EXTQS_FORWARDER) must be one of undici, http-proxy, builtin, got "nginx"',
+        '--forwarder (EXTQS_FORWARDER) must be one of builtin, http-proxy, got "nginx"',
       );
+    });
+
+    it('refuses the retired undici engine as any unknown one, naming the choices left', () => {
+      expect(() => readConfig(['--forwarder', 'undici'], {}, cwd)).to.throw(
+        ConfigError,
+        '--forwarder (EXTQS_FORWARDER) must be one of builtin, http-proxy, got "undici"',
+      );
+      expect(() => readConfig([], { EXTQS_FORWARDER: 'undici' }, cwd)).to.throw(ConfigError, 'got "undici"');
     });
 
     it('reads --follow-symlinks as owner, on or off, and rejects anything else naming the choices', () => {
