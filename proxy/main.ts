@@ -29,7 +29,6 @@ import { allowList } from '../common/clientList.ts';
 import { StaticCache } from './staticCache.ts';
 import { tlsOptionsOf } from './tls.ts';
 import { Upstreams } from './upstreams.ts';
-import { useHostTls } from './hostTls.ts';
 import { readClientTls } from '../common/hostTarget.ts';
 import type { ProxyLogEntries, ProxyPrimarySays, ProxyWorkerSays } from './workerMessages.ts';
 
@@ -98,7 +97,6 @@ export async function serveProxy(
     pathSettings = settings;
     reloadRequestPath(settings);
   });
-  useHostTls(config);
   // Read once: an https:// upstream a SIGHUP adds needs a restart when the files change (common/reloadResolver.ts).
   const clientTls = readClientTls(config);
   const upstreamsOf = (settings: ProxyConfig) =>
