@@ -9,13 +9,14 @@
 // The relay moves bytes only: heads as raw field lists, bodies piped both ways, trailers, and a
 // worker's reset or close passed on as a reset or close. A request for a controller with no file is
 // answered by the primary itself (missingController.ts), taking no worker.
-import { Agent, request as httpRequest, type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
+import type { Agent, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import type { Socket } from 'node:net';
 import { join } from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { HostTarget } from '../common/hostTarget.ts';
 import { route, type RouteCandidate } from '../common/leastBusy.ts';
 import { POOL_FULL_FIELD } from '../common/protocol.ts';
 import { requestIdOf } from '../common/requestId.ts';
@@ -32,8 +33,10 @@ export interface Relayed {
 
 /** One worker as the dispatcher sees it. */
 export class WorkerSlot implements RouteCandidate {
+  /** The worker's socket, as every client of a host process is reached. */
+  readonly target: HostTarget;
   /** Keep-alive connections to the worker, one per request it runs through the primary. */
-  readonly agent = new Agent({ keepAlive: true });
+  readonly agent: Agent;
   /** Requests relayed to it and not yet ended (those a proxy sends it directly are not counted here). */
   inFlight = 0;
   /** Each request relayed to it that runs. */
@@ -50,7 +53,10 @@ export class WorkerSlot implements RouteCandidate {
   constructor(
     readonly pid: number,
     readonly socketPath: string,
-  ) {}
+  ) {
+    this.target = new HostTarget({ kind: 'unix', path: socketPath });
+    this.agent = this.target.agent({ keepAlive: true });
+  }
 }
 
 interface Waiting {
@@ -361,12 +367,11 @@ export class Dispatcher {
     if (active > this.maxActive) this.maxActive = active;
     let clean = false;
     let early = false;
-    const upstream = httpRequest({
-      socketPath: slot.socketPath,
+    const upstream = slot.target.request({
       agent: slot.agent,
       method: req.method,
       path: req.url,
-      headers: endToEnd(req.rawHeaders) as unknown as OutgoingHttpHeaders,
+      headers: endToEnd(req.rawHeaders),
     });
     upstream.on('response', (answer) => {
       res.writeHead(answer.statusCode ?? 502, answer.statusMessage, endToEnd(answer.rawHeaders));

@@ -4,10 +4,9 @@
 // head); this does only what the host's answers need, and costs the proxy about 6 µs less a relayed request
 // (docs/benchmarks.md, Forwarding engine). What a forwarded request goes through besides moving bytes is the
 // core's (forwardingCore.ts), as for the other engines.
-import { connect as connectTcp, type Socket } from 'node:net';
-import { connect as connectTls } from 'node:tls';
+import type { Socket } from 'node:net';
 import type { Readable } from 'node:stream';
-import type { Upstream } from '../common/settingParsers.ts';
+import type { HostTarget } from '../common/hostTarget.ts';
 import {
   forwardedHeaders,
   IDLE_UPSTREAM_SOCKET_MS,
@@ -18,7 +17,6 @@ import {
 } from './forwarding.ts';
 import { ForwardedRequest, forwardingShared, hostLinks, stopFollowing, type EngineRequest } from './forwardingCore.ts';
 import { HostResponseParser, type ResponseHandler } from './hostResponseParser.ts';
-import { hostTlsFor } from './hostTls.ts';
 import { START_BY_FIELD } from '../common/protocol.ts';
 
 /** Fields this engine frames itself (the body's), or that would make the host answer 100 first. */
@@ -68,7 +66,7 @@ class HostConnections {
   private readonly idle: HostConnection[] = [];
   private closed = false;
 
-  constructor(readonly target: Upstream) {}
+  constructor(readonly target: HostTarget) {}
 
   /** Starts `attempt` on a free connection, else on a new one once it connects. */
   assign(attempt: BuiltinAttempt): void {
@@ -122,7 +120,6 @@ class HostConnection {
     private readonly connections: HostConnections,
     first: BuiltinAttempt,
   ) {
-    const { target } = connections;
     this.opening = first;
     const connected = () => {
       const attempt = this.opening;
@@ -130,12 +127,7 @@ class HostConnection {
       if (attempt && !attempt.dropped) attempt.begin(this);
       else this.connections.release(this);
     };
-    this.socket =
-      target.kind === 'unix'
-        ? connectTcp({ path: target.path }, connected)
-        : target.tls
-          ? connectTls({ host: target.host, port: target.port, ...hostTlsFor(target) }, connected)
-          : connectTcp({ host: target.host, port: target.port }, connected);
+    this.socket = connections.target.connect(connected);
     this.socket.setNoDelay(true);
     // Idle this long, it is closed: the host keeps its side longer (host/app.ts) and never closes one while retiring.
     this.socket.setTimeout(IDLE_UPSTREAM_SOCKET_MS, () => {
@@ -212,11 +204,11 @@ class BuiltinRequest implements EngineRequest {
 
   constructor(
     private readonly forwarded: ForwardedRequest,
-    private readonly connectionsFor: (target: Upstream) => HostConnections,
+    private readonly connectionsFor: (target: HostTarget) => HostConnections,
     private readonly request: RequestOut,
   ) {}
 
-  send(target: Upstream, startBy?: number): void {
+  send(target: HostTarget, startBy?: number): void {
     const connections = this.connectionsFor(target);
     // The head ends with its blank line: the stamp goes just before it.
     const { head } = this.request;
@@ -389,7 +381,7 @@ export function createBuiltinForwarder(options: ForwarderOptions): Forwarding {
     (target) => new HostConnections(target),
     (connections) => connections.close(),
   );
-  const shared = forwardingShared(options, (worker) => hosts.left(worker.upstream));
+  const shared = forwardingShared(options, (worker) => hosts.left(worker.target));
 
   return {
     forward(ctx, url) {

@@ -4,10 +4,8 @@
 // (it only listens for 'aborted', which a finished GET never emits), hop-by-hop response fields removed,
 // and a client not left hanging when the host dies mid-body.
 import { Agent, type ClientRequest, type IncomingMessage } from 'node:http';
-import { Agent as HttpsAgent } from 'node:https';
-import { hostTlsFor } from './hostTls.ts';
 import httpProxy from 'http-proxy';
-import type { Upstream } from '../common/settingParsers.ts';
+import type { HostTarget } from '../common/hostTarget.ts';
 import {
   forwardedHeaders,
   IDLE_UPSTREAM_SOCKET_MS,
@@ -27,11 +25,6 @@ import { START_BY_FIELD } from '../common/protocol.ts';
  * engine cannot abort the host's request. The client got its 100 Continue from this server already.
  */
 const ENGINE_FRAMED = ['expect'] as const;
-
-function targetOf(upstream: Upstream) {
-  if (upstream.kind === 'unix') return { socketPath: upstream.path };
-  return { host: upstream.host, port: upstream.port, protocol: upstream.tls ? 'https:' : 'http:' };
-}
 
 /** One forwarded request as http-proxy sends it; its events find it by the client's request. */
 interface ProxiedRequest extends EngineRequest {
@@ -59,10 +52,14 @@ export function createHttpProxyForwarder(options: ForwarderOptions): Forwarding 
     timeout: IDLE_UPSTREAM_SOCKET_MS,
   } as const;
   const agent = new Agent(agentOptions);
-  // https:// upstreams (mutual TLS) need an agent of their own, which carries the TLS options.
-  let tlsAgent: HttpsAgent | undefined;
-  const agentFor = (upstream: Upstream) =>
-    upstream.kind === 'tcp' && upstream.tls ? (tlsAgent ??= new HttpsAgent({ ...agentOptions, ...hostTlsFor(upstream) })) : agent;
+  // An https:// upstream (mutual TLS) needs an agent of its own, which carries its TLS options and server name.
+  const tlsAgents = new Map<string, Agent>();
+  const agentFor = (target: HostTarget): Agent => {
+    if (!target.tls) return agent;
+    let tlsAgent = tlsAgents.get(target.address);
+    if (!tlsAgent) tlsAgents.set(target.address, (tlsAgent = target.agent(agentOptions)));
+    return tlsAgent;
+  };
   // The answer is relayed here, through the request's answer sink (answerSink.ts), not piped to `res` by http-proxy.
   const proxy = httpProxy.createProxyServer({ agent, xfwd: false, ws: false, selfHandleResponse: true });
   const proxied = new WeakMap<IncomingMessage, ProxiedRequest>();
@@ -120,14 +117,16 @@ export function createHttpProxyForwarder(options: ForwarderOptions): Forwarding 
     const request: ProxiedRequest = {
       forwarded,
       attempts: 0,
-      send(target: Upstream, startBy?: number) {
+      send(target: HostTarget, startBy?: number) {
         const attempt = ++request.attempts;
         const failed = (err: NodeJS.ErrnoException) => {
           if (attempt === request.attempts) forwarded.failed(err);
         };
         try {
           const stamp = startBy === undefined ? undefined : { [START_BY_FIELD]: String(startBy) };
-          proxy.web(req, res, { target: targetOf(target), agent: agentFor(target), buffer: body, headers: stamp }, failed);
+          // http-proxy passes a unix socket's path on (its setupOutgoing), though its types know only host and port.
+          const where = target.where as httpProxy.ProxyTarget;
+          proxy.web(req, res, { target: where, agent: agentFor(target), buffer: body, headers: stamp }, failed);
         } catch (err) {
           // http.request throws synchronously on headers Node refuses to send.
           failed(err as NodeJS.ErrnoException);
@@ -149,8 +148,7 @@ export function createHttpProxyForwarder(options: ForwarderOptions): Forwarding 
   function retire(): void {
     stopFollowing(shared);
     // Each socket is closed as its request ends (none is kept free), the free ones now.
-    for (const each of [agent, tlsAgent]) {
-      if (!each) continue;
+    for (const each of [agent, ...tlsAgents.values()]) {
       each.maxFreeSockets = 0;
       for (const sockets of Object.values(each.freeSockets)) for (const socket of sockets ?? []) socket.destroy();
     }

@@ -9,7 +9,7 @@ import { failures, isConnectError, type Failures, type ForwarderOptions } from '
 import type { InFlightEntry } from './inFlightList.ts';
 import { isHttp2 } from './protocols.ts';
 import type { RequestContext } from './requestContext.ts';
-import { formatUpstream, type Upstream } from '../common/settingParsers.ts';
+import type { HostTarget } from '../common/hostTarget.ts';
 import { NOT_STARTED_FIELD } from '../common/protocol.ts';
 import type { UpstreamState } from './upstreams.ts';
 import { HostWorkers, type SentRequest, type WorkerTarget } from './workerRoutes.ts';
@@ -21,7 +21,7 @@ export interface EngineRequest {
    * Sends the request to `target`: the upstream's address, or one of its workers' (again, after a failure); with
    * `startBy`, stamped with START_BY_FIELD (common/protocol.ts).
    */
-  send(target: Upstream, startBy?: number): void;
+  send(target: HostTarget, startBy?: number): void;
   /** Stops the host's request as last sent; whatever it answers or reports from then on is ignored. */
   abort(reason: string): void;
 }
@@ -107,20 +107,20 @@ export function stopFollowing(shared: ForwardingShared): void {
 /** An engine's connections to each host process (a primary or a worker), by address. */
 export interface HostLinks<T> {
   /** Those to `target`, made on first use. */
-  to: (target: Upstream) => T;
+  to: (target: HostTarget) => T;
   /** A worker left its host's table: its connections close as their requests end. */
-  left: (target: Upstream) => void;
+  left: (target: HostTarget) => void;
   /** Every connection closes as its request ends; a request still sent (another try) gets links closed after it. */
   retire: () => void;
 }
 
 /** `open` makes the connections to one address, `close` ends them once their requests have (as a pool's close() does). */
-export function hostLinks<T>(open: (target: Upstream) => T, close: (links: T) => void): HostLinks<T> {
+export function hostLinks<T>(open: (target: HostTarget) => T, close: (links: T) => void): HostLinks<T> {
   const byAddress = new Map<string, T>();
   let retired = false;
   return {
     to: (target) => {
-      const address = formatUpstream(target);
+      const { address } = target;
       const known = byAddress.get(address);
       if (known !== undefined && !retired) return known;
       const links = open(target);
@@ -130,8 +130,7 @@ export function hostLinks<T>(open: (target: Upstream) => T, close: (links: T) =>
       else byAddress.set(address, links);
       return links;
     },
-    left: (target) => {
-      const address = formatUpstream(target);
+    left: ({ address }) => {
       const links = byAddress.get(address);
       byAddress.delete(address);
       if (links !== undefined) close(links);
@@ -232,7 +231,7 @@ export class ForwardedRequest implements SentRequest {
     this.sentEntry = worker?.sent.add(this);
     // Only what may go elsewhere is stamped: the rest is never sent away from its worker.
     this.startBy = worker && this.retryable ? Date.now() + START_WITHIN_MS : undefined;
-    this.engine.send(worker ? worker.upstream : upstream.upstream, this.startBy);
+    this.engine.send(worker ? worker.target : upstream.target, this.startBy);
   }
 
   /** The request no longer counts towards its worker's load (least-busy routing). */

@@ -29,7 +29,7 @@ import { allowList } from '../common/clientList.ts';
 import { StaticCache } from './staticCache.ts';
 import { tlsOptionsOf } from './tls.ts';
 import { Upstreams } from './upstreams.ts';
-import { useHostTls } from './hostTls.ts';
+import { readClientTls } from '../common/hostTarget.ts';
 import type { ProxyLogEntries, ProxyPrimarySays, ProxyWorkerSays } from './workerMessages.ts';
 
 /** A worker's /server-status or /metrics waits this long for every worker's share. */
@@ -97,11 +97,12 @@ export async function serveProxy(
     pathSettings = settings;
     reloadRequestPath(settings);
   });
-  useHostTls(config);
+  // Read once: an https:// upstream a SIGHUP adds needs a restart when the files change (common/reloadResolver.ts).
+  const clientTls = readClientTls(config);
   const upstreamsOf = (settings: ProxyConfig) =>
     new Upstreams(
       settings.upstreams,
-      { maxFails: settings.upstreamMaxFails, failTimeoutMs: settings.upstreamFailTimeout * 1000 },
+      { maxFails: settings.upstreamMaxFails, failTimeoutMs: settings.upstreamFailTimeout * 1000, clientTls },
       (message) => errorLog.write({ module: 'proxy', level: 'warn', message }),
     );
   const publicDir = join(config.www, 'public');

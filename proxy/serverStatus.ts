@@ -2,9 +2,6 @@
 // sums them (proxyFigures.ts), and each host's own /status summary, for clients on --status-allow only
 // (loopback by default; others get 403 and a log line). /metrics (metrics.ts) shares the guard and the hosts' /status.
 import { VERSION } from '../common/version.ts';
-import { request } from 'node:http';
-import { request as requestTls } from 'node:https';
-import { hostTlsFor } from './hostTls.ts';
 import type { BlockList } from 'node:net';
 import { allowed } from '../common/clientList.ts';
 import { sendErrorPage } from './errorPages.ts';
@@ -41,12 +38,9 @@ export function refused(ctx: RequestContext, path: string, allow: BlockList): bo
 
 /** One host's /status, or why it could not be read. */
 export function hostStatus(upstream: UpstreamState): Promise<StatusReport['hosts'][number]> {
-  const { upstream: target, name } = upstream;
-  const where = target.kind === 'unix' ? { socketPath: target.path } : { host: target.host, port: target.port };
-  const tls = hostTlsFor(target);
-  const send = tls ? requestTls : request;
+  const { target, name } = upstream;
   return new Promise((resolve) => {
-    const req = send({ ...where, ...tls, path: '/status', agent: false, timeout: HOST_STATUS_TIMEOUT_MS }, (res) => {
+    const req = target.request({ path: '/status', agent: false, timeout: HOST_STATUS_TIMEOUT_MS }, (res) => {
       let body = '';
       res.setEncoding('utf8');
       res.on('data', (chunk) => (body += chunk));

@@ -1,6 +1,7 @@
 // The hosts the proxy forwards to: round robin with passive health checks, as nginx's upstream block
 // (max_fails, fail_timeout). Only a failed connect counts against a host: a reset before the response
 // headers is how a host says a controller failed (docs/design.md §3), not a sign that the host is gone.
+import { HostTarget, type ClientTls } from '../common/hostTarget.ts';
 import { formatUpstream, upstreamLabel, type Upstream } from '../common/settingParsers.ts';
 
 export interface HealthOptions {
@@ -10,9 +11,16 @@ export interface HealthOptions {
   failTimeoutMs: number;
 }
 
-/** One upstream and what the proxy has seen of it. */
+export interface UpstreamsOptions extends HealthOptions {
+  /** This proxy's mutual TLS pair, which an https:// upstream is reached with (read once at start). */
+  clientTls?: ClientTls;
+}
+
+/** One upstream, how it is reached, and what the proxy has seen of it. */
 export class UpstreamState {
   readonly name: string;
+  /** What every client of this host connects through (the engines, /server-status, /metrics, the readiness probe). */
+  readonly target: HostTarget;
   /** Its name in /metrics (upstreamLabel()). */
   readonly label: string;
   /** Requests sent to it (each attempt counts once). */
@@ -24,7 +32,11 @@ export class UpstreamState {
   /** Skipped until this time (ms since the epoch); 0 = in the rotation. */
   downUntil = 0;
 
-  constructor(readonly upstream: Upstream) {
+  constructor(
+    readonly upstream: Upstream,
+    clientTls?: ClientTls,
+  ) {
+    this.target = new HostTarget(upstream, clientTls);
     this.name = formatUpstream(upstream);
     this.label = upstreamLabel(upstream);
   }
@@ -46,13 +58,13 @@ export class Upstreams {
 
   constructor(
     upstreams: readonly Upstream[],
-    private readonly health: HealthOptions,
+    private readonly health: UpstreamsOptions,
     /** Told when an upstream leaves or rejoins the rotation. */
     private readonly onChange: (message: string) => void = () => {},
     private readonly now: () => number = Date.now,
   ) {
     if (upstreams.length === 0) throw new Error('at least one upstream is needed');
-    this.all = upstreams.map((upstream) => new UpstreamState(upstream));
+    this.all = upstreams.map((upstream) => new UpstreamState(upstream, health.clientTls));
   }
 
   /**

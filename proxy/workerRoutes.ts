@@ -4,7 +4,8 @@
 // and sends it through the primary when the table has none, when the host bounds each worker's concurrency
 // (one router alone can keep a bound), or while it cannot follow the table. So a request crosses one
 // process fewer, at bare Node's cost per hop, and the primary still queues what no worker can take.
-import { request, type ClientRequest } from 'node:http';
+import type { ClientRequest } from 'node:http';
+import { HostTarget } from '../common/hostTarget.ts';
 import { leastBusy, type RouteCandidate } from '../common/leastBusy.ts';
 import { WORKERS_PATH, type WorkerTable } from '../common/protocol.ts';
 import type { Upstream } from '../common/settingParsers.ts';
@@ -32,6 +33,8 @@ export class WorkerTarget implements RouteCandidate {
   running: readonly string[] = [];
   accepting = true;
   readonly upstream: Upstream;
+  /** What the engines connect to it through. */
+  readonly target: HostTarget;
   private settleFate: ((fate: WorkerEnd) => void) | undefined;
   /** Settles when it leaves the table: its process exited unasked (with the request that caused it, if known), or it retires. */
   private readonly fate = new Promise<WorkerEnd>((resolve) => (this.settleFate = resolve));
@@ -41,6 +44,7 @@ export class WorkerTarget implements RouteCandidate {
     readonly socket: string,
   ) {
     this.upstream = { kind: 'unix', path: socket };
+    this.target = new HostTarget(this.upstream);
   }
 
   get inFlight(): number {
@@ -87,12 +91,16 @@ export class HostWorkers {
   private retry: NodeJS.Timeout | undefined;
   private wait: number = FOLLOW_AGAIN_MS.first;
   private closed = false;
+  /** The host primary: plain, as only a host on a unix socket publishes its table (forwardingCore.ts follows no other). */
+  private readonly primary: HostTarget;
 
   constructor(
     /** The host primary's address. */
-    private readonly primary: Upstream,
+    primary: Upstream,
     private readonly events: HostWorkerEvents,
-  ) {}
+  ) {
+    this.primary = new HostTarget(primary);
+  }
 
   /** The worker for the next request, or undefined to send it through the primary. */
   pick(except?: WorkerTarget): WorkerTarget | undefined {
@@ -109,10 +117,8 @@ export class HostWorkers {
   /** Starts following the table; again after it breaks off, until close(). */
   follow(): void {
     if (this.closed) return;
-    const primary = this.primary;
-    const where = primary.kind === 'unix' ? { socketPath: primary.path } : { host: primary.host, port: primary.port };
     let buffered = '';
-    const req = request({ ...where, path: WORKERS_PATH, agent: false, headers: { host: 'localhost' } }, (res) => {
+    const req = this.primary.request({ path: WORKERS_PATH, agent: false, headers: { host: 'localhost' } }, (res) => {
       if (res.statusCode !== 200) {
         this.wait = FOLLOW_AGAIN_MS.unpublished;
         res.resume();

@@ -137,6 +137,9 @@ describe('a host on TCP admits only its proxies', function () {
         const reply = await get(proxy.url, '/External/Hello');
         expect(reply.status).to.equal(200);
         expect(JSON.parse(reply.body)).to.deep.equal({ hello: 'world' });
+        // The host's certificate names its address, not the site: the name checked is the upstream's, not the client's Host.
+        const named = await get(proxy.url, '/External/Hello', { headers: { host: 'www.example.com' } });
+        expect(named.status, "a client's Host naming the site").to.equal(200);
       });
     }
 
