@@ -4,7 +4,8 @@
 // value is applied now or needs a restart (its running value is kept until then), and the words of the
 // SIGHUP line each of them writes. The processes only carry out what this decides.
 import { isDeepStrictEqual } from 'node:util';
-import { flagValue, type Command } from './config.ts';
+import type { Command } from './commands.ts';
+import { flagValue } from './config.ts';
 import { SETTING_KEYS, specOf, type Config, type SettingKey } from './settings.ts';
 
 /** The process that read its settings again; the others are handed what it decided. */

@@ -29,7 +29,7 @@ import {
   type Parser,
   type Upstream,
 } from './settingParsers.ts';
-import type { Command } from './config.ts';
+import type { Command } from './commands.ts';
 
 /**
  * Whether one of the upstreams is on this machine: a unix socket, or a loopback address or name. --help reads a
