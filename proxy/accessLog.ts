@@ -5,7 +5,7 @@ import type { LogSettings } from '../common/settings.ts';
 import { openLineLog, rotationOf } from '../common/lineLog.ts';
 import { accessFormatter, type AccessEntry, type LogFormat } from '../common/logFormat.ts';
 import type { LogRelay } from '../common/logRelay.ts';
-import { clientAddress } from './errorLog.ts';
+import { clientAddress } from './clientAddress.ts';
 import type { RequestContext } from './requestContext.ts';
 import type { ProxyLogEntries, WireAccessEntry } from './workerMessages.ts';
 

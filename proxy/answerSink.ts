@@ -3,11 +3,10 @@
 // front of it that decides from the head, as finally written, whether the body is compressed
 // (compression.ts), as nginx's gzip filter sits in its output chain: the response's own methods are never
 // replaced.
-import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Readable, Transform } from 'node:stream';
 import type { ContentCoding } from '../common/settings.ts';
 import { encodedHead, encodeInOneCall, FLUSH, ONE_CALL_MAX, streamEncoder, type Negotiated } from './compression.ts';
-import type { RequestContext } from './requestContext.ts';
 
 /** What an answer is written to: one head, then body pieces, then the end. */
 export interface AnswerSink {
@@ -18,6 +17,17 @@ export interface AnswerSink {
   /** Calls `resume` once, when a writer told to wait may write again. */
   onDrain(resume: () => void): void;
   end(): void;
+}
+
+/**
+ * What an encoder needs of the request it answers (a RequestContext, which holds its sink): the request and
+ * its response, the sink an unencoded answer goes to, and where the encoded body's bytes are counted (%b).
+ */
+export interface AnsweredRequest {
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  readonly answer: AnswerSink;
+  encodedBytes: number | undefined;
 }
 
 /** The response itself: what an answer that is never encoded is written to. */
@@ -73,7 +83,7 @@ export class EncodingSink implements AnswerSink {
   private ended = false;
 
   constructor(
-    private readonly ctx: RequestContext,
+    private readonly ctx: AnsweredRequest,
     private readonly negotiated: Negotiated,
     options: EncodeOptions,
   ) {
@@ -172,7 +182,7 @@ function flushEncoder(sink: EncodingSink): void {
  * The sink for an answer when compression is on (`negotiated`), encoded or not (its head still gets Vary
  * and its 304 the variant's ETag), else the response itself.
  */
-export function answerSink(ctx: RequestContext, negotiated: Negotiated | undefined, options: EncodeOptions): AnswerSink {
+export function answerSink(ctx: AnsweredRequest, negotiated: Negotiated | undefined, options: EncodeOptions): AnswerSink {
   return negotiated ? new EncodingSink(ctx, negotiated, options) : ctx.answer;
 }
 

@@ -6,9 +6,11 @@ import type { Socket } from 'node:net';
 import { statusOfParserError } from '../common/protocol.ts';
 import type { AccessLog } from './accessLog.ts';
 import { errorPage, reasonOf } from './errorPages.ts';
-import { clientOf, type ErrorLog } from './errorLog.ts';
+import { clientOf } from './clientAddress.ts';
+import type { ErrorLog } from './errorLog.ts';
 import { isLingering } from './lingeringClose.ts';
-import { KIND, type RequestMetrics } from './metrics.ts';
+import type { RequestMetrics } from './requestMetrics.ts';
+import { KIND } from './route.ts';
 import { answeringOn, isHttp2 } from './protocols.ts';
 import { bodyBeingRead, bodyRefusedOn, refuseBody } from './requestBodies.ts';
 

@@ -74,16 +74,3 @@ export function openErrorLog(settings: LogSettings, sink: ErrorSink, terminal?: 
     drain: () => sink.drain(),
   };
 }
-
-/** What a client line needs of a socket; `{}` when the socket is gone already. */
-export type ClientSocket = { remoteAddress?: string; remotePort?: number };
-
-/** `ip:port` of the client, as Apache's `[client %a]` shows it (IPv4-mapped addresses unwrapped). */
-export function clientOf(socket: ClientSocket): string {
-  return `${clientAddress(socket.remoteAddress)}:${socket.remotePort ?? 0}`;
-}
-
-export function clientAddress(address: string | undefined): string {
-  if (!address) return '-';
-  return address.startsWith('::ffff:') ? address.slice('::ffff:'.length) : address;
-}

@@ -5,7 +5,7 @@
 // streamResetRate for this; Node 20 has nothing, hence the count here).
 import { constants, type Http2Session, type ServerHttp2Stream } from 'node:http2';
 import type { ErrorLog } from './errorLog.ts';
-import { clientOf } from './errorLog.ts';
+import { clientOf } from './clientAddress.ts';
 
 /** The window the resets are counted in. */
 const WINDOW_MS = 1_000;

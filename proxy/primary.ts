@@ -19,7 +19,9 @@ import { accessFile, accessOfWire } from './accessLog.ts';
 import { errorFile, openErrorLog } from './errorLog.ts';
 import { terminalWriter } from '../common/terminal.ts';
 import { announceStart, listenerUrl, reloadedEntries, stoppingEntry } from './lifecycle.ts';
-import { addCounts, startTimeJson, type MetricJson } from './metrics.ts';
+import type { MetricJson } from './metricJson.ts';
+import { startTimeJson } from './processShare.ts';
+import { addCounts } from './proxyFigures.ts';
 import type { ProxyLogEntries, ProxyPrimarySays, ProxyWorkerSays } from './workerMessages.ts';
 
 const SHARE_TIMEOUT_MS = 1_000;

@@ -1,16 +1,40 @@
 // The proxy's figures summed over its processes, the one way /metrics and /server-status both count:
-// each process's share is its metrics in prom-client's JSON form (metrics.ts), with --proxy-workers the
-// primary adds what departed workers had counted, and AggregatorRegistry.aggregate() sums them. The
+// each process's share is its metrics in prom-client's JSON form (metricJson.ts), with --proxy-workers the
+// primary adds what departed workers had counted (addCounts), and AggregatorRegistry.aggregate() sums them. The
 // status page reads its numbers from that sum, so it always agrees with /metrics.
 import type { Registry } from 'prom-client';
 import { nullObject } from '../common/nullObject.ts';
-import type { MetricJson } from './metrics.ts';
+import type { MetricJson } from './metricJson.ts';
 import type { UpstreamSnapshot, UpstreamState } from './upstreams.ts';
 
 /** The shares summed, series by series, each metric by its own aggregator (sum, min for `up`, …). */
 export async function sumShares(shares: readonly MetricJson[][]): Promise<Registry> {
   const { AggregatorRegistry } = await import('prom-client');
   return AggregatorRegistry.aggregate(shares as unknown as Parameters<typeof AggregatorRegistry.aggregate>[0]);
+}
+
+/** A series' identity within its metric: the sample's name (a histogram has three) and its labels. */
+function seriesKey({ metricName, labels }: MetricJson['values'][number]): string {
+  return `${metricName ?? ''}|${JSON.stringify(Object.entries(labels).sort(([a], [b]) => (a < b ? -1 : 1)))}`;
+}
+
+/**
+ * Adds the counters and histograms of `share` (a process gone) into `into`, series by series; its gauges
+ * said what was true while it lived, and are dropped. The series of a share are bounded (labels are
+ * route kinds, methods, status classes and configured upstreams), so the lookups stay small.
+ */
+export function addCounts(into: MetricJson[], share: readonly MetricJson[]): void {
+  for (const metric of share) {
+    if (metric.type !== 'counter' && metric.type !== 'histogram') continue;
+    let target = into.find((m) => m.name === metric.name);
+    if (!target) into.push((target = { ...metric, values: [] }));
+    const index = new Map(target.values.map((v) => [seriesKey(v), v]));
+    for (const value of metric.values) {
+      const same = index.get(seriesKey(value));
+      if (same) same.value += value.value;
+      else target.values.push({ ...value, labels: { ...value.labels } });
+    }
+  }
 }
 
 /** What /server-status shows of the proxy itself. */

@@ -2,12 +2,16 @@
 // (nginx's `r`, fastify's `request`): its id, its client as it arrived, its times, what the route made of
 // it, the bytes its answer carried, and an error-log writer bound to it. The access line is written from it.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { LogLevel } from '../common/logFormat.ts';
+import type { ErrorEntry, LogLevel } from '../common/logFormat.ts';
 import { ResponseSink, type AnswerSink } from './answerSink.ts';
-import { clientAddress, clientOf, type ErrorLog } from './errorLog.ts';
-import { KIND, type RouteKind } from './metrics.ts';
+import { clientAddress, clientOf } from './clientAddress.ts';
 import { bodyFollows } from './protocols.ts';
-import type { ProxyRoute } from './route.ts';
+import { KIND, type ProxyRoute, type RouteKind } from './route.ts';
+
+/** What a request's lines need of the error log (errorLog.ts's ErrorLog is one). */
+export interface ErrorWriter {
+  write(event: ErrorEntry): void;
+}
 
 export class RequestContext {
   /** %t: when the request arrived (wall clock). */
@@ -49,7 +53,7 @@ export class RequestContext {
     readonly res: ServerResponse,
     /** X-Request-Id: the client's when well-formed (common/requestId.ts), else a new one. */
     readonly id: string,
-    private readonly errorLog: ErrorLog,
+    private readonly errorLog: ErrorWriter,
   ) {
     this.url = req.url ?? '-';
     this.remoteAddress = req.socket.remoteAddress;

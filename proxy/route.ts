@@ -9,6 +9,12 @@ const METRICS = '/metrics';
 /** Prometheus's own probe paths: a prefix no site's file is likely to use. */
 const PROBES: Record<string, 'live' | 'ready'> = { '/-/healthy': 'live', '/-/ready': 'ready' };
 
+/** What the route decided for a request; `refused` is one answered before or instead of routing (400, 413, 505…). */
+export const ROUTE_KINDS = ['controller', 'static', 'status', 'metrics', 'refused'] as const;
+/** Indices into ROUTE_KINDS, so counting needs no string. */
+export const KIND = { controller: 0, static: 1, status: 2, metrics: 3, refused: 4 } as const;
+export type RouteKind = (typeof KIND)[keyof typeof KIND];
+
 export type ProxyRoute =
   | { kind: 'forward'; url: string; path: string }
   | { kind: 'static'; path: string }

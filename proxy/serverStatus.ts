@@ -11,7 +11,7 @@ import { sendErrorPage } from './errorPages.ts';
 import type { RequestContext } from './requestContext.ts';
 import { renderAuto, renderHtml, renderJson, type HostSummary, type StatusReport } from './statusPage.ts';
 import type { Upstreams, UpstreamState } from './upstreams.ts';
-import type { MetricJson } from './metrics.ts';
+import type { MetricJson } from './metricJson.ts';
 import { proxyFiguresOf, sumShares } from './proxyFigures.ts';
 
 const SERVER_VERSION = `extqs/${VERSION} (Node.js ${process.version})`;

@@ -7,7 +7,7 @@ import type { ReloadNotice } from '../common/launcherProtocol.ts';
 import type { AccessEntry, ErrorEntry } from '../common/logFormat.ts';
 import type { EntryBatch } from '../common/logRelay.ts';
 import type { ProxyConfig } from '../common/settings.ts';
-import type { MetricJson } from './metrics.ts';
+import type { MetricJson } from './metricJson.ts';
 
 /** access.log's entry on the wire (JSON has no Date). */
 export type WireAccessEntry = Omit<AccessEntry, 'time'> & { time: number };

@@ -1,7 +1,7 @@
 // Pass 6: a path under www/public, answered from memory or by send (staticFiles.ts), compressed when the
 // client takes it (compression.ts).
 import { negotiateRequest, type CompressionSettings } from '../compression.ts';
-import { KIND } from '../metrics.ts';
+import { KIND } from '../route.ts';
 import type { Pass } from '../requestContext.ts';
 import type { ServeStatic } from '../staticFiles.ts';
 

@@ -3,7 +3,7 @@
 import { answerSink } from '../answerSink.ts';
 import { negotiateRequest, type CompressionSettings } from '../compression.ts';
 import type { Forward } from '../forwarding.ts';
-import { KIND } from '../metrics.ts';
+import { KIND } from '../route.ts';
 import { isHttp2, responseGone } from '../protocols.ts';
 import type { Pass } from '../requestContext.ts';
 

@@ -4,7 +4,7 @@
 // with an error.log line naming why. A probe that passes writes no access line.
 import { sendErrorPage } from '../errorPages.ts';
 import { hostNotReady } from '../hostReadiness.ts';
-import { KIND } from '../metrics.ts';
+import { KIND } from '../route.ts';
 import type { Pass, RequestContext } from '../requestContext.ts';
 import type { Upstreams } from '../upstreams.ts';
 

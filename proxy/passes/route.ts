@@ -1,9 +1,8 @@
 // Pass 4: what the target asks for (proxy/route.ts), kept on the context for the passes after it; a target
 // this server cannot take is answered here with Apache's page and its error.log line.
 import { sendErrorPage } from '../errorPages.ts';
-import { KIND } from '../metrics.ts';
 import type { Pass } from '../requestContext.ts';
-import { routeRequest } from '../route.ts';
+import { KIND, routeRequest } from '../route.ts';
 
 export const routePass: Pass = (ctx) => {
   const route = (ctx.route = routeRequest(ctx.req.url ?? ''));

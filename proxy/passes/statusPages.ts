@@ -1,7 +1,7 @@
 // Pass 5: the pages about the server, /server-status (serverStatus.ts) and /metrics (metrics.ts). A page
 // that fails is logged, and answered 500 unless it began to answer.
 import { sendErrorPage } from '../errorPages.ts';
-import { KIND } from '../metrics.ts';
+import { KIND } from '../route.ts';
 import type { Pass, RequestContext } from '../requestContext.ts';
 
 export interface StatusPages {

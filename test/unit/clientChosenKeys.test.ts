@@ -14,7 +14,7 @@ import {
   type WorkerSnapshot,
 } from '../../host/stats.ts';
 import { forwardedHeaders, responseHeaders } from '../../proxy/forwarding.ts';
-import { hostMetricsJson } from '../../proxy/metrics.ts';
+import { hostMetricsJson } from '../../proxy/hostMetrics.ts';
 import { renderAuto, renderHtml, renderJson, type HostSummary } from '../../proxy/statusPage.ts';
 import { NO_POOL } from '../helpers/poolFields.ts';
 import { contextFor } from '../helpers/requestContext.ts';
