@@ -1,5 +1,6 @@
-// Apache httpd's built-in error documents (modules/http/http_protocol.c, get_canned_error_string),
-// without the server signature and without echoing the URL back.
+// The pages a request is refused with: the operator's (--error-document), else Apache httpd's built-in
+// error documents (modules/http/http_protocol.c, get_canned_error_string), without the server signature
+// and without echoing the URL back.
 import type { ServerResponse } from 'node:http';
 import { STATUS_CODES } from 'node:http';
 import type { ErrorDocument } from '../common/settingParsers.ts';
@@ -26,13 +27,8 @@ const APACHE_REASONS: Record<number, string> = { 413: 'Request Entity Too Large'
 
 export const reasonOf = (status: number): string => APACHE_REASONS[status] ?? STATUS_CODES[status] ?? 'Error';
 
+/** Apache's pages, each built once (they never change: a cache, not a setting). */
 const pages = new Map<number, Buffer>();
-/** The operator's pages (--error-document), replaced as a whole at start and on SIGHUP. */
-let ownPages = new Map<number, { body: Buffer; contentType: string }>();
-
-export function setErrorDocuments(documents: readonly ErrorDocument[]): void {
-  ownPages = new Map(documents.map(({ status, body, contentType }) => [status, { body: Buffer.from(body, 'base64'), contentType }]));
-}
 
 /** Apache's page for `status`, built once. */
 export function errorPage(status: number): Buffer {
@@ -49,21 +45,42 @@ export function errorPage(status: number): Buffer {
   return page;
 }
 
-/** Answers with the operator's page for `status`, else Apache's; a response already under way is cut instead. */
-export function sendErrorPage(res: ServerResponse, status: number, headers: Record<string, string> = {}): void {
-  if (res.headersSent) {
-    res.destroy();
-    return;
+type OwnPage = { body: Buffer; contentType: string };
+
+const ownPagesOf = (documents: readonly ErrorDocument[]) =>
+  new Map<number, OwnPage>(documents.map(({ status, body, contentType }) => [status, { body: Buffer.from(body, 'base64'), contentType }]));
+
+/**
+ * The operator's pages by status, made by the process's role from the settings and handed to each request's
+ * context (requestContext.ts); a SIGHUP replaces them as a whole, for the answers after it.
+ */
+export class ErrorPages {
+  private own: Map<number, OwnPage>;
+
+  constructor(documents: readonly ErrorDocument[] = []) {
+    this.own = ownPagesOf(documents);
   }
-  const own = ownPages.get(status);
-  const page = own?.body ?? errorPage(status);
-  const head = res.req.method === 'HEAD';
-  // A HEAD answer carries no body length for a body that does not follow, as Apache's error pages
-  // (RFC 9110 §8.6 lets a server leave it out; a cache would otherwise take it for the GET's).
-  const fields: Record<string, string> = { ...headers, 'Content-Type': own?.contentType ?? 'text/html; charset=iso-8859-1' };
-  if (!head) fields['Content-Length'] = String(page.length);
-  // HTTP/2 has no reason phrase (RFC 9113 §8.3.2); Node warns when given one.
-  if (isHttp2(res.req)) res.writeHead(status, fields);
-  else res.writeHead(status, reasonOf(status), fields);
-  res.end(head ? undefined : page);
+
+  replace(documents: readonly ErrorDocument[]): void {
+    this.own = ownPagesOf(documents);
+  }
+
+  /** Answers with the operator's page for `status`, else Apache's; a response already under way is cut instead. */
+  send(res: ServerResponse, status: number, headers: Record<string, string> = {}): void {
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    const own = this.own.get(status);
+    const page = own?.body ?? errorPage(status);
+    const head = res.req.method === 'HEAD';
+    // A HEAD answer carries no body length for a body that does not follow, as Apache's error pages
+    // (RFC 9110 §8.6 lets a server leave it out; a cache would otherwise take it for the GET's).
+    const fields: Record<string, string> = { ...headers, 'Content-Type': own?.contentType ?? 'text/html; charset=iso-8859-1' };
+    if (!head) fields['Content-Length'] = String(page.length);
+    // HTTP/2 has no reason phrase (RFC 9113 §8.3.2); Node warns when given one.
+    if (isHttp2(res.req)) res.writeHead(status, fields);
+    else res.writeHead(status, reasonOf(status), fields);
+    res.end(head ? undefined : page);
+  }
 }

@@ -14,7 +14,6 @@ import {
   START_BY_FIELD,
   POOL_FULL_FIELD,
 } from '../common/protocol.ts';
-import { sendErrorPage } from './errorPages.ts';
 import { END_OF_SCRIPT_OUTPUT, HOST_STDERR_PREFIX } from './hostFailureLines.ts';
 import { isLoopback } from './loopback.ts';
 import { isOutOfDescriptors, outOfDescriptorsLine, watchOpenFilesLimit } from './openFilesLimit.ts';
@@ -284,7 +283,7 @@ export function failures({ upstreamTimeoutMs, limitRequestBody }: ForwarderOptio
         `Timeout waiting for output from controller ${controllerOf(path)} (${path}): no response headers within ${seconds} s (max_execution_time ${seconds} s)`,
         '(ETIMEDOUT)The timeout specified has expired',
       );
-      sendErrorPage(ctx.res, 504);
+      ctx.sendErrorPage(504);
     },
     hostSignals(statusCode, headers, ctx) {
       relayStderr(headers, ctx);
@@ -293,7 +292,7 @@ export function failures({ upstreamTimeoutMs, limitRequestBody }: ForwarderOptio
     endedWithoutHeaders(ctx, path) {
       if (responseGone(ctx.res)) return;
       endOfScriptOutput(ctx, path);
-      sendErrorPage(ctx.res, 500);
+      ctx.sendErrorPage(500);
     },
     trailers(trailers, ctx, path) {
       if (relayStderr(trailers, ctx) === 0) return false;
@@ -308,17 +307,17 @@ export function failures({ upstreamTimeoutMs, limitRequestBody }: ForwarderOptio
     },
     poolFull(ctx, path) {
       ctx.log('fcgid', 'warn', `mod_fcgid: can't apply process slot for ${path}`);
-      sendErrorPage(ctx.res, 503);
+      ctx.sendErrorPage(503);
     },
     controllerFailed(ctx) {
       // The fatal error's line went to error.log with the host's stderr (hostSignals).
-      sendErrorPage(ctx.res, 500);
+      ctx.sendErrorPage(500);
     },
     hostRefused(status, ctx, path, headers) {
       ctx.log('proxy', 'error', `host answered ${status} without a controller for ${path}`);
       if (!ctx.req.complete) ctx.res.shouldKeepAlive = false;
       const retryAfter = headers['retry-after'];
-      sendErrorPage(ctx.res, status, typeof retryAfter === 'string' ? { 'Retry-After': retryAfter } : {});
+      ctx.sendErrorPage(status, typeof retryAfter === 'string' ? { 'Retry-After': retryAfter } : {});
     },
     tooLarge(ctx, received) {
       ctx.log('http', 'info', `AH01591: Read content length of ${received} is larger than the configured limit of ${limitRequestBody}`);
@@ -327,7 +326,7 @@ export function failures({ upstreamTimeoutMs, limitRequestBody }: ForwarderOptio
       // (or now, if the host's answer already went).
       if (res.writableEnded) return void req.socket?.destroy();
       res.shouldKeepAlive = false;
-      sendErrorPage(res, 413);
+      ctx.sendErrorPage(413);
     },
     connectFailed: logConnectFailure,
     workerFailed(err, ctx, path, pid, how) {
@@ -343,11 +342,11 @@ export function failures({ upstreamTimeoutMs, limitRequestBody }: ForwarderOptio
       // written then: Node holds it until its turn.
       if (isConnectError(err)) {
         logConnectFailure(err, ctx, path, upstream);
-        return sendErrorPage(res, 503);
+        return ctx.sendErrorPage(503);
       }
       if (isOutOfDescriptors(err)) {
         ctx.log('proxy', 'error', outOfDescriptorsLine(err, upstream.name, path), errnoText(err));
-        return sendErrorPage(res, 503);
+        return ctx.sendErrorPage(503);
       }
       // The host's connection failed before a response header (a worker killed mid-request): the socket's
       // error as mod_fcgid reports a failed read, then what Apache says of the script (docs/design.md §3.2).
@@ -357,7 +356,7 @@ export function failures({ upstreamTimeoutMs, limitRequestBody }: ForwarderOptio
         ctx.log('proxy', 'error', `could not forward the request to upstream ${upstream.name}`, `(${err.code ?? 'EPROTO'})${err.message}`);
       }
       endOfScriptOutput(ctx, path);
-      sendErrorPage(res, 500);
+      ctx.sendErrorPage(500);
     },
     pastEnd(ctx, path, upstream) {
       ctx.log('proxy', 'error', `upstream ${upstream.name} sent bytes past the end of its answer to ${path}: its connection is closed`);

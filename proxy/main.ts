@@ -18,7 +18,7 @@ import { onShutdownSignal } from '../common/shutdown.ts';
 import { accessFile, openAccessLog, relayedAccess } from './accessLog.ts';
 import type { CompressionSettings } from './compression.ts';
 import { errorFile, openErrorLog, relayedErrors } from './errorLog.ts';
-import { setErrorDocuments } from './errorPages.ts';
+import { ErrorPages } from './errorPages.ts';
 import { terminalWriter } from '../common/terminal.ts';
 import { announceStart, listenerUrl, reloadedEntries, stoppingEntry } from './lifecycle.ts';
 import { metricsPortServer } from './metricsPort.ts';
@@ -82,11 +82,11 @@ export async function serveProxy(
   // The settings the request path is (to be) built with; a SIGHUP before the server exists is applied once it does.
   let pathSettings = config;
   let reloadRequestPath = (_settings: ProxyConfig): void => {};
-  // Read by every request, so a SIGHUP's --compression applies to the next answers.
+  // Read by every request, so a SIGHUP's --compression and --error-document apply to the next answers.
   const compression: CompressionSettings = { codings: config.compression };
-  setErrorDocuments(config.errorDocuments);
+  const errorPages = new ErrorPages(config.errorDocuments);
   reloads((settings, note, kept) => {
-    setErrorDocuments(settings.errorDocuments);
+    errorPages.replace(settings.errorDocuments);
     const reopened = [accessLog.reopen(settings) && 'access.log', errorLog.reopen(settings) && 'error.log'];
     compression.codings = settings.compression;
     if (!primary) for (const entry of reloadedEntries(reopened, note, kept, settings)) errorLog.write(entry);
@@ -125,6 +125,7 @@ export async function serveProxy(
     everyShare: primary && (() => primary.request('all-metrics', null, SHARES_TIMEOUT_MS)),
     tls: config.tlsCert === undefined ? undefined : tlsOptionsOf(config),
     compression,
+    errorPages,
     markLocalClients: config.dev === true,
   });
   // Applied in the order the SIGHUPs came, each once its engine is loaded.

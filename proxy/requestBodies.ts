@@ -4,7 +4,6 @@
 import type { Http2ServerResponse } from 'node:http2';
 import type { Socket } from 'node:net';
 import { statusOfParserError } from '../common/protocol.ts';
-import { sendErrorPage } from './errorPages.ts';
 import { closeAtOnce, lingerAfterEarlyAnswer } from './lingeringClose.ts';
 import { answeringOn, isHttp2 } from './protocols.ts';
 import type { RequestContext } from './requestContext.ts';
@@ -71,5 +70,5 @@ export function refuseBody(ctx: RequestContext, err: NodeJS.ErrnoException, sock
     return void socket.destroy();
   }
   res.shouldKeepAlive = false;
-  sendErrorPage(res, status);
+  ctx.sendErrorPage(status);
 }

@@ -5,6 +5,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ErrorEntry, LogLevel } from '../common/logFormat.ts';
 import { ResponseSink, type AnswerSink } from './answerSink.ts';
 import { clientAddress, clientOf } from './clientAddress.ts';
+import type { ErrorPages } from './errorPages.ts';
 import { bodyFollows } from './protocols.ts';
 import { KIND, type ProxyRoute, type RouteKind } from './route.ts';
 
@@ -54,6 +55,8 @@ export class RequestContext {
     /** X-Request-Id: the client's when well-formed (common/requestId.ts), else a new one. */
     readonly id: string,
     private readonly errorLog: ErrorWriter,
+    /** The pages it may be refused with: the operator's (--error-document), else Apache's. */
+    private readonly errorPages: ErrorPages,
   ) {
     this.url = req.url ?? '-';
     this.remoteAddress = req.socket.remoteAddress;
@@ -77,6 +80,11 @@ export class RequestContext {
   log(module: string, level: LogLevel, message: string, status?: string): void {
     const referer = this.req.headers.referer;
     this.errorLog.write({ module, level, status, client: this.client, message, referer, requestId: this.id });
+  }
+
+  /** Answers with the error page for `status`; an answer under way is cut instead. */
+  sendErrorPage(status: number, headers?: Record<string, string>): void {
+    this.errorPages.send(this.res, status, headers);
   }
 
   /** Apache's %b: body bytes sent, 0 for HEAD, 204 and 304. */

@@ -14,6 +14,7 @@ import type { AccessLog } from './accessLog.ts';
 import { http1Limits, type ClientLimits } from './clientLimits.ts';
 import type { CompressionSettings } from './compression.ts';
 import type { ErrorLog } from './errorLog.ts';
+import type { ErrorPages } from './errorPages.ts';
 import { capConnections } from './connectionCap.ts';
 import { connectionRefusals } from './connectionRefusals.ts';
 import { answeringOn, isHttp2 } from './protocols.ts';
@@ -65,6 +66,8 @@ export interface ProxyOptions {
   everyShare?: () => Promise<MetricJson[][]>;
   /** The codings --compression allows; a SIGHUP may change them while the server runs. */
   compression: CompressionSettings;
+  /** What a refused request is answered with (--error-document); a SIGHUP may replace them while the server runs. */
+  errorPages: ErrorPages;
   /** `extqs dev`: the host is told which clients are on loopback (proxy/forwarding.ts). */
   markLocalClients?: boolean;
   /** The Server field of every answer (--server-tokens); absent sends none. */
@@ -147,7 +150,7 @@ function closeQueued(queued: Set<ServerResponse>): void {
 }
 
 export function createProxyServer(options: ProxyOptions): ProxyServer {
-  const { www, staticCache, accessLog, errorLog, limits, tls, everyShare, compression, markLocalClients = false } = options;
+  const { www, staticCache, accessLog, errorLog, errorPages, limits, tls, everyShare, compression, markLocalClients = false } = options;
 
   const open = new InFlightList<ServerResponse>();
   const startedAt = new Date();
@@ -218,7 +221,7 @@ export function createProxyServer(options: ProxyOptions): ProxyServer {
   function handleRequest(req: IncomingMessage, res: ServerResponse): void {
     // Bytes after a body read only to be dropped, on a connection answered `Connection: close`: not served.
     if (!isHttp2(req) && isLingering(req.socket)) return void req.socket.destroy();
-    const ctx = new RequestContext(req, res, requestIdOrNew(req.headers), errorLog);
+    const ctx = new RequestContext(req, res, requestIdOrNew(req.headers), errorLog, errorPages);
     const openEntry = open.add(res);
     if (!res.socket) closeWithConnection(req.socket, res);
     watchBody(ctx);

@@ -7,7 +7,6 @@ import { request as requestTls } from 'node:https';
 import { hostTlsFor } from './hostTls.ts';
 import type { BlockList } from 'node:net';
 import { allowed } from '../common/clientList.ts';
-import { sendErrorPage } from './errorPages.ts';
 import type { RequestContext } from './requestContext.ts';
 import { renderAuto, renderHtml, renderJson, type HostSummary, type StatusReport } from './statusPage.ts';
 import type { Upstreams, UpstreamState } from './upstreams.ts';
@@ -27,13 +26,13 @@ const MAX_REFRESH_SECONDS = 3_600;
 export function refused(ctx: RequestContext, path: string, allow: BlockList): boolean {
   if (!allowed(allow, ctx.remoteAddress)) {
     ctx.log('authz_core', 'error', `AH01630: client denied by server configuration: ${path}`);
-    sendErrorPage(ctx.res, 403);
+    ctx.sendErrorPage(403);
     return true;
   }
   const { method } = ctx.req;
   if (method !== 'GET' && method !== 'HEAD') {
     ctx.log('core', 'info', `Method ${method} not allowed for ${path}`);
-    sendErrorPage(ctx.res, 405, { Allow: 'GET, HEAD' });
+    ctx.sendErrorPage(405, { Allow: 'GET, HEAD' });
     return true;
   }
   return false;
@@ -81,7 +80,7 @@ export function serverStatus({ shares, upstreams, allow }: ServerStatusOptions) 
     const refresh = params.get('refresh');
     if (refresh !== null && !(/^\d{1,4}$/.test(refresh) && Number(refresh) >= 1 && Number(refresh) <= MAX_REFRESH_SECONDS)) {
       ctx.log('status', 'info', `Bad refresh ${JSON.stringify(refresh)} for /server-status: 1 to ${MAX_REFRESH_SECONDS} seconds`);
-      return sendErrorPage(res, 400);
+      return ctx.sendErrorPage(400);
     }
 
     const [proxy, hosts] = await Promise.all([

@@ -18,7 +18,6 @@ import { LINK_REFUSED, LinkRefusedError, type LinkVerdict, type Refusal } from '
 import type { ContentCoding } from '../common/settings.ts';
 import { EncodingSink, responseWritingTo } from './answerSink.ts';
 import { isCompressible, SUFFIX, type Negotiated } from './compression.ts';
-import { sendErrorPage } from './errorPages.ts';
 import type { RequestContext } from './requestContext.ts';
 import { statEtag, type CacheEntry, type StaticCache } from './staticCache.ts';
 
@@ -135,14 +134,14 @@ export function staticFiles(root: string, cache: StaticCache) {
     }
     // send may have set ETag, Content-Range and the like for the file it meant to send.
     clearFileFields(res);
-    sendErrorPage(res, status, err.headers);
+    ctx.sendErrorPage(status, err.headers);
   }
 
   function notFound(ctx: RequestContext, file: string, headers?: Record<string, string>): void {
     const { res } = ctx;
     ctx.log('core', 'info', `AH00128: File does not exist: ${file}`, FILE_NOT_FOUND_STATUS);
     clearFileFields(res);
-    sendErrorPage(res, 404, headers);
+    ctx.sendErrorPage(404, headers);
   }
 
   /** Apache's answer to a link it may not follow: 403 and `AH00037` (core.c), with the link and why. */
@@ -150,7 +149,7 @@ export function staticFiles(root: string, cache: StaticCache) {
     const { res } = ctx;
     ctx.log('core', 'error', `AH00037: ${LINK_REFUSED}: ${link} (${reason})`);
     clearFileFields(res);
-    sendErrorPage(res, 403);
+    ctx.sendErrorPage(403);
   }
 
   /**
@@ -246,10 +245,10 @@ export function staticFiles(root: string, cache: StaticCache) {
   }
 
   return function serveStatic(ctx: RequestContext, urlPath: string, negotiated?: Negotiated): void {
-    const { req, res } = ctx;
+    const { req } = ctx;
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       ctx.log('core', 'info', `Method ${req.method} not allowed for ${urlPath}`);
-      sendErrorPage(res, 405, { Allow: ALLOWED_METHODS });
+      ctx.sendErrorPage(405, { Allow: ALLOWED_METHODS });
       return;
     }
     const cached = cache.get(urlPath);

@@ -2,7 +2,6 @@
 // stub health checks and Prometheus's /-/healthy and /-/ready): /-/healthy is 200 while this process
 // answers (liveness); /-/ready is 200 when a host has a worker able to take a request (readiness), else 503
 // with an error.log line naming why. A probe that passes writes no access line.
-import { sendErrorPage } from '../errorPages.ts';
 import { hostNotReady } from '../hostReadiness.ts';
 import { KIND } from '../route.ts';
 import type { Pass, RequestContext } from '../requestContext.ts';
@@ -15,7 +14,7 @@ export function probesPass(upstreams: Upstreams): Pass {
     ctx.kind = KIND.status;
     const { method } = ctx.req;
     if (method !== 'GET' && method !== 'HEAD') {
-      sendErrorPage(ctx.res, 405, { Allow: 'GET, HEAD' });
+      ctx.sendErrorPage(405, { Allow: 'GET, HEAD' });
       return true;
     }
     if (route.probe === 'live') answer(ctx, 'alive');
@@ -23,7 +22,7 @@ export function probesPass(upstreams: Upstreams): Pass {
       void anyHostReady(upstreams).then((reasons) => {
         if (reasons === undefined) return answer(ctx, 'ready');
         ctx.log('proxy', 'error', `not ready: no host has a worker able to take a request (${reasons})`);
-        if (!ctx.res.headersSent) sendErrorPage(ctx.res, 503);
+        if (!ctx.res.headersSent) ctx.sendErrorPage(503);
       });
     return true;
   };

@@ -1,6 +1,5 @@
 // Pass 4: what the target asks for (proxy/route.ts), kept on the context for the passes after it; a target
 // this server cannot take is answered here with Apache's page and its error.log line.
-import { sendErrorPage } from '../errorPages.ts';
 import type { Pass } from '../requestContext.ts';
 import { KIND, routeRequest } from '../route.ts';
 
@@ -10,14 +9,14 @@ export const routePass: Pass = (ctx) => {
     ctx.kind = KIND.static;
     // Apache's words (request.c), with the target as sent, as its r->unparsed_uri.
     ctx.log('core', 'info', `AH00026: found %2f (encoded '/') in URI path (${ctx.req.url}), returning 404`);
-    sendErrorPage(ctx.res, 404);
+    ctx.sendErrorPage(404);
     return true;
   }
   if (route.kind === 'bad-request') {
     // A path above the root is a traversal probe, an error to Apache (AH10244); the rest is S2.
     if (route.aboveRoot) ctx.log('core', 'error', `AH10244: invalid URI path (${ctx.req.url})`);
     else ctx.log('core', 'info', `Invalid request target ${JSON.stringify(ctx.req.url)}`);
-    sendErrorPage(ctx.res, route.status);
+    ctx.sendErrorPage(route.status);
     return true;
   }
   return false;

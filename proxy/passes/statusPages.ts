@@ -1,6 +1,5 @@
 // Pass 5: the pages about the server, /server-status (serverStatus.ts) and /metrics (metrics.ts). A page
 // that fails is logged, and answered 500 unless it began to answer.
-import { sendErrorPage } from '../errorPages.ts';
 import { KIND } from '../route.ts';
 import type { Pass, RequestContext } from '../requestContext.ts';
 
@@ -29,5 +28,5 @@ export function statusPagesPass(pages: StatusPages): Pass {
 function pageFailed(ctx: RequestContext, page: string, err: Error): void {
   ctx.log('status', 'error', `${page} failed: ${err.message}`);
   if (ctx.res.headersSent) ctx.res.destroy();
-  else sendErrorPage(ctx.res, 500);
+  else ctx.sendErrorPage(500);
 }

@@ -3,10 +3,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ErrorEntry } from '../../common/logFormat.ts';
 import type { ErrorLog } from '../../proxy/errorLog.ts';
+import { ErrorPages } from '../../proxy/errorPages.ts';
 import { RequestContext } from '../../proxy/requestContext.ts';
 
 export function contextFor(req: IncomingMessage, id = 'id', res = {} as ServerResponse): RequestContext & { lines: ErrorEntry[] } {
   const lines: ErrorEntry[] = [];
   const errorLog: ErrorLog = { write: (entry) => void lines.push(entry), reopen: () => true, drain: async () => {} };
-  return Object.assign(new RequestContext(req, res, id, errorLog), { lines });
+  return Object.assign(new RequestContext(req, res, id, errorLog, new ErrorPages()), { lines });
 }
