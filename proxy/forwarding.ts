@@ -1,6 +1,6 @@
 // What every forwarding engine shares besides a request's life (forwardingCore.ts): the header hygiene in
 // both directions, and the answers and error-log lines for each way forwarding fails (docs/design.md §3).
-// The engines (forwardHttpProxy.ts, forwardUndici.ts) only move bytes.
+// The engines (forwardBuiltin.ts, forwardHttpProxy.ts) only move bytes.
 import { constants } from 'node:os';
 import { fieldTable } from '../common/nullObject.ts';
 import {

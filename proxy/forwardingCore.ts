@@ -1,7 +1,7 @@
 // One forwarded request's life, the same whichever engine moves its bytes: the upstream it goes to and the
 // next one when that cannot be reached, the deadline for the host's head, abandoning it when the client leaves
 // or the server answers it itself, its body counted against LimitRequestBody, the host's signals in its answer
-// head, and the %b count of a streamed answer. An engine (forwardUndici.ts, forwardHttpProxy.ts) only sends,
+// head, and the %b count of a streamed answer. An engine (forwardBuiltin.ts, forwardHttpProxy.ts) only sends,
 // aborts and relays bytes.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { PassThrough, type Readable } from 'node:stream';

@@ -1,4 +1,4 @@
-// Pass 6: a path under www/public, answered from memory or by send (staticFiles.ts), compressed when the
+// Pass 7: a path under www/public, answered from memory or by send (staticFiles.ts), compressed when the
 // client takes it (compression.ts).
 import { negotiateRequest, type CompressionSettings } from '../compression.ts';
 import { KIND } from '../route.ts';

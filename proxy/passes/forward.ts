@@ -1,4 +1,4 @@
-// Pass 7: /External/… to a host, through the chosen engine (forwarding.ts), its answer compressed on the fly
+// Pass 8: /External/… to a host, through the chosen engine (forwarding.ts), its answer compressed on the fly
 // when the client takes it (answerSink.ts: the engine writes the answer to ctx.answer).
 import { answerSink } from '../answerSink.ts';
 import { negotiateRequest, type CompressionSettings } from '../compression.ts';
