@@ -61,7 +61,7 @@ function replacesProxyWorkers(reader: Reader, running: Values): boolean {
 
 /**
  * Read by the proxy's request path: new workers take it where there are two or more; a lone process builds a new
- * request path with it, which new requests take while those in flight end on the old (proxy/server.ts reload()).
+ * request path with it, which new requests take while those in flight end on the old (proxy/server/server.ts reload()).
  */
 const byNewProxyWorkers: Rule = {
   decide: (running, _fresh, reader) => (replacesProxyWorkers(reader, running) ? 'replaced' : 'applied'),

@@ -91,7 +91,7 @@ const MTLS_UNDER_LAUNCHER = 'the launcher gives its host a private unix socket, 
 export const FORWARDERS = ['undici', 'http-proxy', 'builtin'] as const;
 export type Forwarder = (typeof FORWARDERS)[number];
 
-/** The content codings the proxy can make (proxy/compression.ts). */
+/** The content codings the proxy can make (proxy/core/compression.ts). */
 export const CONTENT_CODINGS = ['gzip', 'br'] as const;
 export type ContentCoding = (typeof CONTENT_CODINGS)[number];
 

@@ -14,9 +14,9 @@ import {
   responseHeaders,
   type ForwarderOptions,
   type Forwarding,
-} from './forwarding.ts';
-import { ForwardedRequest, forwardingShared, hostLinks, stopFollowing, type EngineRequest } from './forwardingCore.ts';
-import { hostTlsFor } from './hostTls.ts';
+} from './forward/forwarding.ts';
+import { ForwardedRequest, forwardingShared, hostLinks, stopFollowing, type EngineRequest } from './forward/forwardingCore.ts';
+import { hostTlsFor } from './forward/hostTls.ts';
 import { START_BY_FIELD } from '../common/protocol.ts';
 
 /** Fields undici frames or refuses itself (the other hop-by-hop ones are never forwarded). */

@@ -2,9 +2,9 @@
 // a chunked body as it passes: forwarding.ts), and --request-timeout for an HTTP/2 body, which node:http2
 // does not time (node:http does, for HTTP/1.1).
 import { constants as http2Constants, type Http2ServerResponse } from 'node:http2';
-import type { ClientLimits } from '../clientLimits.ts';
-import { isHttp2 } from '../protocols.ts';
-import type { Pass, RequestContext } from '../requestContext.ts';
+import type { ClientLimits } from '../core/clientLimits.ts';
+import { isHttp2 } from '../core/protocols.ts';
+import type { Pass, RequestContext } from '../core/requestContext.ts';
 
 export function bodyLimitsPass(limits: ClientLimits): Pass {
   return (ctx) => {

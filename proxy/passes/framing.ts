@@ -1,9 +1,9 @@
 // Pass 1, framing and limits of the head: what llhttp lets through but this server refuses, before anything
 // reads the body. Apache's page and an error.log line; the connection closes after it.
 import type { IncomingMessage } from 'node:http';
-import type { ClientLimits } from '../clientLimits.ts';
-import { isHttp2 } from '../protocols.ts';
-import type { Pass } from '../requestContext.ts';
+import type { ClientLimits } from '../core/clientLimits.ts';
+import { isHttp2 } from '../core/protocols.ts';
+import type { Pass } from '../core/requestContext.ts';
 
 export interface FramingProblem {
   status: number;

@@ -3,8 +3,8 @@
 // nginx and Apache configurations leave them.
 import { isIP } from 'node:net';
 import type { TLSSocket } from 'node:tls';
-import { authorityOf, isHttp2 } from '../protocols.ts';
-import type { Pass } from '../requestContext.ts';
+import { authorityOf, isHttp2 } from '../core/protocols.ts';
+import type { Pass } from '../core/requestContext.ts';
 
 const ACME_CHALLENGE = '/.well-known/acme-challenge/';
 

@@ -2,10 +2,10 @@
 // stub health checks and Prometheus's /-/healthy and /-/ready): /-/healthy is 200 while this process
 // answers (liveness); /-/ready is 200 when a host has a worker able to take a request (readiness), else 503
 // with an error.log line naming why. A probe that passes writes no access line.
-import { hostNotReady } from '../hostReadiness.ts';
-import { KIND } from '../route.ts';
-import type { Pass, RequestContext } from '../requestContext.ts';
-import type { Upstreams } from '../upstreams.ts';
+import { hostNotReady } from '../forward/hostReadiness.ts';
+import { KIND } from '../core/routeDecision.ts';
+import type { Pass, RequestContext } from '../core/requestContext.ts';
+import type { Upstreams } from '../forward/upstreams.ts';
 
 export function probesPass(upstreams: Upstreams): Pass {
   return (ctx) => {

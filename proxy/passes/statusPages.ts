@@ -1,7 +1,7 @@
 // Pass 5: the pages about the server, /server-status (serverStatus.ts) and /metrics (metrics.ts). A page
 // that fails is logged, and answered 500 unless it began to answer.
-import { KIND } from '../route.ts';
-import type { Pass, RequestContext } from '../requestContext.ts';
+import { KIND } from '../core/routeDecision.ts';
+import type { Pass, RequestContext } from '../core/requestContext.ts';
 
 export interface StatusPages {
   serverStatus(ctx: RequestContext, query: string): Promise<void>;

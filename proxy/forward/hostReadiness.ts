@@ -1,0 +1,31 @@
+// Whether a host has a worker able to take a request: its primary's /ready (host/pool.ts), asked over the
+// same connection kind and TLS as a forwarded request (proxy/forward/hostTls.ts).
+import { request } from 'node:http';
+import { request as requestTls } from 'node:https';
+import { hostTlsFor } from './hostTls.ts';
+import type { UpstreamState } from './upstreams.ts';
+
+/** A prober waits a few seconds; a host that cannot say within this long is not ready. */
+const HOST_READY_TIMEOUT_MS = 1_000;
+
+/** Undefined when the host is ready, else why not. */
+export function hostNotReady({ upstream }: UpstreamState): Promise<string | undefined> {
+  const where = upstream.kind === 'unix' ? { socketPath: upstream.path } : { host: upstream.host, port: upstream.port };
+  let tls: ReturnType<typeof hostTlsFor>;
+  try {
+    tls = hostTlsFor(upstream);
+  } catch (err) {
+    // A host that cannot even be asked (no mutual TLS pair for it) is not ready: a reason, never a throw.
+    return Promise.resolve((err as Error).message);
+  }
+  const send = tls ? requestTls : request;
+  return new Promise((resolve) => {
+    const req = send({ ...where, ...tls, path: '/ready', agent: false, timeout: HOST_READY_TIMEOUT_MS }, (res) => {
+      res.resume();
+      resolve(res.statusCode === 200 ? undefined : `its /ready answered ${res.statusCode}`);
+    });
+    req.on('timeout', () => req.destroy(new Error(`no answer within ${HOST_READY_TIMEOUT_MS} ms`)));
+    req.on('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
+    req.end();
+  });
+}
