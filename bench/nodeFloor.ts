@@ -23,10 +23,10 @@ import { FLUSH_WINDOW } from '../common/lineLog.ts';
 import { combinedLine, errorLine, nowMicros, type ErrorEntry } from '../common/logFormat.ts';
 import { CONTROLLER_ANSWER_FIELD, decodeStderr, ENDED_WITHOUT_HEADERS_FIELD, HOST_STDERR_FIELD } from '../common/protocol.ts';
 import { readyLine } from '../common/ready.ts';
-import { errorPage } from '../proxy/errorPages.ts';
-import { serverBanner } from '../proxy/serverBanner.ts';
-import { statEtag } from '../proxy/staticCache.ts';
-import { FILE_NOT_FOUND_STATUS } from '../proxy/staticFiles.ts';
+import { errorPage } from '../proxy/core/errorPages.ts';
+import { serverBanner } from '../proxy/server/serverBanner.ts';
+import { statEtag } from '../proxy/static/staticCache.ts';
+import { FILE_NOT_FOUND_STATUS } from '../proxy/static/staticFiles.ts';
 
 const [socketPath, publicDir, logsDir] = process.argv.slice(2);
 const files = new Map(readdirSync(publicDir).map((name) => [`/${name}`, readFileSync(join(publicDir, name))]));

@@ -4,6 +4,7 @@
 // frozen. A flag the command does not take is refused, naming the commands that do.
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { COMMANDS, type Command } from './commands.ts';
 import { ConfigError, ConfigErrors, UsageError } from './configError.ts';
 import { didYouMean } from './didYouMean.ts';
 import {
@@ -18,12 +19,6 @@ import {
   type Role,
   type SettingKey,
 } from './settings.ts';
-
-export type { Config, HostConfig, LiveSettings, LogSettings, ProxyConfig, Role, SettingKey } from './settings.ts';
-
-/** The commands of `extqs`: both processes, one of them, both for a developer, or a check of what would run. */
-export const COMMANDS = ['start', 'proxy', 'host', 'dev', 'check'] as const;
-export type Command = (typeof COMMANDS)[number];
 
 /** What each command reads: `proxy` and `host` their own settings, `check` every one. */
 export type ConfigOf<C extends Command> = C extends 'proxy' ? ProxyConfig : C extends 'host' ? HostConfig : Config;

@@ -4,7 +4,8 @@
 // needs a restart, and says so in the reload line. A process started by the launcher gets its settings
 // from the launcher, which reads them again itself and sends each child the result. Never SIGUSR1: Node
 // starts its debugger on it.
-import { readConfig, type Command, type ConfigOf } from './config.ts';
+import type { Command } from './commands.ts';
+import { readConfig, type ConfigOf } from './config.ts';
 import type { IpcChannel } from './ipc.ts';
 import type { ChildSays, LauncherSays } from './launcherProtocol.ts';
 import { FROM_LAUNCHER_NOTE, readerOf, reloadedConfig, reloadNote, resolveReload, unreadNote } from './reloadResolver.ts';

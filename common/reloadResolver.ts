@@ -4,7 +4,8 @@
 // value is applied now or needs a restart (its running value is kept until then), and the words of the
 // SIGHUP line each of them writes. The processes only carry out what this decides.
 import { isDeepStrictEqual } from 'node:util';
-import { flagValue, type Command } from './config.ts';
+import type { Command } from './commands.ts';
+import { flagValue } from './config.ts';
 import { SETTING_KEYS, specOf, type Config, type SettingKey } from './settings.ts';
 
 /** The process that read its settings again; the others are handed what it decided. */
@@ -60,7 +61,7 @@ function replacesProxyWorkers(reader: Reader, running: Values): boolean {
 
 /**
  * Read by the proxy's request path: new workers take it where there are two or more; a lone process builds a new
- * request path with it, which new requests take while those in flight end on the old (proxy/server.ts reload()).
+ * request path with it, which new requests take while those in flight end on the old (proxy/server/server.ts reload()).
  */
 const byNewProxyWorkers: Rule = {
   decide: (running, _fresh, reader) => (replacesProxyWorkers(reader, running) ? 'replaced' : 'applied'),

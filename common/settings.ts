@@ -29,7 +29,7 @@ import {
   type Parser,
   type Upstream,
 } from './settingParsers.ts';
-import type { Command } from './config.ts';
+import type { Command } from './commands.ts';
 
 /**
  * Whether one of the upstreams is on this machine: a unix socket, or a loopback address or name. --help reads a
@@ -91,7 +91,7 @@ const MTLS_UNDER_LAUNCHER = 'the launcher gives its host a private unix socket, 
 export const FORWARDERS = ['builtin', 'http-proxy'] as const;
 export type Forwarder = (typeof FORWARDERS)[number];
 
-/** The content codings the proxy can make (proxy/compression.ts). */
+/** The content codings the proxy can make (proxy/core/compression.ts). */
 export const CONTENT_CODINGS = ['gzip', 'br'] as const;
 export type ContentCoding = (typeof CONTENT_CODINGS)[number];
 

@@ -79,7 +79,7 @@ export function createHostApp({
 }: HostAppOptions): FastifyInstance {
   const app = fastify({
     logger: false,
-    // Longer than the proxy keeps an idle socket (IDLE_UPSTREAM_SOCKET_MS, proxy/forwarding.ts), so the host never
+    // Longer than the proxy keeps an idle socket (IDLE_UPSTREAM_SOCKET_MS, proxy/forward/forwarding.ts), so the host never
     // closes a socket the proxy is about to reuse (that would look like a dropped request).
     keepAliveTimeout: 75_000,
     // A retiring worker finishes what it has and lets the proxy close idle sockets (see worker.ts):

@@ -1,7 +1,7 @@
 // `extqs dev` only: a controller that throws, or cannot be loaded, shows a loopback client its error, stack
 // and source lines (PHP's display_errors for the developer's browser), where every other client gets the
 // usual 500. The proxy alone decides who is on loopback, from the client's socket (LOCAL_CLIENT_FIELD,
-// proxy/forwarding.ts); this worker is reached only through it (a private socket under the launcher).
+// proxy/forward/forwarding.ts); this worker is reached only through it (a private socket under the launcher).
 import type { FastifyInstance } from 'fastify';
 import { CONTROLLER_ANSWER_FIELD, CONTROLLER_FAILED_FIELD, ENDED_WITHOUT_HEADERS_FIELD, LOCAL_CLIENT_FIELD } from '../common/protocol.ts';
 import { frameFor } from '../common/terminal.ts';

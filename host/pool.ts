@@ -47,13 +47,13 @@ import { Quarantine, QUARANTINE_DEATHS, QUARANTINE_WITHIN_MS } from './quarantin
 import { routeController } from './route.ts';
 import { sendAgainAfterLoss, type WorkerEnd } from '../common/workerLoss.ts';
 
-/** Half the proxy's wait for /status (proxy/serverStatus.ts): a worker stuck in a loop shows as unresponsive. */
+/** Half the proxy's wait for /status (proxy/observe/serverStatus.ts): a worker stuck in a loop shows as unresponsive. */
 const SNAPSHOT_TIMEOUT_MS = 500;
 /** php-fpm's maintenance period for dynamic and ondemand pools. */
 const MAINTENANCE_MS = 1_000;
 /** php-fpm spawns at most this many workers a second in dynamic mode, doubling up to it. */
 const MAX_SPAWN_RATE = 32;
-/** Longer than the proxy keeps an idle socket (proxy/forwarding.ts), as the workers' own servers did. */
+/** Longer than the proxy keeps an idle socket (proxy/forward/forwarding.ts), as the workers' own servers did. */
 const KEEP_ALIVE_MS = 75_000;
 /** Unasked exits the table of workers names, the last ones. */
 const EXITS_PUBLISHED = 16;

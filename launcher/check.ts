@@ -3,7 +3,8 @@
 // as the host would, type-checks the ones that load, and lists every problem. Exit status 1 when there is any.
 import { readdir } from 'node:fs/promises';
 import { extname, join } from 'node:path';
-import { describeProcessManager, type Config } from '../common/config.ts';
+import { describeProcessManager } from '../common/config.ts';
+import type { Config } from '../common/settings.ts';
 import { LINK_REFUSED, LinkGuard } from '../common/linkGuard.ts';
 import type { FollowSymlinks } from '../common/settings.ts';
 import { formatAllowList, formatUpstream } from '../common/settingParsers.ts';

@@ -1,6 +1,7 @@
 // The `extqs` command: `start`, `proxy`, `host`, `dev` and `check`, each with --help, and --version. The
 // settings each command takes are read here, once; a bad one stops with exit status 2.
-import { COMMANDS, readConfig, type Command } from '../common/config.ts';
+import { COMMANDS, type Command } from '../common/commands.ts';
+import { readConfig } from '../common/config.ts';
 import { UsageError } from '../common/configError.ts';
 import { VERSION } from '../common/version.ts';
 import { reloadOnSighup } from '../common/reload.ts';

@@ -1,6 +1,7 @@
 // The text of `extqs --help` and `extqs <command> --help`, made from the commands' descriptions and
 // the settings table, so no option is ever listed for a command that refuses it, or missing.
-import { COMMANDS, takes, type Command } from '../common/config.ts';
+import { COMMANDS, type Command } from '../common/commands.ts';
+import { takes } from '../common/config.ts';
 import { SETTING_KEYS, specOf, type AnySetting, type SettingKey } from '../common/settings.ts';
 
 const COMMAND_SUMMARIES: Readonly<Record<Command, string>> = {

@@ -6,7 +6,7 @@ import type { HostConfig, ProxyConfig, Role } from '../common/settings.ts';
 
 export async function runRole(role: Role, config: ProxyConfig | HostConfig, reloads: Reloads<ProxyConfig | HostConfig>): Promise<void> {
   if (role === 'proxy') {
-    const { runProxy } = await import('../proxy/run.ts');
+    const { runProxy } = await import('../proxy/roles/run.ts');
     await runProxy(config as ProxyConfig, reloads as Reloads<ProxyConfig>);
   } else {
     const { runPool } = await import('../host/pool.ts');

@@ -4,7 +4,8 @@
 // configuration again and sends both children what the reload resolver applies (common/reloadResolver.ts).
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { sliceFor, type Config } from '../common/config.ts';
+import { sliceFor } from '../common/config.ts';
+import type { Config } from '../common/settings.ts';
 import { writePidFile } from '../common/pidFile.ts';
 import { readyLine } from '../common/ready.ts';
 import { rereadConfig } from '../common/reload.ts';

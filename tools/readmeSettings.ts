@@ -3,7 +3,8 @@
 // the document and the table disagree. (The name is from when the tables were in the README.)
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { COMMANDS, takes } from '../common/config.ts';
+import { COMMANDS } from '../common/commands.ts';
+import { takes } from '../common/config.ts';
 import { RELOAD_RULES } from '../common/reloadResolver.ts';
 import { SETTING_KEYS, specOf, type SettingGroup } from '../common/settings.ts';
 

@@ -1,11 +1,11 @@
-// Pass 7: /External/… to a host, through the chosen engine (forwarding.ts), its answer compressed on the fly
+// Pass 8: /External/… to a host, through the chosen engine (forwarding.ts), its answer compressed on the fly
 // when the client takes it (answerSink.ts: the engine writes the answer to ctx.answer).
-import { answerSink } from '../answerSink.ts';
-import { negotiateRequest, type CompressionSettings } from '../compression.ts';
-import type { Forward } from '../forwarding.ts';
-import { KIND } from '../metrics.ts';
-import { isHttp2, responseGone } from '../protocols.ts';
-import type { Pass } from '../requestContext.ts';
+import { answerSink } from '../core/answerSink.ts';
+import { negotiateRequest, type CompressionSettings } from '../core/compression.ts';
+import type { Forward } from '../forward/forwarding.ts';
+import { KIND } from '../core/routeDecision.ts';
+import { isHttp2, responseGone } from '../core/protocols.ts';
+import type { Pass } from '../core/requestContext.ts';
 
 export function forwardPass(forward: Forward, compression: CompressionSettings): Pass {
   return (ctx) => {

@@ -1,10 +1,9 @@
 // Pass 1, framing and limits of the head: what llhttp lets through but this server refuses, before anything
 // reads the body. Apache's page and an error.log line; the connection closes after it.
 import type { IncomingMessage } from 'node:http';
-import type { ClientLimits } from '../clientLimits.ts';
-import { sendErrorPage } from '../errorPages.ts';
-import { isHttp2 } from '../protocols.ts';
-import type { Pass } from '../requestContext.ts';
+import type { ClientLimits } from '../core/clientLimits.ts';
+import { isHttp2 } from '../core/protocols.ts';
+import type { Pass } from '../core/requestContext.ts';
 
 export interface FramingProblem {
   status: number;
@@ -85,7 +84,7 @@ export function framingPass(limits: ClientLimits): Pass {
     if (!problem) return false;
     ctx.log('core', 'info', problem.message);
     ctx.res.shouldKeepAlive = false;
-    sendErrorPage(ctx.res, problem.status);
+    ctx.sendErrorPage(problem.status);
     return true;
   };
 }

@@ -3,9 +3,8 @@
 // nginx and Apache configurations leave them.
 import { isIP } from 'node:net';
 import type { TLSSocket } from 'node:tls';
-import { sendErrorPage } from '../errorPages.ts';
-import { authorityOf, isHttp2 } from '../protocols.ts';
-import type { Pass } from '../requestContext.ts';
+import { authorityOf, isHttp2 } from '../core/protocols.ts';
+import type { Pass } from '../core/requestContext.ts';
 
 const ACME_CHALLENGE = '/.well-known/acme-challenge/';
 
@@ -26,7 +25,7 @@ export function httpsRedirectPass(redirect: HttpsRedirect): Pass {
     // A plain request can come before the HTTPS listener is bound (start-up): nowhere to send it yet.
     const tlsPort = redirect.tlsPort();
     if (tlsPort === undefined) {
-      sendErrorPage(ctx.res, 503);
+      ctx.sendErrorPage(503);
       return true;
     }
     // A Host that is no host name or address is not echoed into Location: the address the client reached is used instead.
@@ -34,7 +33,7 @@ export function httpsRedirectPass(redirect: HttpsRedirect): Pass {
     const local = req.socket.localAddress ?? '';
     const host = named ?? (isIP(local) === 6 ? `[${local}]` : local);
     ctx.log('rewrite', 'debug', `redirect to HTTPS: ${req.url ?? ''}`);
-    sendErrorPage(ctx.res, 301, { Location: `https://${host}${tlsPort === 443 ? '' : `:${tlsPort}`}${req.url ?? '/'}` });
+    ctx.sendErrorPage(301, { Location: `https://${host}${tlsPort === 443 ? '' : `:${tlsPort}`}${req.url ?? '/'}` });
     return true;
   };
 }

@@ -2,11 +2,10 @@
 // stub health checks and Prometheus's /-/healthy and /-/ready): /-/healthy is 200 while this process
 // answers (liveness); /-/ready is 200 when a host has a worker able to take a request (readiness), else 503
 // with an error.log line naming why. A probe that passes writes no access line.
-import { sendErrorPage } from '../errorPages.ts';
-import { hostNotReady } from '../hostReadiness.ts';
-import { KIND } from '../metrics.ts';
-import type { Pass, RequestContext } from '../requestContext.ts';
-import type { Upstreams } from '../upstreams.ts';
+import { hostNotReady } from '../forward/hostReadiness.ts';
+import { KIND } from '../core/routeDecision.ts';
+import type { Pass, RequestContext } from '../core/requestContext.ts';
+import type { Upstreams } from '../forward/upstreams.ts';
 
 export function probesPass(upstreams: Upstreams): Pass {
   return (ctx) => {
@@ -15,7 +14,7 @@ export function probesPass(upstreams: Upstreams): Pass {
     ctx.kind = KIND.status;
     const { method } = ctx.req;
     if (method !== 'GET' && method !== 'HEAD') {
-      sendErrorPage(ctx.res, 405, { Allow: 'GET, HEAD' });
+      ctx.sendErrorPage(405, { Allow: 'GET, HEAD' });
       return true;
     }
     if (route.probe === 'live') answer(ctx, 'alive');
@@ -23,7 +22,7 @@ export function probesPass(upstreams: Upstreams): Pass {
       void anyHostReady(upstreams).then((reasons) => {
         if (reasons === undefined) return answer(ctx, 'ready');
         ctx.log('proxy', 'error', `not ready: no host has a worker able to take a request (${reasons})`);
-        if (!ctx.res.headersSent) sendErrorPage(ctx.res, 503);
+        if (!ctx.res.headersSent) ctx.sendErrorPage(503);
       });
     return true;
   };

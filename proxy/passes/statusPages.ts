@@ -1,8 +1,7 @@
 // Pass 5: the pages about the server, /server-status (serverStatus.ts) and /metrics (metrics.ts). A page
 // that fails is logged, and answered 500 unless it began to answer.
-import { sendErrorPage } from '../errorPages.ts';
-import { KIND } from '../metrics.ts';
-import type { Pass, RequestContext } from '../requestContext.ts';
+import { KIND } from '../core/routeDecision.ts';
+import type { Pass, RequestContext } from '../core/requestContext.ts';
 
 export interface StatusPages {
   serverStatus(ctx: RequestContext, query: string): Promise<void>;
@@ -29,5 +28,5 @@ export function statusPagesPass(pages: StatusPages): Pass {
 function pageFailed(ctx: RequestContext, page: string, err: Error): void {
   ctx.log('status', 'error', `${page} failed: ${err.message}`);
   if (ctx.res.headersSent) ctx.res.destroy();
-  else sendErrorPage(ctx.res, 500);
+  else ctx.sendErrorPage(500);
 }

@@ -10,7 +10,7 @@ import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
-import { errorPage } from '../../proxy/errorPages.ts';
+import { errorPage } from '../../proxy/core/errorPages.ts';
 import { get } from '../helpers/http.ts';
 import { makeCertificate } from '../../tools/certificate.ts';
 import { eventually, makeSandbox, readLog, startStack, type Running, type Sandbox } from '../helpers/stack.ts';

@@ -6,7 +6,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { isDeepStrictEqual } from 'node:util';
 import autocannon from 'autocannon';
 import { expect } from 'chai';
-import { IDLE_UPSTREAM_SOCKET_MS } from '../../proxy/forwarding.ts';
+import { IDLE_UPSTREAM_SOCKET_MS } from '../../proxy/forward/forwarding.ts';
 import { get } from '../helpers/http.ts';
 import { descendants, eventually, makeSandbox, readLog, roleOf, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
 
@@ -184,7 +184,7 @@ export function describeLoad(requests: number, connections: number): void {
 
     it(`brings open files back within +${FD_SLACK} and RSS within +${RSS_SLACK_MB} MB of idle, in every process`, async function () {
       const busy = Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, footprint(pid)]));
-      // Idle keep-alive sockets to the host close after 10 s (proxy/forwarding.ts), so wait up to 20 s.
+      // Idle keep-alive sockets to the host close after 10 s (proxy/forward/forwarding.ts), so wait up to 20 s.
       const now = () => Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, footprint(pid)]));
       const settled = await eventually(
         () => {

@@ -4,9 +4,9 @@ import { EventEmitter } from 'node:events';
 import type { OutgoingHttpHeaders } from 'node:http';
 import { brotliDecompressSync, constants, gunzipSync, gzipSync } from 'node:zlib';
 import { expect } from 'chai';
-import { EncodingSink, responseWritingTo } from '../../proxy/answerSink.ts';
-import type { Negotiated } from '../../proxy/compression.ts';
-import type { RequestContext } from '../../proxy/requestContext.ts';
+import { EncodingSink, responseWritingTo } from '../../proxy/core/answerSink.ts';
+import type { Negotiated } from '../../proxy/core/compression.ts';
+import type { RequestContext } from '../../proxy/core/requestContext.ts';
 
 /** What the sink uses of a ServerResponse, recording the head and the body pieces that reach it. */
 class ResponseDouble extends EventEmitter {

@@ -13,9 +13,9 @@ import {
   WorkerStats,
   type WorkerSnapshot,
 } from '../../host/stats.ts';
-import { forwardedHeaders, responseHeaders } from '../../proxy/forwarding.ts';
-import { hostMetricsJson } from '../../proxy/metrics.ts';
-import { renderAuto, renderHtml, renderJson, type HostSummary } from '../../proxy/statusPage.ts';
+import { forwardedHeaders, responseHeaders } from '../../proxy/forward/forwarding.ts';
+import { hostMetricsJson } from '../../proxy/observe/hostMetrics.ts';
+import { renderAuto, renderHtml, renderJson, type HostSummary } from '../../proxy/observe/statusPage.ts';
 import { NO_POOL } from '../helpers/poolFields.ts';
 import { contextFor } from '../helpers/requestContext.ts';
 

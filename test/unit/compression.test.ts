@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { brotliDecompressSync, gunzipSync, gzipSync } from 'node:zlib';
 import { expect } from 'chai';
-import { acceptableCodings, isCompressible, negotiate, originalTags, variantEtag } from '../../proxy/compression.ts';
-import { StaticCache } from '../../proxy/staticCache.ts';
+import { acceptableCodings, isCompressible, negotiate, originalTags, variantEtag } from '../../proxy/core/compression.ts';
+import { StaticCache } from '../../proxy/static/staticCache.ts';
 
 describe('compression', () => {
   describe('negotiate (RFC 9110 §12.5.3)', () => {

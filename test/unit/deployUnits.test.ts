@@ -5,7 +5,8 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { COMMANDS, readConfig, type Command } from '../../common/config.ts';
+import { COMMANDS, type Command } from '../../common/commands.ts';
+import { readConfig } from '../../common/config.ts';
 import { STOP_MARGIN_S } from '../../common/shutdown.ts';
 import { ROOT } from '../helpers/stack.ts';
 

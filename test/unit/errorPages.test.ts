@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { errorPage } from '../../proxy/errorPages.ts';
+import { errorPage } from '../../proxy/core/errorPages.ts';
 
 describe('errorPage', () => {
   describe('404', () => {

@@ -1,9 +1,9 @@
-// The header hygiene both forwarding engines share (proxy/forwarding.ts), as pure functions.
+// The header hygiene both forwarding engines share (proxy/forward/forwarding.ts), as pure functions.
 import type { IncomingMessage } from 'node:http';
 import { expect } from 'chai';
 import { CONTROLLER_ANSWER_FIELD, CONTROLLER_FAILED_FIELD, ENDED_WITHOUT_HEADERS_FIELD } from '../../common/protocol.ts';
-import { forwardedHeaders, hostAnswerOf, responseHeaders } from '../../proxy/forwarding.ts';
-import type { RequestContext } from '../../proxy/requestContext.ts';
+import { forwardedHeaders, hostAnswerOf, responseHeaders } from '../../proxy/forward/forwarding.ts';
+import type { RequestContext } from '../../proxy/core/requestContext.ts';
 import { contextFor } from '../helpers/requestContext.ts';
 
 function requestWith(headers: Record<string, string>, id = 'id', remoteAddress = '::ffff:10.1.2.3'): RequestContext {

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { HostProtocolError, HostResponseParser } from '../../proxy/hostResponseParser.ts';
+import { HostProtocolError, HostResponseParser } from '../../proxy/forward/hostResponseParser.ts';
 
 type Fields = Record<string, string | string[]>;
 

@@ -1,4 +1,4 @@
-// The builtin engine's hand-written parser (proxy/hostResponseParser.ts) against Node's own llhttp, answer by
+// The builtin engine's hand-written parser (proxy/forward/hostResponseParser.ts) against Node's own llhttp, answer by
 // answer: each answer of the corpus, valid or not, is fed whole, cut in two at every byte, and a byte at a time,
 // to both, and they must agree on whether it is taken and how it is framed (status, fields, body bytes,
 // trailers, where it ends, whether the connection may carry another request). Where the builtin parser reads
@@ -7,7 +7,7 @@
 import { Agent, request, type IncomingMessage } from 'node:http';
 import { Duplex } from 'node:stream';
 import { expect } from 'chai';
-import { HostProtocolError, HostResponseParser } from '../../proxy/hostResponseParser.ts';
+import { HostProtocolError, HostResponseParser } from '../../proxy/forward/hostResponseParser.ts';
 
 type Fields = Record<string, string | string[]>;
 

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { InFlightList } from '../../proxy/inFlightList.ts';
+import { InFlightList } from '../../proxy/forward/inFlightList.ts';
 
 describe('the in-flight list', function () {
   it('counts and walks what was added and not deleted, oldest first', function () {

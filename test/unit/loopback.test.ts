@@ -1,10 +1,10 @@
 // Who sees `extqs dev`'s error page: the proxy decides from the client's socket address alone
-// (proxy/loopback.ts, proxy/forwarding.ts), never from a field the client sent.
+// (proxy/forward/loopback.ts, proxy/forward/forwarding.ts), never from a field the client sent.
 import type { IncomingMessage } from 'node:http';
 import { expect } from 'chai';
 import { LOCAL_CLIENT_FIELD } from '../../common/protocol.ts';
-import { forwardedHeaders } from '../../proxy/forwarding.ts';
-import { isLoopback } from '../../proxy/loopback.ts';
+import { forwardedHeaders } from '../../proxy/forward/forwarding.ts';
+import { isLoopback } from '../../proxy/forward/loopback.ts';
 import { contextFor } from '../helpers/requestContext.ts';
 
 describe('isLoopback', () => {

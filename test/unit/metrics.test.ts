@@ -1,6 +1,9 @@
 import { expect } from 'chai';
 import { AggregatorRegistry } from 'prom-client';
-import { addCounts, DURATION_BUCKETS, KIND, RequestMetrics, type MetricJson } from '../../proxy/metrics.ts';
+import type { MetricJson } from '../../proxy/core/metricJson.ts';
+import { addCounts } from '../../proxy/observe/proxyFigures.ts';
+import { DURATION_BUCKETS, RequestMetrics } from '../../proxy/observe/requestMetrics.ts';
+import { KIND } from '../../proxy/core/routeDecision.ts';
 
 describe('the request metrics', () => {
   it('counts by kind, method and status class, with unknown methods as OTHER, and histograms the durations', async () => {

@@ -3,11 +3,11 @@
 import { IncomingMessage, ServerResponse } from 'node:http';
 import { Socket } from 'node:net';
 import { expect } from 'chai';
-import type { ClientLimits } from '../../proxy/clientLimits.ts';
+import type { ClientLimits } from '../../proxy/core/clientLimits.ts';
 import { bodyLimitsPass } from '../../proxy/passes/bodyLimits.ts';
 import { framingPass } from '../../proxy/passes/framing.ts';
 import { httpsRedirectPass } from '../../proxy/passes/httpsRedirect.ts';
-import { routePass } from '../../proxy/passes/route.ts';
+import { routePass } from '../../proxy/passes/routeTarget.ts';
 import { contextFor } from '../helpers/requestContext.ts';
 
 const LIMITS: ClientLimits = {

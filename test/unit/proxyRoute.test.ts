@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { CONTROLLER_PREFIX } from '../../common/protocol.ts';
-import { normalizePath, routeRequest } from '../../proxy/route.ts';
+import { normalizePath, routeRequest } from '../../proxy/core/routeDecision.ts';
 
 describe('normalizePath', () => {
   describe('a path without dot segments', () => {

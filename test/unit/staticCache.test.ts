@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { StaticCache } from '../../proxy/staticCache.ts';
+import { StaticCache } from '../../proxy/static/staticCache.ts';
 
 describe('the static file cache', () => {
   let dir: string;

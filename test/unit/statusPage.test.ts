@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { formatUptime, renderAuto, renderHtml, renderJson, type StatusReport } from '../../proxy/statusPage.ts';
+import { formatUptime, renderAuto, renderHtml, renderJson, type StatusReport } from '../../proxy/observe/statusPage.ts';
 
 const report = (overrides: Partial<StatusReport> = {}): StatusReport => ({
   serverVersion: 'extqs/0.1.0 (Node.js v20.20.2)',

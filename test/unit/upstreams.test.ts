@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { LOCAL_UPSTREAM_LABEL, type Upstream } from '../../common/settingParsers.ts';
-import { Upstreams } from '../../proxy/upstreams.ts';
+import { Upstreams } from '../../proxy/forward/upstreams.ts';
 
 const A: Upstream = { kind: 'unix', path: '/run/a.sock' };
 const B: Upstream = { kind: 'tcp', host: '10.0.0.6', port: 9000 };

@@ -1,4 +1,4 @@
-// The proxy's view of a host's workers (proxy/workerRoutes.ts) against a real HTTP server on a unix socket: what
+// The proxy's view of a host's workers (proxy/forward/workerRoutes.ts) against a real HTTP server on a unix socket: what
 // it follows, and that a server answering anything else never breaks the proxy.
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -7,10 +7,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { WORKERS_PATH, type WorkerTable } from '../../common/protocol.ts';
-import { HostWorkers, type WorkerTarget } from '../../proxy/workerRoutes.ts';
+import { HostWorkers, type WorkerTarget } from '../../proxy/forward/workerRoutes.ts';
 import { eventually } from '../helpers/stack.ts';
 
-describe('following a host table of workers (proxy/workerRoutes.ts)', function () {
+describe('following a host table of workers (proxy/forward/workerRoutes.ts)', function () {
   let dir: string;
   let server: Server;
   let follower: HostWorkers | undefined;
