@@ -4,13 +4,13 @@
 // ones between the spare bounds; ondemand: started by requests, stopped when idle), replaces a worker
 // that dies, recycles one that asks (max requests, an overrun) by starting its replacement first,
 // answers /status and /ping itself, and stops them all on SIGTERM.
+// What it decides is pmPolicy.ts's (pure); a worker as it knows it is a poolWorker.ts record; the table the
+// proxies follow is workersFeed.ts, the spares spares.ts, a death's line deathLine.ts.
 import cluster, { type Worker } from 'node:cluster';
 import { chmod, rm } from 'node:fs/promises';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Readable } from 'node:stream';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { describeProcessManager, describeSettings, logSettingsOf, sliceFor } from '../../common/config.ts';
 import { siblingFile } from '../../common/entryFile.ts';
 import { deliver } from '../../common/logRelay.ts';
@@ -28,8 +28,16 @@ import { HOST_MAX_HEADER_SIZE, WORKERS_PATH } from '../../common/protocol.ts';
 import { makeTempDir, removeStaleTempDirs, removeTempDirsOf } from '../../common/tempDirs.ts';
 import { requestIdOf } from '../../common/requestId.ts';
 import type { HostLog } from '../wire/hostLog.ts';
-import { BLOCKED_AFTER_MS, WATCHDOG_LOG_FD, type WatchdogLine, type WireHostEntry } from '../wire/poolMessages.ts';
-import { addDeparted, countMissingAnswered, departedNone, summarize, type PoolFields, type WorkerSnapshot } from '../wire/stats.ts';
+import { BLOCKED_AFTER_MS, type WireHostEntry } from '../wire/poolMessages.ts';
+import {
+  addDeparted,
+  countMissingAnswered,
+  departedNone,
+  summarize,
+  type PoolFields,
+  type PoolStatus,
+  type WorkerSnapshot,
+} from '../wire/stats.ts';
 import { answerMissingController } from '../controller/missingController.ts';
 import { refuseUnreadable } from '../controller/unreadableRequest.ts';
 import { openHostLog } from './hostLogFile.ts';
@@ -46,7 +54,7 @@ import {
   onWaiting,
   resize,
 } from './pmPolicy.ts';
-import { PoolWorker, PoolWorkers } from './poolWorker.ts';
+import { PoolWorker, PoolWorkers, readWatchdogPipe } from './poolWorker.ts';
 import { Quarantine, QUARANTINE_DEATHS, QUARANTINE_WITHIN_MS } from './quarantine.ts';
 import { Spares } from './spares.ts';
 import { WorkersFeed } from './workersFeed.ts';
@@ -282,18 +290,10 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
       }
       retire(worker, reason);
     });
-    // The watchdog thread's line, written while the worker's thread (and its IPC) was blocked.
-    const lines = createInterface({ input: worker.process.stdio[WATCHDOG_LOG_FD] as Readable });
-    record.pipeEnded = new Promise((resolve) => lines.once('close', resolve));
-    lines.on('line', (line) => {
-      try {
-        const said = JSON.parse(line) as WatchdogLine;
-        if ('blocked' in said) return blockedChanged(record, said.blocked, said.running);
-        if ('death' in said) return void (record.deathCause = said.death);
-        writeWireEntry(said);
-      } catch {
-        log.error(`Unreadable line from the watchdog of worker ${worker.process.pid}: ${line}`);
-      }
+    readWatchdogPipe(record, {
+      blockedChanged: (blocked, running) => blockedChanged(record, blocked, running),
+      entry: writeWireEntry,
+      unreadable: (line) => log.error(`Unreadable line from the watchdog of worker ${worker.process.pid}: ${line}`),
     });
   }
 
@@ -435,31 +435,6 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
     if (decision.start > 0) workers.grow(decision.start);
   }
 
-  /** /status, /ping and /ready are the pool's own (php-fpm's master answers the first two), and /workers; the rest goes to a worker. */
-  function serve(req: IncomingMessage, res: ServerResponse): void {
-    const url = req.url ?? '';
-    const path = url.split('?', 1)[0];
-    if (req.method === 'GET' && path === WORKERS_PATH) return feed.follow(res);
-    if ((req.method === 'GET' || req.method === 'HEAD') && (path === '/status' || path === '/ping' || path === '/ready')) {
-      if (path === '/ping') return void res.writeHead(200, { 'content-type': 'text/plain' }).end('pong');
-      // The proxy's readiness probe asks this narrow question: a worker listens that can take a request now.
-      if (path === '/ready')
-        return void (canTakeRequest(current.pm, available())
-          ? res.writeHead(200).end('ready')
-          : res.writeHead(503).end('no worker listens'));
-      const full = new URLSearchParams(url.slice(path.length + 1)).has('full');
-      poolStatus(full).then(
-        (status) => res.writeHead(200, { 'content-type': 'application/json; charset=utf-8' }).end(JSON.stringify(status)),
-        (err: Error) => {
-          log.error(`Could not gather /status: ${err.message}`);
-          res.writeHead(500).end();
-        },
-      );
-      return;
-    }
-    dispatcher.handle(req, res);
-  }
-
   // Workers are forked with node:cluster for its IPC; each listens on its own socket (exclusive), so no
   // scheduling policy applies. fd WATCHDOG_LOG_FD is the pipe their watchdog thread writes to.
   cluster.setupPrimary({
@@ -472,7 +447,7 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
   const server = admittingServer(
     admission,
     { maxHeaderSize: HOST_MAX_HEADER_SIZE, requestTimeout: 0, keepAliveTimeout: KEEP_ALIVE_MS, requireHostHeader: false },
-    serve,
+    poolRequests({ feed, dispatcher, log, poolStatus, ready: () => canTakeRequest(current.pm, available()) }),
     (message) => log.error(message),
   );
   // Node keeps the first 2,000 fields and drops the rest without a word; the proxy bounds them
@@ -504,40 +479,101 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
   process.stdout.write(`${readyLine(url)}\n`);
   notifyReady((message) => log.error(message));
 
-  onShutdownSignal(async (reason) => {
-    clearInterval(maintenanceTimer);
-    clearInterval(sparesKept);
-    log.notice(`Host pool ${process.pid} shutting down (${reason})`);
-    // No new connections from now on: a proxy that connects finds no socket (a connect failure, which
-    // it retries on another host) instead of a backlog that nobody accepts and that is reset when this
-    // process exits (a reset before headers, which the proxy must answer 500).
-    if (config.socket) await rm(config.socket, { force: true });
-    // The proxies stop sending requests straight to the workers: what they send next finds no socket too.
-    feed.end();
-    // Answer what still arrives with `Connection: close`, and leave idle connections for the proxy to close:
-    // closing one ourselves races with the proxy reusing it, and the request it sends then would fail. The
-    // proxy drops idle sockets within 10 s.
-    server.maxRequestsPerSocket = 1;
-    server.closeIdleConnections = () => {};
-    const closed = new Promise((resolve) => server.close(resolve));
-    // What was accepted is finished, queued requests included, while the workers serve on (and are replaced
-    // if one dies); what still runs at --shutdown-timeout is cut, as each worker cut it before.
-    await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, config.shutdownTimeout * 1000).unref())]);
-    server.closeAllConnections();
-    for (const worker of workers.handles) {
-      const record = records.of(worker);
-      if (record) dispatcher.gone(record.slot);
+  onShutdownSignal((reason) =>
+    stopPool(reason, {
+      config,
+      log,
+      server,
+      feed,
+      dispatcher,
+      records,
+      workers,
+      spares,
+      socketDir,
+      timers: [maintenanceTimer, sparesKept],
+    }),
+  );
+}
+
+/** /status, /ping and /ready are the pool's own (php-fpm's master answers the first two), and /workers; the rest goes to a worker. */
+function poolRequests(pool: {
+  feed: WorkersFeed;
+  dispatcher: Dispatcher;
+  log: HostLog;
+  poolStatus: (full: boolean) => Promise<PoolStatus>;
+  /** The proxy's readiness probe asks this narrow question: a worker listens that can take a request now. */
+  ready: () => boolean;
+}): (req: IncomingMessage, res: ServerResponse) => void {
+  const { feed, dispatcher, log, poolStatus, ready } = pool;
+  return (req, res) => {
+    const url = req.url ?? '';
+    const path = url.split('?', 1)[0];
+    if (req.method === 'GET' && path === WORKERS_PATH) return feed.follow(res);
+    if ((req.method === 'GET' || req.method === 'HEAD') && (path === '/status' || path === '/ping' || path === '/ready')) {
+      if (path === '/ping') return void res.writeHead(200, { 'content-type': 'text/plain' }).end('pong');
+      if (path === '/ready') return void (ready() ? res.writeHead(200).end('ready') : res.writeHead(503).end('no worker listens'));
+      const full = new URLSearchParams(url.slice(path.length + 1)).has('full');
+      poolStatus(full).then(
+        (status) => res.writeHead(200, { 'content-type': 'application/json; charset=utf-8' }).end(JSON.stringify(status)),
+        (err: Error) => {
+          log.error(`Could not gather /status: ${err.message}`);
+          res.writeHead(500).end();
+        },
+      );
+      return;
     }
-    // A signal, not a message: a worker still starting has no message handler yet, and would miss a
-    // 'retire' (a stop during a recycle then waited for the hard stop). SIGTERM retires it the same way.
-    const sparesGone = spares.stopAll();
-    await workers.stop('SIGTERM', hardStopMs);
-    await sparesGone;
-    await closed;
-    if (config.socket) await rm(config.socket, { force: true });
-    await rm(socketDir, { recursive: true, force: true });
-    await log.drain();
-  });
+    dispatcher.handle(req, res);
+  };
+}
+
+/** SIGTERM: no new connection, what was accepted finished (up to --shutdown-timeout), then the workers and spares stopped. */
+async function stopPool(
+  reason: string,
+  pool: {
+    config: HostConfig;
+    log: ReturnType<typeof openHostLog>;
+    server: Server;
+    feed: WorkersFeed;
+    dispatcher: Dispatcher;
+    records: PoolWorkers;
+    workers: Supervisor<Worker, void>;
+    spares: Spares;
+    socketDir: string;
+    timers: (NodeJS.Timeout | undefined)[];
+  },
+): Promise<void> {
+  const { config, log, server, feed, dispatcher, records, workers, spares, socketDir } = pool;
+  for (const timer of pool.timers) clearInterval(timer);
+  log.notice(`Host pool ${process.pid} shutting down (${reason})`);
+  // No new connections from now on: a proxy that connects finds no socket (a connect failure, which
+  // it retries on another host) instead of a backlog that nobody accepts and that is reset when this
+  // process exits (a reset before headers, which the proxy must answer 500).
+  if (config.socket) await rm(config.socket, { force: true });
+  // The proxies stop sending requests straight to the workers: what they send next finds no socket too.
+  feed.end();
+  // Answer what still arrives with `Connection: close`, and leave idle connections for the proxy to close:
+  // closing one ourselves races with the proxy reusing it, and the request it sends then would fail. The
+  // proxy drops idle sockets within 10 s.
+  server.maxRequestsPerSocket = 1;
+  server.closeIdleConnections = () => {};
+  const closed = new Promise((resolve) => server.close(resolve));
+  // What was accepted is finished, queued requests included, while the workers serve on (and are replaced
+  // if one dies); what still runs at --shutdown-timeout is cut, as each worker cut it before.
+  await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, config.shutdownTimeout * 1000).unref())]);
+  server.closeAllConnections();
+  for (const worker of workers.handles) {
+    const record = records.of(worker);
+    if (record) dispatcher.gone(record.slot);
+  }
+  // A signal, not a message: a worker still starting has no message handler yet, and would miss a
+  // 'retire' (a stop during a recycle then waited for the hard stop). SIGTERM retires it the same way.
+  const sparesGone = spares.stopAll();
+  await workers.stop('SIGTERM', config.shutdownTimeout * 1000 + HARD_STOP_MS);
+  await sparesGone;
+  await closed;
+  if (config.socket) await rm(config.socket, { force: true });
+  await rm(socketDir, { recursive: true, force: true });
+  await log.drain();
 }
 
 /** What a host or worker killed outright left (they name their directories for their pids): never served again. */

@@ -1,9 +1,18 @@
 // One worker as the primary knows it, in one record: its dispatcher slot, its channel, what it last reported,
 // what it said of its death; and the table that finds a record from its cluster worker or its slot.
 import type { Worker } from 'node:cluster';
+import { createInterface } from 'node:readline';
+import type { Readable } from 'node:stream';
 import { childEndpoint, IpcChannel } from '../../common/ipc.ts';
 import type { WorkerEnd } from '../../common/workerLoss.ts';
-import type { DeathCause, PoolSays, WorkerSays } from '../wire/poolMessages.ts';
+import {
+  WATCHDOG_LOG_FD,
+  type DeathCause,
+  type PoolSays,
+  type WatchdogLine,
+  type WireHostEntry,
+  type WorkerSays,
+} from '../wire/poolMessages.ts';
 import type { WorkerSnapshot } from '../wire/stats.ts';
 import type { WorkerSlot } from './dispatcher.ts';
 import { quietSince } from './pmPolicy.ts';
@@ -101,4 +110,30 @@ export class PoolWorkers {
   ofSlot(slot: WorkerSlot): PoolWorker | undefined {
     return this.bySlot.get(slot);
   }
+}
+
+/**
+ * Reads a worker's watchdog pipe (fd WATCHDOG_LOG_FD), written by its watchdog thread while the worker's thread (and
+ * so its IPC) is blocked: host.log events, whether its event loop turns, and the known cause of its coming death.
+ */
+export function readWatchdogPipe(
+  record: PoolWorker,
+  said: {
+    blockedChanged: (blocked: boolean, running: string[]) => void;
+    entry: (entry: WireHostEntry) => void;
+    unreadable: (line: string) => void;
+  },
+): void {
+  const lines = createInterface({ input: record.worker.process.stdio[WATCHDOG_LOG_FD] as Readable });
+  record.pipeEnded = new Promise((resolve) => lines.once('close', resolve));
+  lines.on('line', (line) => {
+    try {
+      const read = JSON.parse(line) as WatchdogLine;
+      if ('blocked' in read) return said.blockedChanged(read.blocked, read.running);
+      if ('death' in read) return void (record.deathCause = read.death);
+      said.entry(read);
+    } catch {
+      said.unreadable(line);
+    }
+  });
 }
