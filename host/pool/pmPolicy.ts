@@ -148,9 +148,7 @@ export function maintenance<W>(input: MaintenanceInput<W>): MaintenanceDecision<
  */
 export function resize<W>(pm: PmMode, workers: number, serving: W[], idle: ReadonlySet<W>): { stop: W[]; start: number } {
   const byIdleFirst = [...serving].sort((a, b) => Number(idle.has(b)) - Number(idle.has(a)));
-  const stop = byIdleFirst.slice(workers);
-  const left = serving.length - stop.length;
-  return { stop, start: pm === 'static' && left < workers ? workers - left : 0 };
+  return { stop: byIdleFirst.slice(workers), start: pm === 'static' ? Math.max(0, workers - serving.length) : 0 };
 }
 
 /** Spares to start so that `spares` (listening or not) reach --spare-workers. */

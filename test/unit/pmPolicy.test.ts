@@ -85,6 +85,8 @@ describe('the pm modes (host/pool/pmPolicy.ts)', function () {
       const running = quietSince(first, { requests: 4, inFlight: 1 }, 30);
       expect(running).to.deep.equal({ requests: 4, since: Infinity });
       expect(quietSince(running, { requests: 4, inFlight: 0 }, 40)).to.deep.equal({ requests: 4, since: 40 });
+      // Running something with the same count: not quiet.
+      expect(quietSince(first, { requests: 3, inFlight: 1 }, 50)).to.deep.equal({ requests: 3, since: Infinity });
     });
 
     it('lists the workers running nothing, idle longest first, by the later of the relay and the worker', function () {
@@ -134,6 +136,9 @@ describe('the pm modes (host/pool/pmPolicy.ts)', function () {
         hasRoom: false,
         spawnRate: 1,
       });
+    });
+    it('keeps --max-spare-workers idle workers', function () {
+      expect(maintenance(input({ idle: idle(1, 2, 3, 4), available: 4, serving: 4 })).stop).to.equal(undefined);
     });
     it('starts nothing with --min-spare-workers spare (available or starting)', function () {
       expect(maintenance(input({ available: 1, starting: 1, spawnRate: 8 }))).to.deep.equal({
