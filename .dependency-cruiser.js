@@ -5,6 +5,15 @@
 const PROXY_LAYERS = [['roles'], ['server'], ['passes'], ['observe', 'forward', 'static'], ['core']];
 /** Folders of host/, top layer first. */
 const HOST_LAYERS = [['pool', 'worker'], ['controller'], ['wire']];
+/** Folders of one layer that may not import the other: [importer, imported]. observe/ may read forward/'s upstreams. */
+const APART = [
+  ['proxy/forward', 'proxy/observe'],
+  ['proxy/forward', 'proxy/static'],
+  ['proxy/static', 'proxy/observe'],
+  ['proxy/static', 'proxy/forward'],
+  ['host/pool', 'host/worker'],
+  ['host/worker', 'host/pool'],
+];
 
 /** One rule per layer: its folders may not import a folder of a layer above. */
 function layerRules(root, layers) {
@@ -57,6 +66,13 @@ export default {
       from: { path: '^(bench|tools)/' },
       to: { path: '^test/' },
     },
+    ...APART.map(([from, to]) => ({
+      name: `${from.replace('/', '-')}-not-${to.split('/')[1]}`,
+      comment: `${from}/ and ${to}/ share a layer but not code: what both need belongs a layer below`,
+      severity: 'error',
+      from: { path: `^${from}/` },
+      to: { path: `^${to}/` },
+    })),
     ...layerRules('proxy', PROXY_LAYERS),
     ...layerRules('host', HOST_LAYERS),
   ],

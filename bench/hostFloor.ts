@@ -7,7 +7,7 @@ import { rmSync, statSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { CONTROLLER_PREFIX } from '../common/protocol.ts';
 import { readyLine } from '../common/ready.ts';
-import { controllerFiles, endedWithoutHeadersFields, missingControllerMessage } from '../host/missingController.ts';
+import { controllerFiles, endedWithoutHeadersFields, missingControllerMessage } from '../host/controller/missingController.ts';
 
 const [socketPath, controllersDir] = process.argv.slice(2);
 /** The name: up to the first `/` or `?` (the host also decodes and checks it; the bench's names need neither). */

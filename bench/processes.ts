@@ -99,7 +99,7 @@ export function privateMb(pid: number): number {
 export function roleOf(pid: number): string {
   const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ');
   if (/proxy\/workerMain/.test(cmdline)) return 'proxy worker';
-  if (/host\/workerMain/.test(cmdline)) return 'host worker';
+  if (/host\/worker\/workerMain/.test(cmdline)) return 'host worker';
   if (/ host\b|host\/main/.test(cmdline)) return 'host';
   if (/ proxy\b|proxy\/main/.test(cmdline)) return 'proxy';
   if (/esbuild/.test(cmdline)) return 'esbuild';

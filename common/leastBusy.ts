@@ -1,7 +1,7 @@
 // Which worker takes the next request, whether it waits, or is refused: Phusion Passenger's router
 // (Group::route): the worker with the fewest requests in flight, among those that take requests, are not
 // blocked and are below the concurrency limit; when none is, the request waits in one FIFO queue bounded by
-// --listen-backlog, and is refused past it. The host primary (host/dispatcher.ts) and the proxy
+// --listen-backlog, and is refused past it. The host primary (host/pool/dispatcher.ts) and the proxy
 // (proxy/forward/workerRoutes.ts) both route with it; neither does I/O here.
 
 export interface RouteCandidate {

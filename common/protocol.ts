@@ -9,7 +9,7 @@ export const WELL_FORMED_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 /**
  * The host's stderr for this request (PHP's error lines, URI-encoded): the proxy writes each line to
  * error.log as mod_fcgid relays an application's stderr, and never passes the field to a client. A body
- * that fails after its head went out sends it as a trailer (host/respond.ts); the proxy then cuts the client.
+ * that fails after its head went out sends it as a trailer (host/controller/respond.ts); the proxy then cuts the client.
  */
 export const HOST_STDERR_FIELD = 'x-extqs-stderr';
 

@@ -83,7 +83,7 @@ function setting<T, const R extends readonly Role[], const L extends boolean = f
 const MAX_WORKERS = 256;
 /** --max-header-fields' ceiling: HTTP/2 sessions are bounded by it from the start, so a SIGHUP may raise the limit. */
 export const MAX_HEADER_FIELDS = 10_000;
-/** The host keeps idle sockets 75 s (host/app.ts); the proxy's own clients must be let go sooner. */
+/** The host keeps idle sockets 75 s (host/worker/app.ts); the proxy's own clients must be let go sooner. */
 const MAX_KEEP_ALIVE_TIMEOUT = 60;
 const seconds = (max: number) => integer(0, max);
 const MTLS_UNDER_LAUNCHER = 'the launcher gives its host a private unix socket, which only its own proxy can reach';
@@ -100,7 +100,7 @@ export const FOLLOW_SYMLINKS = ['owner', 'on', 'off'] as const;
 export type FollowSymlinks = (typeof FOLLOW_SYMLINKS)[number];
 
 /** What the `Server` field says (Apache's ServerTokens): full `extqs/<version> (Node.js <version>)`, prod `extqs`, off none. */
-/** php-fpm's pm: how the host keeps its workers (host/pool.ts). */
+/** php-fpm's pm: how the host keeps its workers (host/pool/pool.ts). */
 export const PM_MODES = ['static', 'dynamic', 'ondemand'] as const;
 export type PmMode = (typeof PM_MODES)[number];
 

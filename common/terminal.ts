@@ -42,7 +42,7 @@ export interface TerminalEntry {
   message: string;
 }
 
-/** A controller's console line starts with its name in brackets (host/consoleCapture.ts). */
+/** A controller's console line starts with its name in brackets (host/worker/consoleCapture.ts). */
 const CONTROLLER_TAG = /^\[([A-Za-z_][A-Za-z0-9_]*|-)\] /;
 
 const pad2 = (n: number) => String(n).padStart(2, '0');

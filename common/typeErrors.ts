@@ -1,6 +1,6 @@
 // `extqs dev`'s type errors as they stand: the launcher's type-check thread (launcher/typeWatch.ts) writes
 // them after each check into a file of the launcher's private directory, and a host worker reads it when
-// it shows a controller's error page (host/devErrorPage.ts). A file, read when a page is made, needs no
+// it shows a controller's error page (host/controller/devErrorPage.ts). A file, read when a page is made, needs no
 // message through the pool and is never stale.
 import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 

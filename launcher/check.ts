@@ -8,9 +8,9 @@ import type { Config } from '../common/settings.ts';
 import { LINK_REFUSED, LinkGuard } from '../common/linkGuard.ts';
 import type { FollowSymlinks } from '../common/settings.ts';
 import { formatAllowList, formatUpstream } from '../common/settingParsers.ts';
-import { compileController } from '../host/compile.ts';
+import { compileController } from '../host/controller/compile.ts';
 import { CONTROLLER_NAME } from '../common/controllerName.ts';
-import { describeAdmission } from '../host/admission.ts';
+import { describeAdmission } from '../host/pool/admission.ts';
 import { helperFiles, typeCheck } from './typeCheck.ts';
 
 interface ControllerReport {

@@ -9,7 +9,7 @@ export async function runRole(role: Role, config: ProxyConfig | HostConfig, relo
     const { runProxy } = await import('../proxy/roles/run.ts');
     await runProxy(config as ProxyConfig, reloads as Reloads<ProxyConfig>);
   } else {
-    const { runPool } = await import('../host/pool.ts');
+    const { runPool } = await import('../host/pool/pool.ts');
     await runPool(config as HostConfig, reloads as Reloads<HostConfig>);
   }
 }

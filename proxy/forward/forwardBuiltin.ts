@@ -129,7 +129,7 @@ class HostConnection {
     };
     this.socket = connections.target.connect(connected);
     this.socket.setNoDelay(true);
-    // Idle this long, it is closed: the host keeps its side longer (host/app.ts) and never closes one while retiring.
+    // Idle this long, it is closed: the host keeps its side longer (host/worker/app.ts) and never closes one while retiring.
     this.socket.setTimeout(IDLE_UPSTREAM_SOCKET_MS, () => {
       if (!this.attempt) this.destroy();
     });

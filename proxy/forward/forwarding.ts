@@ -52,7 +52,7 @@ export interface ForwarderOptions {
 export const NODE_FRAMED = ['transfer-encoding'] as const;
 
 /**
- * The upstream's idle sockets are dropped after this long; the host keeps them longer (host/app.ts) and
+ * The upstream's idle sockets are dropped after this long; the host keeps them longer (host/worker/app.ts) and
  * never closes one itself while retiring.
  */
 export const IDLE_UPSTREAM_SOCKET_MS = 10_000;
@@ -170,7 +170,7 @@ export function hostAnswerOf(statusCode: number, headers: Headers): HostAnswer {
 
 /** `Latest` for `/External/Latest`: what an operator greps for. */
 function controllerOf(path: string): string {
-  // The name ends at the first slash; what follows is the controller's path info (host/route.ts).
+  // The name ends at the first slash; what follows is the controller's path info (host/controller/controllerRoute.ts).
   return path.slice(CONTROLLER_PREFIX.length).split('/', 1)[0] || '-';
 }
 

@@ -2,7 +2,7 @@
 // `?auto` key: value lines for scripts that read Apache's, and `?json`. Pure: a report in, text out.
 import type { UpstreamSnapshot } from '../forward/upstreams.ts';
 
-/** What a host's /status says, as far as this page shows it (host/stats.ts has the whole shape). */
+/** What a host's /status says, as far as this page shows it (host/wire/stats.ts has the whole shape). */
 export interface HostSummary {
   pid: number;
   workers: number;
@@ -11,7 +11,7 @@ export interface HostSummary {
   /** Absent from a host older than the proxy, as are `reloads`. */
   restarts?: { exited: number; recycled: number };
   controllers: Record<string, { requests: number; errors: number; loadFailures: number; reloads?: number; aborts?: number }>;
-  /** php-fpm's pool fields (host/stats.ts PoolFields); absent from a host older than the proxy. */
+  /** php-fpm's pool fields (host/wire/stats.ts PoolFields); absent from a host older than the proxy. */
   processManager?: string;
   processManagerSettings?: string;
   listenQueue?: number;

@@ -161,7 +161,7 @@ export function createProxyServer(options: ProxyOptions): ProxyServer {
   const server = createServer(
     {
       // Apache's defaults (common/settings.ts): RequestReadTimeout header=20, Timeout 60,
-      // KeepAliveTimeout 5 (below the host's 75 s, host/app.ts). A client past a deadline gets 408 and is cut.
+      // KeepAliveTimeout 5 (below the host's 75 s, host/worker/app.ts). A client past a deadline gets 408 and is cut.
       // 0 turns keep-alive off (nginx keepalive_timeout 0; handleRequest below): to Node it would mean never time out.
       ...http1Limits(limits),
       // A request without Host is refused by framingProblem(), with Apache's page and an access-log line.

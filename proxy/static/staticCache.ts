@@ -2,7 +2,7 @@
 // (a 1.4 KB page, the favicon browsers keep asking for) cost no stat/open/read/close round trips through
 // libuv's thread pool (profiled: about a third of the proxy's time on those paths). chokidar watches the
 // directory; any change there empties the cache, at once and again shortly after: chokidar drops a
-// 'change' that follows another within 50 ms and sends no trailing one (host/watcher.ts has the same).
+// 'change' that follows another within 50 ms and sends no trailing one (host/worker/watcher.ts has the same).
 //
 // A compressible file keeps its encoded forms beside it, made when it is remembered: a precompressed
 // sibling (file.br, file.gz) when there is one, else the body compressed once. They go when it goes.

@@ -234,7 +234,7 @@ describe('answer framing through the host primary (--worker-concurrency 1)', fun
     sandbox = makeSandbox();
     writeFileSync(join(sandbox.controllers, 'Echo.ts'), `export default ({ query }) => 'echo ' + query.n;\n`);
     writeFileSync(join(sandbox.controllers, 'Overrun.ts'), OVERRUN_CONTROLLER);
-    // A bounded concurrency sends every request through the primary's relay (host/dispatcher.ts).
+    // A bounded concurrency sends every request through the primary's relay (host/pool/dispatcher.ts).
     stack = await startStack(sandbox, ['--worker-concurrency', '1']);
   });
 

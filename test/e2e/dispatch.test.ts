@@ -7,7 +7,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import type { PoolFields } from '../../host/stats.ts';
+import type { PoolFields } from '../../host/wire/stats.ts';
 import { get, type Reply } from '../helpers/http.ts';
 import { total } from '../helpers/metrics.ts';
 import {

@@ -3,7 +3,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { ESBUILD_IDLE_MS } from '../../host/esbuildService.ts';
+import { ESBUILD_IDLE_MS } from '../../host/controller/esbuildService.ts';
 import { get } from '../helpers/http.ts';
 import { descendants, eventually, makeSandbox, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
 

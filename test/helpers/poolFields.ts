@@ -1,4 +1,4 @@
-import type { PoolFields } from '../../host/stats.ts';
+import type { PoolFields } from '../../host/wire/stats.ts';
 
 /** The pool fields of a static pool at rest, for unit tests of the status summary. */
 export const NO_POOL: PoolFields = {

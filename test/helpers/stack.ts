@@ -94,7 +94,7 @@ export function roleOf(pid: number): 'proxy worker' | 'host worker' | 'proxy' | 
   const cmdline = procText(pid, 'cmdline').split('\0').join(' ');
   if (cmdline === '') return 'exited';
   if (cmdline.includes('proxy/roles/workerMain')) return 'proxy worker';
-  if (cmdline.includes('host/workerMain')) return 'host worker';
+  if (cmdline.includes('host/worker/workerMain')) return 'host worker';
   if (/child\.js proxy\b/.test(cmdline)) return 'proxy';
   if (/child\.js host\b/.test(cmdline)) return 'host';
   return 'other';

@@ -120,7 +120,7 @@ describe('slow and oversized clients', function () {
     // The retired undici engine dropped the unsent body by setting req.socket to null; the access log read it
     // afterwards and the proxy crashed (TypeError), once per such request.
     it('forwards the answer, logs the request with its client, and stays up', async function () {
-      // Longer than the host reads before it takes a worker (64 KiB, host/dispatcher.ts), so it answers early.
+      // Longer than the host reads before it takes a worker (64 KiB, host/pool/dispatcher.ts), so it answers early.
       const socket = connect(port, '127.0.0.1');
       let received = '';
       socket.setEncoding('latin1');

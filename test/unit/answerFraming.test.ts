@@ -1,7 +1,7 @@
-// The host holds a controller's body to its declared Content-Length (host/answerFraming.ts): what goes out,
+// The host holds a controller's body to its declared Content-Length (host/controller/answerFraming.ts): what goes out,
 // what is held back, and when it fails, for bodies that end exactly, run past and end short.
 import { expect } from 'chai';
-import { AnswerLengthError, declaredLength, FRAMING_FIELDS, withinDeclaredLength } from '../../host/answerFraming.ts';
+import { AnswerLengthError, declaredLength, FRAMING_FIELDS, withinDeclaredLength } from '../../host/controller/answerFraming.ts';
 
 const bytes = (text: string) => new TextEncoder().encode(text);
 

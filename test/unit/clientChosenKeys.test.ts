@@ -12,7 +12,7 @@ import {
   summarize,
   WorkerStats,
   type WorkerSnapshot,
-} from '../../host/stats.ts';
+} from '../../host/wire/stats.ts';
 import { forwardedHeaders, responseHeaders } from '../../proxy/forward/forwarding.ts';
 import { hostMetricsJson } from '../../proxy/observe/hostMetrics.ts';
 import { renderAuto, renderHtml, renderJson, type HostSummary } from '../../proxy/observe/statusPage.ts';

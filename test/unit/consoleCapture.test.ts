@@ -1,8 +1,8 @@
-// The parts of console capture (host/consoleCapture.ts) and the dev error page (host/devErrorPage.ts) that
+// The parts of console capture (host/worker/consoleCapture.ts) and the dev error page (host/controller/devErrorPage.ts) that
 // need no process: the flood bucket, the controller found on a stack, the page's escaping.
 import { expect } from 'chai';
-import { controllerOnStack, TokenBucket } from '../../host/consoleCapture.ts';
-import { devErrorPage } from '../../host/devErrorPage.ts';
+import { controllerOnStack, TokenBucket } from '../../host/worker/consoleCapture.ts';
+import { devErrorPage } from '../../host/controller/devErrorPage.ts';
 
 describe('console capture', () => {
   describe('TokenBucket', () => {

@@ -8,7 +8,7 @@ import {
   loadOutsideAnyCall,
   runControllerCall,
   type ControllerCall,
-} from '../../host/controllerCall.ts';
+} from '../../host/controller/controllerCall.ts';
 
 const call = (): ControllerCall => ({
   requestId: 'id-1',

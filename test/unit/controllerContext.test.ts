@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { setFlagsFromString } from 'node:v8';
-import { controllerContext, type ContextFields } from '../../host/controllerContext.ts';
+import { controllerContext, type ContextFields } from '../../host/controller/controllerContext.ts';
 
 const fields = (rawQuery: string): ContextFields => ({
   query: {},

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { CONTROLLER_NAME, namesPossibleController } from '../../common/controllerName.ts';
-import { controllerNameOf } from '../../host/watcher.ts';
+import { controllerNameOf } from '../../host/worker/watcher.ts';
 
 describe('controllerNameOf', () => {
   describe('a controller source file', () => {

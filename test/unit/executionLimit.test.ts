@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { mock } from 'node:test';
 import { expect } from 'chai';
-import { DROP_GRACE_MS, ExecutionLimit, type Tracked } from '../../host/executionLimit.ts';
+import { DROP_GRACE_MS, ExecutionLimit, type Tracked } from '../../host/worker/executionLimit.ts';
 
 const LIMIT_MS = 200;
 

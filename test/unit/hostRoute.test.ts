@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { CONTROLLER_PREFIX } from '../../common/protocol.ts';
-import { routeController } from '../../host/route.ts';
+import { routeController } from '../../host/controller/controllerRoute.ts';
 
 describe('routeController', () => {
   describe('a valid controller name', () => {

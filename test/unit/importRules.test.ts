@@ -56,7 +56,7 @@ describe('the import rules (dependency-cruiser)', function () {
     expect(violations).to.deep.equal([]);
   });
 
-  it('names each broken rule: a circle, a type-only circle, proxy ↔ host, common upward, product → test or bench, a layer upward', async () => {
+  it('names each broken rule: a circle, a type-only circle, proxy ↔ host, common upward, product → test or bench, a layer upward, siblings apart', async () => {
     const violations = await violationsIn({
       'proxy/core/a.ts': "import { b } from './b.ts';\nexport const a = b;\n",
       'proxy/core/b.ts': "import type { A } from './types.ts';\nexport const b: A = 1;\n",
@@ -65,6 +65,7 @@ describe('the import rules (dependency-cruiser)', function () {
       'proxy/roles/run.ts': "import { pool } from '../../host/pool/pool.ts';\nexport const run = pool;\n",
       'host/pool/pool.ts': 'export const pool = 1;\n',
       'host/controller/upward.ts': "import { pool } from '../pool/pool.ts';\nexport const upward = pool;\n",
+      'host/worker/worker.ts': "import { pool } from '../pool/pool.ts';\nexport const worker = pool;\n",
       'common/shared.ts': "import { pool } from '../host/pool/pool.ts';\nexport const shared = pool;\n",
       'common/helper.ts':
         "import { fixture } from '../test/fixture.ts';\nimport { scenario } from '../bench/scenario.ts';\nexport const helper = [fixture, scenario];\n",
@@ -76,6 +77,7 @@ describe('the import rules (dependency-cruiser)', function () {
         'bench-not-tests',
         'common-below-roles',
         'host-controller-upward',
+        'host-worker-not-pool',
         'no-circular',
         'product-not-tests',
         'proxy-core-upward',

@@ -1,4 +1,4 @@
-// The pool's primary answers a controller with no file itself (host/missingController.ts): its answer and
+// The pool's primary answers a controller with no file itself (host/controller/missingController.ts): its answer and
 // its host.log event must be a worker's, byte for byte. Both are run here on unix sockets and sent the same
 // raw requests.
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -8,12 +8,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import type { FastifyInstance } from 'fastify';
-import { createHostApp } from '../../host/app.ts';
-import type { HostLog } from '../../host/hostLog.ts';
-import { answerMissingController } from '../../host/missingController.ts';
-import { ControllerRegistry } from '../../host/registry.ts';
-import { RunningCalls } from '../../host/runningCalls.ts';
-import { WorkerStats } from '../../host/stats.ts';
+import { createHostApp } from '../../host/worker/app.ts';
+import type { HostLog } from '../../host/wire/hostLog.ts';
+import { answerMissingController } from '../../host/controller/missingController.ts';
+import { ControllerRegistry } from '../../host/controller/registry.ts';
+import { RunningCalls } from '../../host/worker/runningCalls.ts';
+import { WorkerStats } from '../../host/wire/stats.ts';
 
 interface Event {
   level: string;
@@ -74,7 +74,7 @@ describe("the primary's answer for a controller with no file", () => {
       outputBuffering: 4096,
     });
     await app.listen({ path: join(dir, 'worker.sock') });
-    // As the pool's server: keep-alive as long as a worker's (host/pool.ts), anything else refused 418.
+    // As the pool's server: keep-alive as long as a worker's (host/pool/pool.ts), anything else refused 418.
     const answerIt = answerMissingController(controllers, recordingLog(primaryEvents), () => (counted += 1));
     primary = createServer({ keepAliveTimeout: 75_000, requireHostHeader: false }, (req, res) => {
       if (!answerIt(req, res)) res.writeHead(418).end();

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
-import { QuarantineGate } from '../../host/quarantineGate.ts';
-import { Quarantine, QUARANTINE_DEATHS, QUARANTINE_FOR_MS, QUARANTINE_WITHIN_MS } from '../../host/quarantine.ts';
+import { QuarantineGate } from '../../host/worker/quarantineGate.ts';
+import { Quarantine, QUARANTINE_DEATHS, QUARANTINE_FOR_MS, QUARANTINE_WITHIN_MS } from '../../host/pool/quarantine.ts';
 
 describe('the quarantine of a controller that kills its workers', function () {
   const killed = (controller: string) => ({ controller, inFlight: [controller] });

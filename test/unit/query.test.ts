@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { arrayQuery, MAX_INPUT_VARS, parsePhpQuery, phpUrlDecode } from '../../host/query.ts';
+import { arrayQuery, MAX_INPUT_VARS, parsePhpQuery, phpUrlDecode } from '../../host/controller/query.ts';
 
 const q = (raw: string) => parsePhpQuery(raw).query;
 const has = (obj: object, key: string): boolean => Object.prototype.hasOwnProperty.call(obj, key);

@@ -4,7 +4,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { ControllerRegistry } from '../../host/registry.ts';
+import { ControllerRegistry } from '../../host/controller/registry.ts';
 import { makeSandbox, type Sandbox } from '../../tools/sandbox.ts';
 
 describe('a controller whose reload fails', function () {

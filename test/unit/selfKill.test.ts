@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { killsItself } from '../../host/selfKill.ts';
+import { killsItself } from '../../host/worker/selfKill.ts';
 
 describe("a controller's process.kill()", function () {
   const none = () => 0;

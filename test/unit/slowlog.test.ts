@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { formatFrames, slowlogMessage, SourceMaps, type PausedFrame, type SlowCall } from '../../host/slowlog.ts';
+import { formatFrames, slowlogMessage, SourceMaps, type PausedFrame, type SlowCall } from '../../host/worker/slowlog.ts';
 
 const FILE = '/www/controllers/Spin.ts';
 const call: SlowCall = { name: 'Spin', file: FILE, requestId: 'r1', version: 'v1', what: 'GET /External/Spin' };

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { addDeparted, departedNone, summarize, type WorkerSnapshot } from '../../host/stats.ts';
+import { addDeparted, departedNone, summarize, type WorkerSnapshot } from '../../host/wire/stats.ts';
 import { NO_POOL } from '../helpers/poolFields.ts';
 
 const worker = (
