@@ -1,4 +1,4 @@
-// The proxy's side of mutual TLS with its hosts (docs/design.md §8.3): the CA that signed the hosts'
+// The proxy's side of mutual TLS with its hosts (docs/design.md §12): the CA that signed the hosts'
 // certificates, and this proxy's own certificate and key, read once at start. Every connection the proxy
 // makes to an `https://` upstream takes its options from here (both engines, /status, the readiness probe),
 // so none forgets to verify the host.
