@@ -87,7 +87,7 @@ function namedPaths(markdown: string): { named: string; candidates: string[] }[]
     if (suite) {
       const base = join('test', suite[1], suite[2]);
       named.push({ named: span, candidates: [`${base}.test.ts`, `${base}.slow.test.ts`, `${base}.ts`] });
-    } else if (TOP_FOLDERS.some((folder) => span === folder || span.startsWith(`${folder}/`)) || ROOT_FILES.test(span)) {
+    } else if (TOP_FOLDERS.some((folder) => span.startsWith(`${folder}/`)) || ROOT_FILES.test(span)) {
       named.push({ named: span, candidates: [span.replace(/\/$/, '')] });
     }
   }
