@@ -1,4 +1,4 @@
-// The controller contract (docs/design.md §5), exported as the package `extqs` so controllers can write
+// The controller contract (docs/design.md §7), exported as the package `extqs` so controllers can write
 // `import type { Controller } from 'extqs'`. Types only: the host strips this import on load.
 
 /** A query value as PHP's $_GET holds it: a string, or a nested array for `a[]=` / `a[k]=` names. */

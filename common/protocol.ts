@@ -100,7 +100,7 @@ export const LOCAL_CLIENT_FIELD = 'x-extqs-local-client';
  * line of it at once and another whenever it changes, for as long as the proxy keeps the request open. The
  * proxy sends a controller request straight to a worker of it (the least busy among those not blocked), and
  * through the primary when there is none, as with `concurrency` > 0, where the primary alone routes so that no
- * worker ever runs more than that many (docs/design.md §7.1). Only a primary on a unix socket lists its
+ * worker ever runs more than that many (docs/design.md §4.2). Only a primary on a unix socket lists its
  * workers: their private sockets are on its machine.
  */
 export const WORKERS_PATH = '/workers';

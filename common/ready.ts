@@ -1,4 +1,4 @@
-// The one line each process prints on stdout when it accepts requests (docs/design.md §6).
+// The one line each process prints on stdout when it accepts requests (docs/design.md §9).
 const PREFIX = 'listening on ';
 
 /** `listening on URL [URL…]`: the proxy with HTTPS names its plain listener first, then the TLS one. */

@@ -171,7 +171,7 @@ const RULES: Partial<Record<SettingKey, Rule>> = {
   ),
 };
 
-/** The rule of every setting (docs/design.md §8.1). */
+/** The rule of every setting (docs/design.md §9). */
 export const RELOAD_RULES: Readonly<Record<SettingKey, Rule>> = Object.fromEntries(
   SETTING_KEYS.map((key) => [key, RULES[key] ?? byTable(key)]),
 ) as Record<SettingKey, Rule>;

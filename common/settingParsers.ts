@@ -12,7 +12,7 @@ export interface ParseContext {
 
 export type Parser<T> = (raw: string, context: ParseContext) => T;
 
-/** `tls`: an `https://` upstream, reached with --mtls-cert, --mtls-key and --mtls-ca (docs/design.md §8.3). */
+/** `tls`: an `https://` upstream, reached with --mtls-cert, --mtls-key and --mtls-ca (docs/design.md §12). */
 export type Upstream = ({ kind: 'tcp'; host: string; port: number; tls?: true } | { kind: 'unix'; path: string }) & {
   /** Its name in /metrics' series when its address changes at each start (the launcher's own socket); else formatUpstream(). */
   label?: string;

@@ -716,7 +716,7 @@ export const SETTINGS = {
     defaultText: 'none (any client that reaches the port)',
     parse: allowList,
     format: (list) => (list.length === 0 ? 'none' : JSON.stringify(formatAllowList(list))),
-    // php-fpm's listen.allowed_clients: a host on a network must know its proxies (docs/design.md §8.3).
+    // php-fpm's listen.allowed_clients: a host on a network must know its proxies (docs/design.md §12).
     relation: (list, other, fail) => {
       const listen = other('hostListen') as string;
       if (other('socket') !== undefined || isLoopbackAddress(listen) || list.length > 0 || other('mtlsKey') !== undefined) return;
@@ -888,7 +888,7 @@ type KeysOf<R extends Role> = { [K in SettingKey]: R extends Settings[K]['roles'
  * variable or file line can turn a developer's error page on in `extqs start`, `proxy` or `host`.
  */
 export interface CommandMode {
-  /** `extqs dev`: logs also on the terminal, and the error page for loopback clients (docs/design.md §5.5). */
+  /** `extqs dev`: logs also on the terminal, and the error page for loopback clients (docs/design.md §7). */
   readonly dev?: boolean;
   /** `extqs dev`, the host: the file where the launcher's type check keeps the errors as they stand (common/typeErrors.ts). */
   readonly typeErrors?: string;

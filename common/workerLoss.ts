@@ -1,5 +1,5 @@
 // Whether a request whose worker's connection failed before an answer goes once more, to another worker
-// (docs/design.md §7.1, "A worker's death"). Pure: the proxy (proxy/forward/forwardingCore.ts) and the host's primary
+// (docs/design.md §6.4). Pure: the proxy (proxy/forward/forwardingCore.ts) and the host's primary
 // (host/pool/dispatcher.ts) ask it with what they know of the worker's fate.
 
 /** What became of the worker, as its host's table (or the primary's own exit handling) said within the wait. */

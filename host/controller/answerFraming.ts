@@ -1,4 +1,4 @@
-// The host owns the framing of every answer it sends (docs/design.md §5.2): a controller's Response says what
+// The host owns the framing of every answer it sends (docs/design.md §6.1): a controller's Response says what
 // its fields and body are, never how they are delimited on the wire. Bytes past a declared Content-Length would
 // stay on the kept-alive connection to the proxy and be read as the next request's answer (another client's);
 // a body short of it would hold its client until a timeout. So a declared length is kept and counted, and the

@@ -1,5 +1,5 @@
 // A controller's failure that no code of its own caught, a forgotten rejection or a throw in one of its callbacks,
-// costs its own request, never its neighbours on the worker (docs/design.md §5.2). Node runs these handlers in
+// costs its own request, never its neighbours on the worker (docs/design.md §6.2). Node runs these handlers in
 // the async context of the failing code, so AsyncLocalStorage names the request that started it (deferred
 // promises: the one that created them): its call, if still awaited, is answered 500 with PHP's fatal line; an
 // answer already given stands, as PHP's warning did not change the page. After an uncaught exception the worker

@@ -1,6 +1,6 @@
 // A request for a controller with no file (every request of the observed deployment), named, answered and
 // logged alike by a worker (app.ts) and by the pool's primary, which answers it without taking a worker
-// (docs/design.md §7.1), so it never waits in the listen queue.
+// (docs/design.md §4.3), so it never waits in the listen queue.
 import { statSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { join } from 'node:path';

@@ -1,4 +1,4 @@
-// Sends what a controller returned (docs/design.md §5): a Response as it is (its body streamed), a string as
+// Sends what a controller returned (docs/design.md §6.1): a Response as it is (its body streamed), a string as
 // text/html (PHP's echo), anything else as JSON. A streamed body that fails once its answer has begun ends
 // with the fatal error in a trailer (common/protocol.ts): the head is gone, and the proxy relays it.
 import { Readable } from 'node:stream';

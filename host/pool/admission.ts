@@ -1,4 +1,4 @@
-// Who may talk to a host listener on TCP (docs/design.md §8.3): php-fpm's listen.allowed_clients
+// Who may talk to a host listener on TCP (docs/design.md §12): php-fpm's listen.allowed_clients
 // (--host-allow) and mutual TLS (--mtls-ca, --mtls-cert, --mtls-key), as a service mesh or nginx's
 // proxy_ssl_certificate give. One function makes any host-side listener: the primary's today, a
 // worker's own socket tomorrow. A unix socket is guarded by its file mode (0600 in a 0700 directory).

@@ -1,5 +1,5 @@
-// Which controllers the pool stops running because they keep killing workers (docs/design.md §7.1, "A worker's
-// death"): a controller with DEATHS deaths attributed to it within WITHIN_MS, or the only controller in flight at
+// Which controllers the pool stops running because they keep killing workers (docs/design.md §6.4): a controller
+// with DEATHS deaths attributed to it within WITHIN_MS, or the only controller in flight at
 // DEATHS deaths of no known cause within WITHIN_MS, is answered 503 without running until its file or an import
 // changes (lift()) or FOR_MS pass. Pure: the pool (host/pool/pool.ts) feeds it deaths and the time.
 

@@ -1,4 +1,4 @@
-// logs/host.log: the application's own log, one event a line (docs/design.md §4), PHP-error-log-like or JSON
+// logs/host.log: the application's own log, one event a line (docs/design.md §10), PHP-error-log-like or JSON
 // (--log-format json); events below --log-level are not written.
 //
 // One process writes the file: the pool's primary. Workers send their events to it over the cluster

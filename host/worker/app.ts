@@ -2,7 +2,7 @@
 // plus php-fpm's /status and /ping, which exist only here: the proxy forwards /External/ alone.
 // A controller that cannot be loaded ends the request "without headers", as the observed PHP process did:
 // an empty 500 marked so, with the message as the process's stderr, on a connection the proxy keeps; the
-// proxy turns that into Apache's 500 page and error.log's lines (docs/design.md §3).
+// proxy turns that into Apache's 500 page and error.log's lines (docs/design.md §5).
 import { METHODS } from 'node:http';
 import fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import {

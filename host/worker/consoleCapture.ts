@@ -7,7 +7,7 @@
 // A flood (a log line in a hot loop) is bounded by a token bucket per worker: past it a line costs a
 // counter increment, and one line later says how many were dropped. Nothing here waits: events leave the
 // worker over IPC, a turn's in one message (hostLog.ts). A controller stuck in a synchronous loop sends
-// nothing until it yields, and if its watchdog kills the worker (docs/design.md §7.2) its last lines die
+// nothing until it yields, and if its watchdog kills the worker (docs/design.md §8) its last lines die
 // with it; the bucket bounds what can pile up meanwhile. What a controller writes to process.stdout or
 // process.stderr itself is caught the same way: left to the launcher's pipe, a flood filled its memory and
 // crashed the worker (ENOBUFS).

@@ -2,7 +2,7 @@
 // thread is blocked: an inspector session connected to the main thread sends Debugger.pause, which V8
 // handles at the next interrupt check of the running JavaScript (a loop's back edge, a call), reads the
 // paused frames, and resumes. The session lives only for one stack: with the debugger enabled V8 keeps
-// debug information, and a session still connected at exit makes Node wait for it (docs/design.md §7.2).
+// debug information, and a session still connected at exit makes Node wait for it (docs/design.md §8).
 import { Session } from 'node:inspector';
 import type { PausedFrame } from './slowlog.ts';
 

@@ -1,7 +1,7 @@
 // php-fpm's slowlog (request_slowlog_timeout), adapted: a controller call still running after
 // --slowlog-timeout seconds, or one that --max-execution-time ends, gets an entry in host.log: a header
 // naming the call, then its JavaScript stack, one `function file:line` a line, in the controller's own
-// source. The watchdog thread takes the stack (mainThreadStack.ts) and writes the entry; docs/design.md §7.2.
+// source. The watchdog thread takes the stack (mainThreadStack.ts) and writes the entry; docs/design.md §8.
 import { fileURLToPath } from 'node:url';
 import { stackMapper } from '../controller/stackMap.ts';
 

@@ -78,7 +78,7 @@ async function kill(slots: number[], now: number, blockedMs: number): Promise<vo
 let saidBlocked = false;
 
 /**
- * Tells the primary when the worker's loop stops and starts turning while calls run (docs/design.md §7.1), with the
+ * Tells the primary when the worker's loop stops and starts turning while calls run (docs/design.md §6.3), with the
  * request ids of the calls running then: a proxy sends a request it sent that worker, not one of them, elsewhere.
  */
 function sayBlocked(blocked: boolean, slots: number[]): void {

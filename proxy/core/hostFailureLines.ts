@@ -1,7 +1,7 @@
 // The error.log lines that relay what the host already said of a controller's failure: mod_fcgid's
 // `stderr:` lines (the host's fatal error, P5) and Apache's `End of script output before headers` (P1).
 // error.log keeps them as Apache wrote them; `extqs dev`'s terminal, where the host's own line is already
-// shown with its code frame, leaves them out so a failure is shown once (docs/design.md §5.6).
+// shown with its code frame, leaves them out so a failure is shown once (docs/design.md §7).
 import type { ErrorEntry } from '../../common/logFormat.ts';
 
 /** mod_fcgid's prefix for a line the application wrote on stderr. */

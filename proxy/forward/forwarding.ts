@@ -1,5 +1,5 @@
 // What every forwarding engine shares besides a request's life (forwardingCore.ts): the header hygiene in
-// both directions, and the answers and error-log lines for each way forwarding fails (docs/design.md §3).
+// both directions, and the answers and error-log lines for each way forwarding fails (docs/design.md §5; docs/logs.md, "Log lines").
 // The engines (forwardBuiltin.ts, forwardHttpProxy.ts) only move bytes.
 import { constants } from 'node:os';
 import { fieldTable } from '../../common/nullObject.ts';
@@ -348,7 +348,7 @@ export function failures({ upstreamTimeoutMs, limitRequestBody }: ForwarderOptio
         return ctx.sendErrorPage(503);
       }
       // The host's connection failed before a response header (a worker killed mid-request): the socket's
-      // error as mod_fcgid reports a failed read, then what Apache says of the script (docs/design.md §3.2).
+      // error as mod_fcgid reports a failed read, then what Apache says of the script (docs/logs.md, "Log lines", P7 and P1).
       if (err.code !== undefined && err.code in errno) {
         ctx.log('fcgid', 'warn', 'mod_fcgid: error reading data from FastCGI server', errnoText(err));
       } else {

@@ -1,6 +1,6 @@
 // The hosts the proxy forwards to: round robin with passive health checks, as nginx's upstream block
 // (max_fails, fail_timeout). Only a failed connect counts against a host: a reset before the response
-// headers is how a host says a controller failed (docs/design.md §3), not a sign that the host is gone.
+// headers is how a host says a controller failed (docs/design.md §5), not a sign that the host is gone.
 import { HostTarget, type ClientTls } from '../../common/hostTarget.ts';
 import { formatUpstream, upstreamLabel, type Upstream } from '../../common/settingParsers.ts';
 

@@ -1,4 +1,4 @@
-// logs/error.log, in Apache 2.4's default layout (docs/design.md §4) or JSON (--log-format json); lines below
+// logs/error.log, in Apache 2.4's default layout (docs/design.md §10) or JSON (--log-format json); lines below
 // --log-level are not written.
 import type { LogSettings } from '../../common/settings.ts';
 import { openLineLog, rotationOf } from '../../common/lineLog.ts';

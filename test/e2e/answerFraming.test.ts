@@ -1,4 +1,4 @@
-// No client ever gets another's bytes (docs/design.md §5.2, "Who frames an answer"): a controller's Response
+// No client ever gets another's bytes (docs/design.md §6.1, "Who frames an answer"): a controller's Response
 // whose body runs past its declared Content-Length, ends short of it, or names the fields that frame a
 // connection, among ordinary requests on kept-alive connections, on the two engines. Every neighbour's body is
 // checked byte for byte; the failing answer's own client sees a cut (curl's exit 18), and host.log says why.
@@ -330,7 +330,7 @@ describe('the builtin engine and a host that writes past the end of an answer', 
 
   before(async function () {
     sandbox = makeSandbox();
-    // Not extqs's host (which never does this, §5.2): a server that sends each answer with a second one after it, in one write.
+    // Not extqs's host (which never does this, design §6.1): a server that sends each answer with a second one after it, in one write.
     server = createServer((socket) => {
       connections += 1;
       let head = '';

@@ -1,5 +1,5 @@
 // What the legacy Apache said of a file's path and an error page, said the same way: encoded slashes in a
-// static path (AH00026), traversal probes (AH10244), a HEAD on an error page (docs/design.md §3.1, §3.2).
+// static path (AH00026), traversal probes (AH10244), a HEAD on an error page (docs/operations.md and docs/logs.md).
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';

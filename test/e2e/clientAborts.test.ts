@@ -1,6 +1,6 @@
 // A client that leaves while its controller awaits with its signal (what the README advises) is the client's
 // doing: one info line in host.log, counted as an abort, never as the controller's error; access.log's %X says X
-// (docs/design.md §3.2 H13, §4.1).
+// (docs/logs.md, "Log lines", H13; "Layouts in detail").
 import { execFile } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';

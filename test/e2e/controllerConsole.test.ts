@@ -1,6 +1,6 @@
 // A controller's console output, captured into host.log as php-fpm's catch_workers_output does: each line at
 // its level, with the request id and the controller's name, and a flood bounded without stalling the worker
-// (docs/design.md §4.4).
+// (docs/logs.md, "A controller's console output").
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';

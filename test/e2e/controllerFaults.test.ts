@@ -1,5 +1,5 @@
 // A controller's failure that its own code did not catch costs only its own request, as a PHP script's did
-// (docs/design.md §5.2): loops of the faulty controller beside ordinary GETs on the default two workers, every
+// (docs/design.md §6.2): loops of the faulty controller beside ordinary GETs on the default two workers, every
 // neighbour's answer checked byte for byte, and the workers' fate read from host.log.
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

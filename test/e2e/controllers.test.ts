@@ -1,5 +1,5 @@
 // Controllers dropped into www/controllers of a running stack: results, failures, PHP query semantics,
-// hostile names, and reload without restart (docs/design.md §3, §5).
+// hostile names, and reload without restart (docs/design.md §7; docs/operations.md, "What each request gets").
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, rmSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';

@@ -1,6 +1,6 @@
 // `extqs dev`, the service on a developer's machine: one proxy and one host worker, every log line also on
 // the terminal in colour with a code frame under a controller's failure, and a controller's uncaught error
-// shown with its stack to a loopback client; `extqs start` never shows it (docs/design.md §5.5).
+// shown with its stack to a loopback client; `extqs start` never shows it (docs/design.md §7).
 import { mkdirSync, readlinkSync, realpathSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';

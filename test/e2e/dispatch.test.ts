@@ -207,7 +207,7 @@ describe('the listen queue (--workers 1 --worker-concurrency 1)', function () {
       totalProcesses: 1,
     });
     const metrics = (await get(stack.url, '/metrics')).body;
-    // The launcher's own host is labelled `local` on /metrics (docs/design.md §3.6).
+    // The launcher's own host is labelled `local` on /metrics (docs/operations.md, "Every metric").
     const upstream = { upstream: 'local' };
     expect(total(metrics, 'extqs_host_listen_queue', upstream)).to.equal(pool.listenQueue);
     expect(total(metrics, 'extqs_host_max_listen_queue', upstream)).to.equal(pool.maxListenQueue);

@@ -287,7 +287,7 @@ for (const forwarder of FORWARDERS) {
       );
       writeFileSync(
         join(sandbox.controllers, 'Broken.ts'),
-        // A declared length: a body failing under it cuts the host's connection (without one it ends with a trailer, §3.4).
+        // A declared length: a body failing under it cuts the host's connection (without one it ends with a trailer, design §5).
         // Past the host's output buffer (--output-buffering, 4096): within it, the failure would be a 500 with the partial body.
         `export default () => new Response(new ReadableStream({ start(c) { c.enqueue(new TextEncoder().encode('partial'.padEnd(5000, '.'))); setTimeout(() => c.error(new Error('boom')), 50); } }), { headers: { 'Content-Length': '10000' } });\n`,
       );

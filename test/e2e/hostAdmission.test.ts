@@ -1,4 +1,4 @@
-// A host on TCP admits only its proxies (docs/design.md §8.3): --host-allow (php-fpm's
+// A host on TCP admits only its proxies (docs/design.md §12): --host-allow (php-fpm's
 // listen.allowed_clients) and mutual TLS, tested with the host and its clients on different addresses of
 // the loopback network (127.0.0.2 for the host, 127.0.0.1 and 127.0.0.3 for clients).
 import { spawnSync } from 'node:child_process';

@@ -1,5 +1,5 @@
 // A host's error answers that no controller made never reach a client: the proxy answers Apache's page for
-// their status and logs P6 (docs/design.md §3.4). The host here stands for one whose framework answered
+// their status and logs P6 (docs/design.md §5). The host here stands for one whose framework answered
 // itself (fastify's JSON 404 and 431); a controller's own error answer, marked so, passes as it is. And the
 // real host takes every field of a head the proxy let through.
 import { once } from 'node:events';

@@ -1,4 +1,4 @@
-// Lingering close (docs/design.md §3.8): an answer given before the request body was read reaches a client
+// Lingering close (docs/design.md §3.1): an answer given before the request body was read reaches a client
 // that writes its whole body before it reads (a raw socket, Python's urllib; no `Expect: 100-continue`),
 // because the proxy reads and drops the rest of the body before it closes. Before, such a client got
 // `Broken pipe` (EPIPE) and no answer while access.log recorded the status. curl, which sends `Expect`, too.

@@ -3,7 +3,7 @@
 // that has ended never is: the host's request hung, and the proxy answered 504 after --upstream-timeout. Each
 // body goes to one host worker on its own socket, by curl -F and by a raw socket writing the whole request at
 // once, and through the proxy by curl -F (where the chunks depend on the forwarder); each must be answered at
-// once, as php-cgi 8.2 answers the same body (docs/design.md §5.3).
+// once, as php-cgi 8.2 answers the same body (docs/controllers.md, "Request input").
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';

@@ -2,7 +2,7 @@
 // an end the parser has already declared hangs or not depending on how the body's last bytes arrive, so
 // some shapes hang only from a worker's second multipart body, and a hang shows only as the proxy's 504
 // after --upstream-timeout. Each request here must be answered well within that, and as php-cgi 8.2
-// answers the same body (docs/design.md §5.3).
+// answers the same body (docs/controllers.md, "Request input").
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
@@ -79,7 +79,7 @@ function send<T>(index: number, request: Promise<T>): Promise<T> {
   });
 }
 
-/** Every multipart upload directory the host has in TMPDIR (docs/design.md §5.3: one per request). */
+/** Every multipart upload directory the host has in TMPDIR (docs/controllers.md, "Request input": one per request). */
 function uploadDirs(tmp: string): string[] {
   return readdirSync(tmp).filter((name) => name.startsWith('extqs-upload-'));
 }

@@ -1,4 +1,4 @@
-// The default install reproduces the observed deployment (docs/design.md §1, §3): both controllers missing,
+// The default install reproduces the observed deployment (docs/design.md §1): both controllers missing,
 // no favicon. Driven through the real launcher; logs are read after a stop, when they are drained.
 import { execFileSync } from 'node:child_process';
 import { expect } from 'chai';

@@ -1,4 +1,4 @@
-// The prober's endpoints (docs/design.md §3.5): /-/healthy while the proxy answers, /-/ready while a host has a
+// The prober's endpoints (docs/operations.md, "Status pages in detail"): /-/healthy while the proxy answers, /-/ready while a host has a
 // worker able to take a request; for any client, and no access line unless the probe failed.
 import { join } from 'node:path';
 import { expect } from 'chai';

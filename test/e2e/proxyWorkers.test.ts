@@ -1,6 +1,6 @@
 // --proxy-workers 2: two proxy workers share the port under the proxy's primary, which alone writes
 // access.log and error.log, sums /server-status, passes SIGHUP on, replaces a worker that dies, and stops
-// them gracefully (docs/design.md §2.1, §7.3). Each stack is the real launcher on port 0.
+// them gracefully (docs/design.md §2.1, §11). Each stack is the real launcher on port 0.
 import { renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';

@@ -1,7 +1,7 @@
 // A controller's request input against PHP's own: each request goes through the running stack to a
 // controller that returns post, files, cookies and the raw body, and to php-cgi 8.2 (Debian's
 // php8.2-cgi, the legacy stack's PHP) running test/fixtures/phpInput.php with the same php.ini limits.
-// The two answers must be equal (docs/design.md §5).
+// The two answers must be equal (docs/controllers.md, "Request input").
 import { once } from 'node:events';
 import { existsSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
@@ -138,7 +138,7 @@ describe("a controller's request input, against php-cgi 8.2", function () {
     // 4 MB declared, 100 bytes sent: the answer comes before the rest, which is more than the buffers hold.
     socket.write('POST /External/Ignores HTTP/1.1\r\nHost: x\r\nContent-Length: 4194304\r\n\r\n' + 'a'.repeat(100));
     await eventually(() => (received.endsWith('\r\n\r\nignored') ? true : undefined), 5000, 'the answer');
-    // No keep-alive after an answer given before the body was read (docs/design.md §3.8); the rest is
+    // No keep-alive after an answer given before the body was read (docs/design.md §3.1); the rest is
     // still taken, so the client is neither reset nor left stalled until its connection times out.
     expect(received).to.match(/^Connection: close\r$/m);
     socket.write('b'.repeat(4194304 - 100));

@@ -1,5 +1,5 @@
 // The Server field of every kind of answer in each --server-tokens mode, and a bad mode refused at start
-// (docs/design.md §3).
+// (docs/operations.md, "What each request gets").
 import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';

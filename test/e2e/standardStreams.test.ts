@@ -1,4 +1,4 @@
-// `--logs -` (docs/design.md §4.1): the same lines as the files, access.log's on stdout and error.log's and
+// `--logs -` (docs/design.md §10): the same lines as the files, access.log's on stdout and error.log's and
 // host.log's on stderr, so `podman logs` and a log collector read them; no file is written.
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';

@@ -1,5 +1,5 @@
 // A request starts at most once: one sent away from a blocked worker is never started by that worker afterwards
-// (docs/design.md §7.1, "Blocked workers"), whether the proxy sends it straight to the workers (a host on a unix
+// (docs/design.md §6.3), whether the proxy sends it straight to the workers (a host on a unix
 // socket) or through the primary (a host on TCP).
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';

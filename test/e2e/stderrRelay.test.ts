@@ -1,7 +1,7 @@
 // The host's failure messages in error.log, as mod_fcgid relays a PHP process's stderr, for a host that
 // runs as a process of its own on TCP (another machine in production), on both forwarding engines, in
 // Apache's words for a script without headers, a reset connection and a body failing mid-answer; and
-// the host's "ended without headers" answer keeping its connection (docs/design.md §3).
+// the host's "ended without headers" answer keeping its connection (docs/design.md §5).
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { execFile } from 'node:child_process';

@@ -1,5 +1,5 @@
 // A controller that kills its own worker costs that worker and its own request, never its neighbours', and is
-// quarantined when it keeps doing so (docs/design.md §7.1, "A worker's death"; docs/operations.md, "What a
+// quarantined when it keeps doing so (docs/design.md §6.4; docs/operations.md, "What a
 // controller's failure costs").
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -1,5 +1,5 @@
 // Lines that name what really happened when a controller takes its worker down or answers a head no proxy would
-// read: each names the controller, the request id and the cause (docs/design.md §3.2, H11 and H12).
+// read: each names the controller, the request id and the cause (docs/logs.md, "Log lines", H11 and H12).
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';

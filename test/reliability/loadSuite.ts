@@ -10,7 +10,7 @@ import { IDLE_UPSTREAM_SOCKET_MS } from '../../proxy/forward/forwarding.ts';
 import { get } from '../helpers/http.ts';
 import { descendants, eventually, makeSandbox, readLog, roleOf, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
 
-/** The observed requests and what the default install answers (docs/design.md §3). */
+/** The observed requests and what the default install answers (docs/design.md §1). */
 const PATHS = [
   { path: '/External/Latest?sn=123&no=1', status: 500 },
   { path: '/External/Latest?sn=123&no=', status: 500 },

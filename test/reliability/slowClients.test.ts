@@ -249,7 +249,7 @@ describe('with keep-alive off (--keep-alive-timeout 0) and a connection cap (--m
   });
 });
 
-describe('a client that trickles a body after its answer (lingering close, docs/design.md §3.8)', function () {
+describe('a client that trickles a body after its answer (lingering close, docs/design.md §3.1)', function () {
   this.timeout(60_000);
   let sandbox: Sandbox;
   let stack: Running;

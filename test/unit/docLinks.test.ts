@@ -69,6 +69,57 @@ function brokenLink(file: string, target: string): string | undefined {
     : `${target}: no heading #${anchor} in ${relative(ROOT, destination)}`;
 }
 
+// The folders a repository path starts with, and the files at the root that design.md may name.
+const TOP_FOLDERS = ['bench', 'bin', 'common', 'deploy', 'docs', 'examples', 'host', 'launcher', 'proxy', 'test', 'tools', 'www'];
+const ROOT_FILES = /^(package\.json|tsconfig[\w.]*\.json|stryker\.config\.json|eslint\.config\.js|README\.md)$/;
+
+/**
+ * The repository paths a document names in code spans (`proxy/forward/`, `common/leastBusy.ts`) and the tests it names
+ * by suite and file (`e2e/observed` is test/e2e/observed.test.ts), each with the files that would satisfy it.
+ * Spans with placeholders (`<Name>`, `*`, `…`) name no one file and are left out.
+ */
+function namedPaths(markdown: string): { named: string; candidates: string[] }[] {
+  const spans = [...withoutFences(markdown).matchAll(/`([^`\n]+)`/g)].map((match) => match[1].trim());
+  const named: { named: string; candidates: string[] }[] = [];
+  for (const span of new Set(spans)) {
+    if (/[<>*…$ ]/.test(span)) continue;
+    const suite = /^(unit|e2e|reliability)\/([\w.]+)$/.exec(span);
+    if (suite) {
+      const base = join('test', suite[1], suite[2]);
+      named.push({ named: span, candidates: [`${base}.test.ts`, `${base}.slow.test.ts`, `${base}.ts`] });
+    } else if (TOP_FOLDERS.some((folder) => span.startsWith(`${folder}/`)) || ROOT_FILES.test(span)) {
+      named.push({ named: span, candidates: [span.replace(/\/$/, '')] });
+    }
+  }
+  return named;
+}
+
+/** The paths of `namedPaths` that exist under `root` in none of their forms. */
+function missingPaths(markdown: string, root: string): string[] {
+  return namedPaths(markdown)
+    .filter(({ candidates }) => !candidates.some((candidate) => existsSync(join(root, candidate))))
+    .map(({ named }) => named);
+}
+
+describe('paths named by docs/design.md', () => {
+  it('each exist in the repository: a file or folder, or a test by suite and file', () => {
+    expect(missingPaths(readFileSync(join(ROOT, 'docs/design.md'), 'utf8'), ROOT)).to.deep.equal([]);
+  });
+
+  it('are found in code spans, and a path that does not exist is reported', () => {
+    const text =
+      'See `proxy/`, `common/leastBusy.ts`, `e2e/observed`, `proxy/nowhere/`, `unit/noSuchTest` and `www/controllers/<Name>.ts`.';
+    expect(namedPaths(text).map(({ named }) => named)).to.deep.equal([
+      'proxy/',
+      'common/leastBusy.ts',
+      'e2e/observed',
+      'proxy/nowhere/',
+      'unit/noSuchTest',
+    ]);
+    expect(missingPaths(text, ROOT)).to.deep.equal(['proxy/nowhere/', 'unit/noSuchTest']);
+  });
+});
+
 describe('links in the markdown documents', () => {
   const files = markdownFiles(ROOT);
 

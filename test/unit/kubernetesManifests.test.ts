@@ -2,7 +2,7 @@
 // the Kubernetes API's JSON schemas (kubernetes-models) and the Prometheus Operator's (ServiceMonitor); its
 // settings held to the settings table (every EXTQS_ name is a setting's, every value parses), every controller
 // in its folder generated into the ConfigMap, the image named in one place, and the grace period covering
-// preStop plus the launcher's worst-case stop (docs/design.md §8.2's extqs.service rule).
+// preStop plus the launcher's worst-case stop (docs/operations.md, "The systemd units": the extqs.service rule).
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';

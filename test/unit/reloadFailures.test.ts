@@ -1,4 +1,4 @@
-// A controller whose reload failed is reported once per version and failure (docs/design.md §5.4): a saved
+// A controller whose reload failed is reported once per version and failure (docs/design.md §7): a saved
 // helper retries every failed controller, since it may be the fix, and one that fails as before is not
 // reported again (it was three times, once per refresh the watcher makes of a save).
 import { mkdirSync, writeFileSync } from 'node:fs';
