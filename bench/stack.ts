@@ -3,7 +3,8 @@
 // clusterFloor.ts), the logging floor (nodeFloor.ts writing the legacy's lines, in front of the same cluster) and,
 // when nginx and php-fpm8.2 are installed, nginx + php-fpm (pm static, a child per CPU),
 // taking turns (A B C A B C …) so drift cancels. Each stack's front, host and whole are the CPU of every process of
-// its trees, from /proc. Prints a table with the targets met or missed, and writes bench/results/stack-<time>.json.
+// its trees, from /proc; so is its memory (PSS and private, summed) as each run's load ends. Prints a table with
+// the targets met or missed, and writes bench/results/stack-<time>.json.
 // BENCH_ONLY, BENCH_SECONDS and BENCH_ROUNDS as bench/run.ts reads them; BENCH_EXTQS_ARGS adds flags to extqs's
 // (`--proxy-workers 2`: the same stack with another shape).
 import type { ChildProcess } from 'node:child_process';
@@ -15,7 +16,7 @@ import { LOAD_GENERATOR, runLoad, type LoadResult } from './load.ts';
 import { getBody, median, treeCpuMicros } from './measure.ts';
 import { hasNginx, startNginx, stopNginx } from './nginx.ts';
 import { hasPhpFpm, PHP_FPM, startPhpFpm, stopPhpFpm } from './phpFpm.ts';
-import { descendants, roleOf, ROOT, startNode, startNodeFloor, type Running } from './processes.ts';
+import { descendants, privateMb, pssMb, roleOf, ROOT, startNode, startNodeFloor, type Running } from './processes.ts';
 import { writeSite } from './scenarios.ts';
 import { STACK_ANSWER_BODY, STACK_SCENARIOS, stackPath, writeStackSite, type StackScenario } from './stackScenarios.ts';
 
@@ -41,15 +42,24 @@ interface CpuSample {
   whole: number;
 }
 
+/** MB of every process of a stack's trees: PSS (shared pages divided among their users) and private. */
+interface MemorySample {
+  pss: number;
+  private: number;
+}
+
 interface Stack {
   name: StackName;
   url: string;
   cpu(): CpuSample;
+  memory(): MemorySample;
 }
 
 interface StackRun extends LoadResult {
   /** CPU µs per answered request. */
   cpu: CpuSample;
+  /** As the load ended: what the stack holds while serving. */
+  memory: MemorySample;
 }
 
 interface StackSummary {
@@ -59,6 +69,7 @@ interface StackSummary {
   /** Answers other than 200, socket errors and timeouts, over every round. */
   failed: number;
   cpuMicrosPerRequest: CpuSample;
+  memoryMb: MemorySample;
 }
 
 interface TargetVerdict {
@@ -81,6 +92,22 @@ function treesCpu(front: number, host: number, whole: number[] = [front, host]):
   return () => ({ front: treeCpuMicros(front), host: treeCpuMicros(host), whole: whole.reduce((sum, pid) => sum + treeCpuMicros(pid), 0) });
 }
 
+/** The memory of every process of the trees under `roots`; one that exits meanwhile (an esbuild service) counts 0. */
+function treesMemory(roots: number[]): () => MemorySample {
+  const read = (measure: (pid: number) => number, pid: number) => {
+    try {
+      return measure(pid);
+    } catch {
+      return 0;
+    }
+  };
+  return () => {
+    const pids = roots.flatMap((root) => [root, ...descendants(root)]);
+    const sum = (measure: (pid: number) => number) => pids.reduce((total, pid) => total + read(measure, pid), 0);
+    return { pss: sum(pssMb), private: sum(privateMb) };
+  };
+}
+
 function summarise(runs: StackRun[]): StackSummary {
   // A run with no answer has no latency or cost per answer (wrk reads its latencies as 0): left out.
   const answered = runs.filter((run) => run.total > 0);
@@ -92,6 +119,7 @@ function summarise(runs: StackRun[]): StackSummary {
     p99: ofAnswered((run) => run.p99),
     failed: runs.reduce((sum, run) => sum + run.unexpected + run.errors + run.timeouts, 0),
     cpuMicrosPerRequest: { front: cpu('front'), host: cpu('host'), whole: cpu('whole') },
+    memoryMb: { pss: median(runs.map((run) => run.memory.pss)), private: median(runs.map((run) => run.memory.private)) },
   };
 }
 
@@ -154,9 +182,19 @@ async function main(): Promise<void> {
     const extqsShape = { proxyWorkers: serving(proxy, 'proxy worker'), hostWorkers: serving(host, 'host worker') };
     const proxyShape = extqsShape.proxyWorkers === 0 ? 'one proxy process' : `${extqsShape.proxyWorkers} proxy workers`;
     const stacks: Stack[] = [
-      { name: 'extqs', url: extqs.url, cpu: treesCpu(proxy, host, [launcher]) },
-      { name: 'node-floor', url: nodeFloor.url, cpu: treesCpu(nodeFloor.child.pid!, clusterFloor.child.pid!) },
-      { name: 'logging-floor', url: loggingFloor.url, cpu: treesCpu(loggingFloor.child.pid!, clusterFloor.child.pid!) },
+      { name: 'extqs', url: extqs.url, cpu: treesCpu(proxy, host, [launcher]), memory: treesMemory([launcher]) },
+      {
+        name: 'node-floor',
+        url: nodeFloor.url,
+        cpu: treesCpu(nodeFloor.child.pid!, clusterFloor.child.pid!),
+        memory: treesMemory([nodeFloor.child.pid!, clusterFloor.child.pid!]),
+      },
+      {
+        name: 'logging-floor',
+        url: loggingFloor.url,
+        cpu: treesCpu(loggingFloor.child.pid!, clusterFloor.child.pid!),
+        memory: treesMemory([loggingFloor.child.pid!, clusterFloor.child.pid!]),
+      },
     ];
     if (hasNginx() && hasPhpFpm()) {
       const dir = join(sandbox.dir, 'nginx-php-fpm');
@@ -165,7 +203,12 @@ async function main(): Promise<void> {
       phpFpm = fpm.child;
       const started = await startNginx('nginx-php.conf', dir, { WORKERS: String(CPUS), SCRIPTS: phpDir, FPM_SOCKET: fpm.socket });
       nginx = started.child;
-      stacks.push({ name: 'nginx-php-fpm', url: `http://127.0.0.1:${started.port}`, cpu: treesCpu(nginx.pid!, phpFpm.pid!) });
+      stacks.push({
+        name: 'nginx-php-fpm',
+        url: `http://127.0.0.1:${started.port}`,
+        cpu: treesCpu(nginx.pid!, phpFpm.pid!),
+        memory: treesMemory([nginx.pid!, phpFpm.pid!]),
+      });
     } else {
       process.stderr.write(`nginx or ${PHP_FPM} is not on PATH (Debian: nginx-light, php8.2-fpm): no nginx + php-fpm stack\n`);
     }
@@ -186,10 +229,12 @@ async function main(): Promise<void> {
           const before = stack.cpu();
           const result = await load(stack, SECONDS);
           const after = stack.cpu();
+          const memory = stack.memory();
           const perRequest = (part: keyof CpuSample) => (after[part] - before[part]) / result.total;
           (runs[stack.name] ??= []).push({
             ...result,
             cpu: { front: perRequest('front'), host: perRequest('host'), whole: perRequest('whole') },
+            memory,
           });
           process.stderr.write(`${scenario.name} / ${stack.name} round ${round + 1}: ${Math.round(result.requestsPerSecond)} req/s\n`);
         }
@@ -207,14 +252,16 @@ async function main(): Promise<void> {
     const milliseconds = (value: number) => (Number.isFinite(value) ? value.toFixed(1) : '-');
     const lines = [
       `whole stack, ${EXTQS_ARGS.length > 0 ? EXTQS_ARGS.join(' ') : 'npm start defaults'} (${proxyShape}, ${extqsShape.hostWorkers} host workers at start), ${LOAD_GENERATOR}, ${ROUNDS} rounds of ${SECONDS} s per stack, medians`,
-      `${pad('scenario', 36)}${pad('stack', 18)}${pad('conns', 7)}${pad('req/s', 9)}${pad('p50/p99 ms', 16)}${pad('failed', 8)}CPU us/req front/host/whole`,
+      `${pad('scenario', 36)}${pad('stack', 18)}${pad('conns', 7)}${pad('req/s', 9)}${pad('p50/p99 ms', 16)}${pad('failed', 8)}${pad('CPU us/req front/host/whole', 30)}MB PSS/private`,
       ...rows.flatMap((row) => [
         ...Object.entries(row.stacks).map(([name, s], i) => {
           const { front, host, whole } = s.cpuMicrosPerRequest;
+          const memory = `${Math.round(s.memoryMb.pss)}/${Math.round(s.memoryMb.private)}`;
           return (
             `${pad(i === 0 ? row.scenario : '', 36)}${pad(LABELS[name as StackName], 18)}${pad(String(row.connections), 7)}` +
             `${pad(String(Math.round(s.requestsPerSecond)), 9)}${pad(`${milliseconds(s.p50)}/${milliseconds(s.p99)}`, 16)}${pad(String(s.failed), 8)}` +
-            [front, host, whole].map(micros).join('/')
+            pad([front, host, whole].map(micros).join('/'), 30) +
+            memory
           );
         }),
         `${pad('', 36)}targets: ${row.targets.map(describeVerdict).join('; ')}`,
