@@ -22,7 +22,7 @@ export function onShutdownSignal(shutdown: (reason: string) => Promise<void>): v
 
 /**
  * Seconds a process may take to stop past --shutdown-timeout before it is killed: the proxy only drains
- * its logs then; the host pool kills a hung worker 5 s after the timeout (host/pool/pool.ts), then drains.
+ * its logs then; the host pool kills a hung worker 5 s after the timeout (host/pool/poolStop.ts), then drains.
  * The launcher stops the proxy, then the host, so it needs both; a service manager's stop timeout too.
  */
 export const STOP_MARGIN_S = { proxy: 5, host: 10 } as const;

@@ -1,6 +1,6 @@
 // php-fpm's process manager, the decisions alone: how many workers a pool starts with, when it starts another,
 // when it stops an idle one, how it is resized after a SIGHUP, how many spares (--spare-workers) it keeps. Pure:
-// it decides from the counts, the settings and the time it is given; host/pool/pool.ts carries the decisions out.
+// it decides from the counts, the settings and the time it is given; host/pool/maintenance.ts and poolReload.ts carry them out.
 // (--max-requests is the worker's own count: host/worker/worker.ts asks to be recycled.)
 import type { HostConfig, PmMode } from '../../common/settings.ts';
 

@@ -9,7 +9,7 @@ import type { PoolWorker } from './poolWorker.ts';
 const SPARE_RESTART_MS = 1_000;
 
 export interface SparesOf {
-  /** Forks a worker and listens to it (host/pool/pool.ts). */
+  /** Forks a worker and listens to it (host/pool/workerStart.ts). */
   fork(): PoolWorker;
   /** The pool stops: no spare starts again. */
   stopped(): boolean;

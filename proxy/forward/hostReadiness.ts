@@ -1,4 +1,4 @@
-// Whether a host has a worker able to take a request: its primary's /ready (host/pool/pool.ts), asked over the
+// Whether a host has a worker able to take a request: its primary's /ready (host/pool/poolServer.ts), asked over the
 // same connection kind and TLS as a forwarded request (its HostTarget, common/hostTarget.ts).
 import type { ClientRequest } from 'node:http';
 import type { UpstreamState } from './upstreams.ts';
