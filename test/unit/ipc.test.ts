@@ -114,7 +114,7 @@ describe('the IPC channel', () => {
       () => undefined,
       (e: NodeJS.ErrnoException) => e,
     );
-    // host/pool/pool.ts recycles a worker only for an error without a code (no answer in time), never for this one.
+    // host/pool/workerRetire.ts recycles a worker only for an error without a code (no answer in time), never for this one.
     expect(err?.code).to.equal('EPIPE');
   });
 

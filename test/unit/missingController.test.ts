@@ -74,7 +74,7 @@ describe("the primary's answer for a controller with no file", () => {
       outputBuffering: 4096,
     });
     await app.listen({ path: join(dir, 'worker.sock') });
-    // As the pool's server: keep-alive as long as a worker's (host/pool/pool.ts), anything else refused 418.
+    // As the pool's server: keep-alive as long as a worker's (host/pool/poolServer.ts), anything else refused 418.
     const answerIt = answerMissingController(controllers, recordingLog(primaryEvents), () => (counted += 1));
     primary = createServer({ keepAliveTimeout: 75_000, requireHostHeader: false }, (req, res) => {
       if (!answerIt(req, res)) res.writeHead(418).end();
