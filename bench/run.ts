@@ -15,6 +15,7 @@ import { closeSync, mkdirSync, openSync, readFileSync, readSync, renameSync, sta
 import { join } from 'node:path';
 import { SETTINGS } from '../common/settings.ts';
 import { makeSandbox } from '../tools/sandbox.ts';
+import { measureHeldRequests, type HeldRequests } from './heldRequests.ts';
 import { measureIdleStack, memoryOfTree, totalMb, type IdleStack, type ProcessMemory } from './idleStack.ts';
 import { ROOT, startCommand, startNode, startNodeFloor, type Running } from './processes.ts';
 import { LOAD_GENERATOR, runLoad, type LoadResult } from './load.ts';
@@ -218,6 +219,7 @@ async function main(): Promise<void> {
   // Beside the default, the proxy's other shape: one process, or a primary and two workers where that is the default.
   const otherShape = ['--proxy-workers', defaultProxyWorkers() === 1 ? '2' : '1'];
   const idleOtherShape = ONLY ? undefined : await measureIdleStack(ROOT, 2, otherShape);
+  const held = ONLY ? undefined : await measureHeldRequests(ROOT);
   const sandbox = makeSandbox();
   writeSite(sandbox);
   const socket = join(sandbox.dir, 'host.sock');
@@ -408,8 +410,8 @@ async function main(): Promise<void> {
           `${pad(`${Math.round(r.sixteenCores / 1000)}k req/s`, 12)}` +
           `${Math.round(r.httpProxy.cpuMicrosPerRequest)} us/req, ${Math.round(r.httpProxy.requestsPerSecond)} req/s`,
       ),
-      ...(reload && idle && idleOtherShape
-        ? reloadAndIdleLines(reload, idle, idleOtherShape)
+      ...(reload && idle && idleOtherShape && held
+        ? [...reloadAndIdleLines(reload, idle, idleOtherShape), heldLine(held)]
         : [`BENCH_ONLY=${ONLY}: no reload or idle measurements`]),
     ];
     function reloadAndIdleLines(reload: ReloadFigures, idle: IdleStack, idleOtherShape: IdleStack): string[] {
@@ -434,6 +436,12 @@ async function main(): Promise<void> {
         nginxIdle ? `idle RSS/PSS MB, nginx (1 worker): ${memory(nginxIdle)}` : 'nginx: not measured',
       ];
     }
+    function heldLine(held: HeldRequests): string {
+      return (
+        `memory per request in flight (${held.held} held in an await, extqs start defaults): PSS ${held.beforePssMb.toFixed(0)} -> ` +
+        `${held.duringPssMb.toFixed(0)} MB, ${held.pssKbPerRequest.toFixed(1)} KB a request`
+      );
+    }
     process.stdout.write(`\n${lines.join('\n')}\n`);
     const out = join(ROOT, 'bench', 'results', `${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
     writeFileSync(
@@ -448,6 +456,7 @@ async function main(): Promise<void> {
           workers: WORKERS,
           rows,
           reload,
+          heldRequests: held,
           idle: { extqs: idle, extqsOtherShape: idleOtherShape && { args: otherShape, ...idleOtherShape }, nginx: nginxIdle },
           raw: results,
         },

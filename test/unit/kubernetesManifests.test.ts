@@ -145,7 +145,25 @@ describe('the Kubernetes manifests (kubectl kustomize)', function () {
     expect(pod.containers[0].livenessProbe.httpGet.path).to.equal('/-/healthy');
     expect(pod.containers[0].readinessProbe.httpGet.path).to.equal('/-/ready');
   });
+
+  it('asks for the memory the bench measured: at rest plus requests in flight, with a margin', function () {
+    const { requests, limits } = podSpec().containers[0].resources;
+    const mib = (quantity: string) => Number(/^(\d+)Mi$/.exec(quantity)![1]);
+    const needs = (inFlight: number) => MEMORY_MARGIN * (AT_REST_MIB + (inFlight * PER_REQUEST_KIB) / 1024);
+    expect(mib(requests.memory)).to.be.at.least(needs(REQUESTED_IN_FLIGHT));
+    expect(mib(limits.memory)).to.be.at.least(needs(LIMIT_IN_FLIGHT));
+  });
 });
+
+// The image's figures (Node 26) in docs/benchmarks.md "Start-up and memory", and the rule in docs/operations.md
+// "Containers and Kubernetes": PSS of `extqs start` at rest 15 s after its controllers compiled, and per request
+// held in a controller's await (`npm run bench:held`).
+const AT_REST_MIB = 180;
+const PER_REQUEST_KIB = 60;
+const REQUESTED_IN_FLIGHT = 1_500;
+const LIMIT_IN_FLIGHT = 4_000;
+/** Compiles (an esbuild service per worker for 10 s), the garbage between two collections. */
+const MEMORY_MARGIN = 1.2;
 
 interface PodSpec {
   terminationGracePeriodSeconds: number;
@@ -157,5 +175,6 @@ interface PodSpec {
     lifecycle: { preStop: { exec: { command: string[] } } };
     livenessProbe: { httpGet: { path: string } };
     readinessProbe: { httpGet: { path: string } };
+    resources: Record<'requests' | 'limits', { memory: string }>;
   }[];
 }
