@@ -44,6 +44,8 @@ export interface WorkerSays extends Conversation {
 export interface QuarantineHold {
   controller: string;
   until: number;
+  /** Its file and imports, as a worker it killed knew them; absent when unknown (any local module's change lifts it). */
+  files?: readonly string[];
 }
 
 export interface PoolSays extends Conversation {
@@ -82,6 +84,8 @@ export interface DeathCause {
   controller: string;
   /** What ended it, for the death line: `process.kill(process.pid, 'SIGKILL')`, `an uncaught exception: …`. */
   cause: string;
+  /** The controller's file and the local modules it imports, when known: a change of one lifts its quarantine. */
+  files?: readonly string[];
 }
 
 /**

@@ -46,6 +46,7 @@ export function reportSelfKills(logFd: number): void {
         requestId: call.requestId,
         controller: call.controller,
         cause: `process.kill(process.pid, ${JSON.stringify(signal ?? 'SIGTERM')}) called by controller ${call.controller}`,
+        files: call.files,
       });
     return kill(pid, signal);
   };
@@ -57,6 +58,7 @@ export function reportSelfKills(logFd: number): void {
         requestId: call.requestId,
         controller: call.controller,
         cause: `process.abort() called by controller ${call.controller}`,
+        files: call.files,
       });
     return abort();
   };

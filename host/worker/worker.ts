@@ -92,8 +92,8 @@ export async function runWorker(
   const watcher = await watchControllers(
     registry,
     (err) => log.error(`Watcher error on ${controllersDir}: ${String(err)}`),
-    (name) => {
-      for (const controller of gate.changed(name)) pool.notify('files-changed', { controller });
+    (name, file) => {
+      for (const controller of gate.changed(name, file)) pool.notify('files-changed', { controller });
     },
   );
 
