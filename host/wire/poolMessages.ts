@@ -86,6 +86,17 @@ export interface DeathCause {
   cause: string;
   /** The controller's file and the local modules it imports, when known: a change of one lifts its quarantine. */
   files?: readonly string[];
+  /** Every request the worker ran (a proxy's too, which the primary did not relay), for the death line. */
+  running?: HeldRequest[];
+}
+
+/** A request a worker runs, as its death line names it. */
+export interface HeldRequest {
+  requestId: string;
+  /** `GET /External/Name?x=1` */
+  what: string;
+  /** A GET or HEAD without a body whose answer had not begun: its proxy sends it again (common/workerLoss.ts). */
+  resendable: boolean;
 }
 
 /**

@@ -161,7 +161,7 @@ export function createHostApp({
   async function handleController(request: FastifyRequest, reply: FastifyReply) {
     const { startBy } = takeProxyFields(request.raw);
     if (pastStartBy(request, reply, startBy)) return reply;
-    running.begin();
+    running.begin(request, reply);
     try {
       const startedAt = stats.begin();
       const exchange = new ControllerExchange(request, reply);
@@ -227,7 +227,7 @@ export function createHostApp({
         registry.release(controller);
       }
     } finally {
-      running.end();
+      running.end(request);
     }
   }
 

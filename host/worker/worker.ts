@@ -45,7 +45,7 @@ export async function runWorker(
       call.requestId,
     ),
   );
-  reportSelfKills(WATCHDOG_LOG_FD);
+  reportSelfKills(WATCHDOG_LOG_FD, running);
 
   let retireAsked: { now: boolean } | undefined;
   /** `now`: this worker is unsafe to send more to (an uncaught exception), even if it asked before for a later reason. */

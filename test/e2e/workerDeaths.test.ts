@@ -55,6 +55,8 @@ describe("a controller that kills its own worker (process.kill(process.pid, 'SIG
     expect(line).to.match(
       /\[error\] \[req [^\]]+\] Worker \d+ exited with signal SIGKILL; starting a new one\. Cause: process\.kill\(process\.pid, "SIGKILL"\) called by controller Killer, in request [^ ]+, which is not sent again\. It was relaying nothing; /,
     );
+    // The neighbours the proxy had sent there itself, which the primary never saw, each with its fate.
+    expect(line).to.match(/; it ran from a proxy (GET \/External\/Neighbour\?n=1-\d+ \(req [^,]+, sent again by its proxy\)(, |$))+$/);
     // Sent again, it would have killed a second worker: one line only, once the replacement listens.
     await eventually(
       async () => ((await get(stack.url, '/External/Neighbour?n=after')).status === 200 ? true : undefined),
