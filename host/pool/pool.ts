@@ -389,7 +389,7 @@ export async function runPool(config: HostConfig, reloads: Reloads<HostConfig>):
     if (spare) {
       dispatcher.add(spare.slot);
       feed.publish();
-      spares.start();
+      spares.startBehind();
       return { handle: spare.worker, process: spare.worker.process, ready: Promise.resolve() };
     }
     const record = forkWorker();

@@ -81,6 +81,7 @@ export async function runWorker(
   pool.on('quarantine-lifted', ({ controller }) => gate.lift(controller));
   // A spare loads what the pool serves, so its first requests find them loaded; a failure is the registry's to log.
   pool.on('preload', ({ controllers }) => {
+    limit?.warm();
     for (const name of controllers)
       void Promise.resolve()
         .then(() => registry.acquire(name))
