@@ -1,18 +1,14 @@
 // `extqs dev` only: a controller that throws, or cannot be loaded, shows a loopback client its error, stack
 // and source lines (PHP's display_errors for the developer's browser), where every other client gets the
-// usual 500. The proxy alone decides who is on loopback, from the client's socket (LOCAL_CLIENT_FIELD,
-// proxy/forward/forwarding.ts); this worker is reached only through it (a private socket under the launcher).
+// usual 500. The proxy alone decides who is on loopback, from the client's socket (LOCAL_CLIENT_FIELD, read by
+// proxyFields.ts); this worker is reached only through it (a private socket under the launcher).
 import type { FastifyInstance } from 'fastify';
-import {
-  CONTROLLER_ANSWER_FIELD,
-  CONTROLLER_FAILED_FIELD,
-  ENDED_WITHOUT_HEADERS_FIELD,
-  LOCAL_CLIENT_FIELD,
-} from '../../common/protocol.ts';
+import { CONTROLLER_ANSWER_FIELD, CONTROLLER_FAILED_FIELD, ENDED_WITHOUT_HEADERS_FIELD } from '../../common/protocol.ts';
 import { frameFor } from '../../common/terminal.ts';
 import { typeErrorsIn, typeErrorText, type TypeError } from '../../common/typeErrors.ts';
 import { failureOf } from './controllerCall.ts';
 import { ControllerFault } from './errors.ts';
+import { fromLocalClient } from './proxyFields.ts';
 
 const HTML_ESCAPES: Readonly<Record<string, string>> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
 
@@ -64,7 +60,7 @@ export function devErrorPage({ title, requestId, detail, frame, typeErrors }: De
  */
 export function showErrorsToLocalClients(app: FastifyInstance, controllersDir: string, typeErrorsFile: string | undefined): void {
   app.addHook('onSend', async (request, reply, payload) => {
-    if (reply.statusCode !== 500 || request.headers[LOCAL_CLIENT_FIELD] !== '1') return payload;
+    if (reply.statusCode !== 500 || !fromLocalClient(request.raw)) return payload;
     const failure = failureOf(request.raw);
     if (!failure) return payload;
     const { call, stage } = failure;

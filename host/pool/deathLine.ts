@@ -1,5 +1,6 @@
 // The line for a worker that died unasked: its cause, the request it is attributed to, and what became of each
-// request the primary relayed to it (a proxy's error.log names those it had sent the worker directly). Pure.
+// request the primary relayed to it and, when the worker listed them before it went (a death of known cause), each
+// a proxy sent it directly; otherwise each proxy's error.log names those. Pure.
 import { sendAgainAfterLoss, type WorkerEnd } from '../../common/workerLoss.ts';
 import type { DeathCause } from '../wire/poolMessages.ts';
 import { routeController } from '../controller/controllerRoute.ts';
@@ -28,19 +29,26 @@ export interface Death {
 
 export function deathLine({ pid, how, delay, cause, relayed, blocked }: Death): string {
   const end: WorkerEnd = { died: true, culprit: cause?.requestId };
-  const outcomes = relayed.map(({ label, requestId, resendable }) => {
-    const again = sendAgainAfterLoss({ requestId: requestId ?? '', resendable, resent: false, sentMs: 0 }, end);
-    return `${label} (${requestId ? `req ${requestId}, ` : ''}${again ? 'sent again' : 'failed'})`;
-  });
+  const fate = (requestId: string | undefined, resendable: boolean) =>
+    sendAgainAfterLoss({ requestId: requestId ?? '', resendable, resent: false, sentMs: 0 }, end) ? 'sent again' : 'failed';
+  const outcomes = relayed.map(
+    ({ label, requestId, resendable }) => `${label} (${requestId ? `req ${requestId}, ` : ''}${fate(requestId, resendable)})`,
+  );
+  // What a proxy sent it directly, as the worker listed it before it went (known causes only): the culprit is named above.
+  const relayedIds = new Set(relayed.map(({ requestId }) => requestId));
+  const direct = cause?.running?.filter(({ requestId }) => requestId !== cause.requestId && !relayedIds.has(requestId));
   const ran = [
     outcomes.length > 0 ? `It was relaying ${outcomes.join(', ')}` : 'It was relaying nothing',
     ...(blocked.length > 0 ? [`blocked, it was running requests ${blocked.join(', ')}`] : []),
   ].join('; ');
   const why = cause ? `${cause.cause}, in request ${cause.requestId}, which is not sent again` : unknownCause(how);
-  return (
-    `Worker ${pid} exited with ${how}; starting a new one${delay ? ` in ${delay} ms` : ''}. Cause: ${why}. ${ran}; ` +
-    'a proxy sends each other GET or HEAD without a body that it had sent there to another worker once'
-  );
+  const fromProxies = direct
+    ? direct.length > 0
+      ? `it ran from a proxy ${direct.map(({ requestId, what, resendable }) => `${what} (req ${requestId}, ${fate(requestId, resendable) === 'sent again' ? 'sent again by its proxy' : 'failed'})`).join(', ')}`
+      : 'it ran nothing else from a proxy'
+    : // Not listed when the worker could not say (a kill from outside, the kernel): each proxy's error.log names them.
+      'a proxy sends each other GET or HEAD without a body that it had sent there to another worker once';
+  return `Worker ${pid} exited with ${how}; starting a new one${delay ? ` in ${delay} ms` : ''}. Cause: ${why}. ${ran}; ${fromProxies}`;
 }
 
 /** The controllers of the requests relayed to a worker when it died (its quarantine counts them). */

@@ -8,13 +8,18 @@ import { QUARANTINE_DEATHS, QUARANTINE_WITHIN_MS } from './quarantine.ts';
 export function workerDied(pool: PoolState, death: Death): void {
   const { log, quarantine } = pool;
   log.error(deathLine(death), death.cause?.requestId);
-  const held = quarantine.death(Date.now(), { controller: death.cause?.controller, inFlight: controllersRelayed(death.relayed) });
+  const held = quarantine.death(Date.now(), {
+    controller: death.cause?.controller,
+    inFlight: controllersRelayed(death.relayed),
+    files: death.cause?.files,
+  });
   if (!held) return;
   log.error(
     `Controller ${held.controller} is quarantined: ${QUARANTINE_DEATHS} worker deaths within ${QUARANTINE_WITHIN_MS / 1000} s ${held.reason === 'attributed' ? 'caused by its calls' : 'with it alone in flight'}; ` +
       `its requests are answered 503 without running until its file or one of its imports changes, or for ${Math.round((held.until - Date.now()) / 1000)} s`,
   );
-  for (const live of everyWorker(pool)) live.channel.notify('quarantine', { controller: held.controller, until: held.until });
+  const hold = { controller: held.controller, until: held.until, ...(held.files && { files: held.files }) };
+  for (const live of everyWorker(pool)) live.channel.notify('quarantine', hold);
 }
 
 /** A worker saw a quarantined controller's files change: every worker runs it again. */

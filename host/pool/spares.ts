@@ -8,6 +8,12 @@ import type { PoolWorker } from './poolWorker.ts';
 /** A spare that exits is started again after this long: one that cannot start must not start again in a loop. */
 const SPARE_RESTART_MS = 1_000;
 
+/**
+ * A spare that took a place is followed this long after: a Node process booting takes a core for most of a second,
+ * and took it from the spare's first requests (200-300 ms on a loaded machine instead of under 50: docs/operations.md).
+ */
+const SUCCESSOR_DELAY_MS = 500;
+
 export interface SparesOf {
   /** Forks a worker and listens to it (host/pool/workerStart.ts). */
   fork(): PoolWorker;
@@ -64,7 +70,14 @@ export class Spares {
     this.preload();
   }
 
-  /** The spare that takes the next place, if one listens; the caller puts it in the table and starts its successor. */
+  /** Starts the successor of a spare that took a place, once that spare has had time to serve its first requests. */
+  startBehind(): void {
+    setTimeout(() => {
+      if (!this.pool.stopped() && this.all.size < this.pool.wanted()) this.start();
+    }, SUCCESSOR_DELAY_MS).unref();
+  }
+
+  /** The spare that takes the next place, if one listens; the caller puts it in the table and calls startBehind(). */
   take(): PoolWorker | undefined {
     const spare = this.listening.shift();
     if (!spare) return undefined;

@@ -24,7 +24,7 @@ export function launchWorker(pool: PoolState): Launched<Worker, void> {
   if (spare) {
     pool.dispatcher.add(spare.slot);
     pool.feed.publish();
-    pool.spares.start();
+    pool.spares.startBehind();
     return { handle: spare.worker, process: spare.worker.process, ready: Promise.resolve() };
   }
   const record = forkWorker(pool);

@@ -44,6 +44,8 @@ export interface WorkerSays extends Conversation {
 export interface QuarantineHold {
   controller: string;
   until: number;
+  /** Its file and imports, as a worker it killed knew them; absent when unknown (any local module's change lifts it). */
+  files?: readonly string[];
 }
 
 export interface PoolSays extends Conversation {
@@ -82,6 +84,19 @@ export interface DeathCause {
   controller: string;
   /** What ended it, for the death line: `process.kill(process.pid, 'SIGKILL')`, `an uncaught exception: …`. */
   cause: string;
+  /** The controller's file and the local modules it imports, when known: a change of one lifts its quarantine. */
+  files?: readonly string[];
+  /** Every request the worker ran (a proxy's too, which the primary did not relay), for the death line. */
+  running?: HeldRequest[];
+}
+
+/** A request a worker runs, as its death line names it. */
+export interface HeldRequest {
+  requestId: string;
+  /** `GET /External/Name?x=1` */
+  what: string;
+  /** A GET or HEAD without a body whose answer had not begun: its proxy sends it again (common/workerLoss.ts). */
+  resendable: boolean;
 }
 
 /**

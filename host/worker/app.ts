@@ -5,16 +5,11 @@
 // proxy turns that into Apache's 500 page and error.log's lines (docs/design.md §5).
 import { METHODS } from 'node:http';
 import fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import {
-  CONTROLLER_ANSWER_FIELD,
-  CONTROLLER_PREFIX,
-  HOST_MAX_HEADER_SIZE,
-  NOT_STARTED_FIELD,
-  START_BY_FIELD,
-} from '../../common/protocol.ts';
+import { CONTROLLER_ANSWER_FIELD, CONTROLLER_PREFIX, HOST_MAX_HEADER_SIZE, NOT_STARTED_FIELD } from '../../common/protocol.ts';
 import { requestIdOrNew } from '../../common/requestId.ts';
 import { continueCall, runControllerCall } from '../controller/controllerCall.ts';
 import { routeController } from '../controller/controllerRoute.ts';
+import { takeProxyFields } from '../controller/proxyFields.ts';
 import { parsePhpCookies, parsePhpQuery } from '../controller/query.ts';
 import { readRequestInput, type InputLimits } from '../controller/requestInput.ts';
 import type { ControllerRegistry, LoadedController } from '../controller/registry.ts';
@@ -150,10 +145,9 @@ export function createHostApp({
    * has sent it elsewhere, or will. Checked with no await between it and the controller's call, which from then on
    * shows among the calls the worker runs (what the proxy reads when it is blocked).
    */
-  function pastStartBy(request: FastifyRequest, reply: FastifyReply): boolean {
-    const startBy = request.headers[START_BY_FIELD];
+  function pastStartBy(request: FastifyRequest, reply: FastifyReply, startBy: number | undefined): boolean {
     const unsafe = startsNothing?.();
-    if (unsafe === undefined && (startBy === undefined || !(Date.now() > Number(startBy)))) return false;
+    if (unsafe === undefined && (startBy === undefined || !(Date.now() > startBy))) return false;
     const why = unsafe ?? 'it was read after its start-by time';
     log.info(`Did not start ${request.method} ${request.url}: ${why}, and goes to another worker`, request.id);
     void reply.code(503).header(NOT_STARTED_FIELD, '1').send('');
@@ -165,8 +159,9 @@ export function createHostApp({
    * controller, the input of a request without a body and a result that is not a Response are used at once.
    */
   async function handleController(request: FastifyRequest, reply: FastifyReply) {
-    if (pastStartBy(request, reply)) return reply;
-    running.begin();
+    const { startBy } = takeProxyFields(request.raw);
+    if (pastStartBy(request, reply, startBy)) return reply;
+    running.begin(request, reply);
     try {
       const startedAt = stats.begin();
       const exchange = new ControllerExchange(request, reply);
@@ -183,7 +178,7 @@ export function createHostApp({
         const acquired = registry.acquire(route.name);
         controller = acquired instanceof Promise ? await acquired : acquired;
         // Its load awaited: the worker may have been blocked since the first check.
-        if (acquired instanceof Promise && pastStartBy(request, reply)) {
+        if (acquired instanceof Promise && pastStartBy(request, reply, startBy)) {
           registry.release(controller);
           return reply;
         }
@@ -232,7 +227,7 @@ export function createHostApp({
         registry.release(controller);
       }
     } finally {
-      running.end();
+      running.end(request);
     }
   }
 

@@ -136,6 +136,11 @@ export class ExecutionLimit {
     this.watchdogData = { buffer, limitMs, graceMs: BLOCKED_GRACE_MS, slowlogMs, blockedAfterMs: BLOCKED_AFTER_MS, logFd: watchdogLogFd };
   }
 
+  /** Starts the watchdog now, not at the first call: a spare that takes a place serves its first call at once. */
+  warm(): void {
+    if (!this.watchdog) this.startWatchdog();
+  }
+
   private startWatchdog(): void {
     const workerData = this.watchdogData;
     this.watchdog = WATCHDOG_BOOT ? new Worker(WATCHDOG_BOOT, { eval: true, workerData }) : new Worker(WATCHDOG_FILE, { workerData });

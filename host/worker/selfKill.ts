@@ -5,6 +5,7 @@ import { constants } from 'node:os';
 import { writeSync } from 'node:fs';
 import { currentCall } from '../controller/controllerCall.ts';
 import type { DeathCause, WatchdogLine } from '../wire/poolMessages.ts';
+import type { RunningCalls } from './runningCalls.ts';
 
 /** Signals whose default action does not end a process (ignored, or a stop a SIGCONT undoes). */
 const NOT_ENDING = new Set(['SIGCHLD', 'SIGCONT', 'SIGURG', 'SIGWINCH', 'SIGSTOP', 'SIGTSTP', 'SIGTTIN', 'SIGTTOU']);
@@ -36,8 +37,8 @@ export function sayDeath(logFd: number, cause: DeathCause): void {
   }
 }
 
-/** From now on a controller call that kills or aborts this process says so on `logFd` first. */
-export function reportSelfKills(logFd: number): void {
+/** From now on a controller call that kills or aborts this process says so on `logFd` first, with what `running` holds. */
+export function reportSelfKills(logFd: number, running: RunningCalls): void {
   const kill = process.kill.bind(process);
   process.kill = function killNamingItsCaller(pid: number, signal?: string | number): true {
     const call = currentCall();
@@ -46,6 +47,8 @@ export function reportSelfKills(logFd: number): void {
         requestId: call.requestId,
         controller: call.controller,
         cause: `process.kill(process.pid, ${JSON.stringify(signal ?? 'SIGTERM')}) called by controller ${call.controller}`,
+        files: call.files,
+        running: running.list(),
       });
     return kill(pid, signal);
   };
@@ -57,6 +60,8 @@ export function reportSelfKills(logFd: number): void {
         requestId: call.requestId,
         controller: call.controller,
         cause: `process.abort() called by controller ${call.controller}`,
+        files: call.files,
+        running: running.list(),
       });
     return abort();
   };

@@ -28,11 +28,11 @@ export interface ControllerWatcher {
   close(): Promise<void>;
 }
 
-/** `changed`: a controller's file (its name) or a local module (undefined) changed; told once an event, before the refresh. */
+/** `changed`: `file` changed, a controller's (its name) or a local module (undefined); told once an event, before the refresh. */
 export async function watchControllers(
   registry: ControllerRegistry,
   onError: (err: unknown) => void,
-  changed: (name: string | undefined) => void = () => {},
+  changed: (name: string | undefined, file: string) => void = () => {},
 ): Promise<ControllerWatcher> {
   const trailing = new Map<string, NodeJS.Timeout>();
   // Packages come from node_modules, never bundled: a tree of them would only cost watches.
@@ -43,7 +43,7 @@ export async function watchControllers(
     if (!name && !MODULE_EXTENSIONS.has(extname(file))) return;
     const refresh = name ? () => registry.refresh(name) : () => registry.refreshDependents(file);
     const key = name ?? `module:${file}`;
-    changed(name);
+    changed(name, file);
     void refresh();
     clearTimeout(trailing.get(key));
     trailing.set(

@@ -45,7 +45,7 @@ export async function runWorker(
       call.requestId,
     ),
   );
-  reportSelfKills(WATCHDOG_LOG_FD);
+  reportSelfKills(WATCHDOG_LOG_FD, running);
 
   let retireAsked: { now: boolean } | undefined;
   /** `now`: this worker is unsafe to send more to (an uncaught exception), even if it asked before for a later reason. */
@@ -81,6 +81,7 @@ export async function runWorker(
   pool.on('quarantine-lifted', ({ controller }) => gate.lift(controller));
   // A spare loads what the pool serves, so its first requests find them loaded; a failure is the registry's to log.
   pool.on('preload', ({ controllers }) => {
+    limit?.warm();
     for (const name of controllers)
       void Promise.resolve()
         .then(() => registry.acquire(name))
@@ -92,8 +93,8 @@ export async function runWorker(
   const watcher = await watchControllers(
     registry,
     (err) => log.error(`Watcher error on ${controllersDir}: ${String(err)}`),
-    (name) => {
-      for (const controller of gate.changed(name)) pool.notify('files-changed', { controller });
+    (name, file) => {
+      for (const controller of gate.changed(name, file)) pool.notify('files-changed', { controller });
     },
   );
 

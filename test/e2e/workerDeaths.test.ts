@@ -55,6 +55,8 @@ describe("a controller that kills its own worker (process.kill(process.pid, 'SIG
     expect(line).to.match(
       /\[error\] \[req [^\]]+\] Worker \d+ exited with signal SIGKILL; starting a new one\. Cause: process\.kill\(process\.pid, "SIGKILL"\) called by controller Killer, in request [^ ]+, which is not sent again\. It was relaying nothing; /,
     );
+    // The neighbours the proxy had sent there itself, which the primary never saw, each with its fate.
+    expect(line).to.match(/; it ran from a proxy (GET \/External\/Neighbour\?n=1-\d+ \(req [^,]+, sent again by its proxy\)(, |$))+$/);
     // Sent again, it would have killed a second worker: one line only, once the replacement listens.
     await eventually(
       async () => ((await get(stack.url, '/External/Neighbour?n=after')).status === 200 ? true : undefined),
@@ -177,5 +179,26 @@ describe('a spare worker (--workers 1 --spare-workers 1)', function () {
     expect(next.body, 'served by the spare').to.equal(spare);
     expect(loadedIn(spare), 'loaded once, before it served').to.have.length(1);
     await eventually(() => (sparePids().length === 2 ? true : undefined), 10_000, 'a new spare');
+  });
+
+  // The issue's target is 50 ms from the death being seen; wall-clock is the bench's to judge, so this logs the figure
+  // (from the killer's answer to the next request's) and bounds it only generously.
+  it('serves the next request after a death from the spare, each time (the delay logged)', async function () {
+    const delays: number[] = [];
+    for (let round = 1; round <= 3; round++) {
+      // A killer of its own each round: a third death of one controller within 10 s would quarantine it.
+      writeFileSync(join(sandbox.controllers, `Killer${round}.ts`), "export default () => { process.kill(process.pid, 'SIGKILL'); };\n");
+      const spares = await eventually(() => (sparePids().length >= round + 1 ? sparePids() : undefined), 10_000, 'a spare');
+      const spare = spares[spares.length - 1];
+      expect((await get(stack.url, '/External/Pid')).body).not.to.equal(spare);
+      await eventually(() => (loadedIn(spare).length > 0 ? true : undefined), 5000, 'Pid loaded in the spare');
+      expect((await get(stack.url, `/External/Killer${round}`)).status).to.equal(500);
+      const seen = performance.now();
+      const next = await get(stack.url, '/External/Pid');
+      delays.push(performance.now() - seen);
+      expect(`${next.status} ${next.body}`, 'served by the spare').to.equal(`200 ${spare}`);
+    }
+    console.log(`      the next request after a death, served by the spare: ${delays.map((ms) => `${ms.toFixed(1)} ms`).join(', ')}`);
+    for (const ms of delays) expect(ms).to.be.below(1000);
   });
 });

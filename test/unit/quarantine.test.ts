@@ -83,6 +83,17 @@ describe('the quarantine of a controller that kills its workers', function () {
     expect(q.death(7, killed('K'))?.controller).to.equal('K');
   });
 
+  it('hands on the files its attributed deaths named, and forgets them when lifted', function () {
+    const q = new Quarantine();
+    q.death(0, killed('K'));
+    q.death(1, { ...killed('K'), files: ['/c/K.ts', '/c/lib/k.ts'] });
+    expect(q.death(2, killed('K'))?.files).to.deep.equal(['/c/K.ts', '/c/lib/k.ts']);
+    expect(q.active(3)).to.deep.equal([{ controller: 'K', until: 2 + QUARANTINE_FOR_MS, files: ['/c/K.ts', '/c/lib/k.ts'] }]);
+    q.lift('K');
+    for (let at = 4; at < 7; at++) q.death(at, unknown('K'));
+    expect(q.active(7)).to.deep.equal([{ controller: 'K', until: 6 + QUARANTINE_FOR_MS }]);
+  });
+
   it('forgets past deaths once the hold ends, and does not announce a held controller twice', function () {
     const q = new Quarantine();
     for (let at = 0; at < 3; at++) q.death(at, killed('K'));
@@ -106,19 +117,47 @@ describe("a worker's quarantine gate", function () {
     expect(gate.retryAfter('K', 0)).to.equal(undefined);
   });
 
-  it("lifts a hold when the controller's file changes, and every hold when a local module does", function () {
+  it("lifts a hold when the controller's own file changes, and no other", function () {
     const gate = new QuarantineGate();
-    gate.hold({ controller: 'A', until: 1_000 });
+    gate.hold({ controller: 'A', until: 1_000, files: ['/c/A.ts'] });
     gate.hold({ controller: 'B', until: 1_000 });
-    expect(gate.changed('C')).to.deep.equal([]);
-    expect(gate.changed('A')).to.deep.equal(['A']);
+    expect(gate.changed('C', '/c/C.ts')).to.deep.equal([]);
+    expect(gate.changed('A', '/c/A.ts')).to.deep.equal(['A']);
     expect(gate.retryAfter('A', 0)).to.equal(undefined);
     expect(gate.retryAfter('B', 0)).to.equal(1);
     gate.hold({ controller: 'C', until: 1_000 });
-    expect(gate.changed(undefined)).to.deep.equal(['B', 'C']);
-    expect(gate.retryAfter('C', 0)).to.equal(undefined);
-    gate.hold({ controller: 'C', until: 1_000 });
     gate.lift('C');
     expect(gate.retryAfter('C', 0)).to.equal(undefined);
+  });
+
+  describe('when a local module changes', function () {
+    it('lifts only the holds whose controller imports it', function () {
+      const gate = new QuarantineGate([
+        { controller: 'A', until: 1_000, files: ['/c/A.ts', '/c/lib/a.ts', '/c/lib/shared.ts'] },
+        { controller: 'B', until: 1_000, files: ['/c/B.ts', '/c/lib/shared.ts'] },
+        { controller: 'C', until: 1_000, files: ['/c/C.ts'] },
+      ]);
+      expect(gate.changed(undefined, '/c/lib/unrelated.ts')).to.deep.equal([]);
+      expect(gate.changed(undefined, '/c/lib/a.ts')).to.deep.equal(['A']);
+      expect(gate.retryAfter('B', 0)).to.equal(1);
+      expect(gate.changed(undefined, '/c/lib/shared.ts')).to.deep.equal(['B']);
+      expect(gate.retryAfter('C', 0)).to.equal(1);
+    });
+
+    it('lifts a hold whose imports are unknown (a death of no known cause blamed it), as the change may be its fix', function () {
+      const gate = new QuarantineGate([
+        { controller: 'Known', until: 1_000, files: ['/c/Known.ts'] },
+        { controller: 'Unknown', until: 1_000 },
+      ]);
+      expect(gate.changed(undefined, '/c/lib/x.ts')).to.deep.equal(['Unknown']);
+      expect(gate.retryAfter('Known', 0)).to.equal(1);
+    });
+
+    it('forgets the files of a lifted hold: held again without them, any module lifts it', function () {
+      const gate = new QuarantineGate([{ controller: 'A', until: 1_000, files: ['/c/A.ts'] }]);
+      gate.lift('A');
+      gate.hold({ controller: 'A', until: 1_000 });
+      expect(gate.changed(undefined, '/c/lib/x.ts')).to.deep.equal(['A']);
+    });
   });
 });
