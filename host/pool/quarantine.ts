@@ -2,7 +2,7 @@
 // with DEATHS deaths attributed to it within WITHIN_MS, or the only controller in flight at
 // DEATHS deaths of no known cause within WITHIN_MS, is answered 503 without running until its file or an import
 // changes (lift(): a worker's watcher matches the change against the hold's files) or FOR_MS pass. Pure: the pool
-// (host/pool/pool.ts) feeds it deaths and the time.
+// (host/pool/quarantineNotices.ts) feeds it deaths and the time.
 
 export const QUARANTINE_DEATHS = 3;
 export const QUARANTINE_WITHIN_MS = 10_000;
