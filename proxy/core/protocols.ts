@@ -41,3 +41,12 @@ export function authorityOf(req: IncomingMessage): string | undefined {
 export function answeringOn(socket: Socket): unknown {
   return (socket as Socket & { _httpMessage?: unknown })._httpMessage;
 }
+
+/**
+ * Whether the answer was aborted before it completed (Apache's %X `X`): not finished, or, on HTTP/2, its stream
+ * reset by the client; node:http2 then ends the stream's writable side itself, so it looks finished.
+ */
+export function answerAborted(res: ServerResponse): boolean {
+  if (!res.writableFinished) return true;
+  return isHttp2(res.req) && (res as unknown as Http2ServerResponse).stream.aborted;
+}

@@ -6,6 +6,7 @@ import { openLineLog, rotationOf } from '../../common/lineLog.ts';
 import { accessFormatter, type AccessEntry, type LogFormat } from '../../common/logFormat.ts';
 import type { LogRelay } from '../../common/logRelay.ts';
 import { clientAddress } from '../core/clientAddress.ts';
+import { answerAborted } from '../core/protocols.ts';
 import type { RequestContext } from '../core/requestContext.ts';
 import type { ProxyLogEntries, WireAccessEntry } from './workerMessages.ts';
 
@@ -85,8 +86,9 @@ export function openAccessLog(sink: AccessSink): AccessLog {
         referer: req.headers.referer,
         userAgent: req.headers['user-agent'],
         requestId: ctx.id,
-        // %X: an answer that did not finish was aborted; else whether the connection outlives it (HTTP/2's does).
-        connectionStatus: !res.writableFinished ? 'X' : res.shouldKeepAlive || req.httpVersionMajor >= 2 ? '+' : '-',
+        // %X: an answer that did not finish, or an HTTP/2 stream the client reset, was aborted; else whether the
+        // connection outlives it (HTTP/2's does).
+        connectionStatus: answerAborted(res) ? 'X' : res.shouldKeepAlive || req.httpVersionMajor >= 2 ? '+' : '-',
         // Milliseconds, the clock arrivedAt was read with: %D ends in 000.
         durationMicros: (Date.now() - arrivedAt) * 1000,
         headers: req.headers,

@@ -17,7 +17,7 @@ import type { ErrorLog } from '../observe/errorLog.ts';
 import type { ErrorPages } from '../core/errorPages.ts';
 import { capConnections } from './connectionCap.ts';
 import { connectionRefusals } from './connectionRefusals.ts';
-import { answeringOn, isHttp2 } from '../core/protocols.ts';
+import { answeringOn, isHttp2, responseGone } from '../core/protocols.ts';
 import { InFlightList, type InFlightEntry } from '../forward/inFlightList.ts';
 import { resetFloodGuard } from './http2ResetFlood.ts';
 import { isLingering } from './lingeringClose.ts';
@@ -221,7 +221,16 @@ export function createProxyServer(options: ProxyOptions): ProxyServer {
   function handleRequest(req: IncomingMessage, res: ServerResponse): void {
     // Bytes after a body read only to be dropped, on a connection answered `Connection: close`: not served.
     if (!isHttp2(req) && isLingering(req.socket)) return void req.socket.destroy();
+    // Made now: a closed stream's request no longer reads its client's address.
     const ctx = new RequestContext(req, res, requestIdOrNew(req.headers), errorLog, errorPages);
+    if (!isHttp2(req)) return serve(ctx);
+    // node:http2 runs this as it reads the stream's HEADERS frame, before a RST_STREAM read with it (rapid reset,
+    // CVE-2023-44487): a turn later such a stream is closed, and costs its log lines only, no pass.
+    setImmediate(() => (responseGone(res) ? requestEnded(ctx) : serve(ctx)));
+  }
+
+  function serve(ctx: RequestContext): void {
+    const { req, res } = ctx;
     const openEntry = open.add(res);
     if (!res.socket) closeWithConnection(req.socket, res);
     watchBody(ctx);
@@ -233,11 +242,12 @@ export function createProxyServer(options: ProxyOptions): ProxyServer {
     for (const pass of current.passes) if (pass(ctx)) return;
   }
 
-  function requestEnded(ctx: RequestContext, openEntry: InFlightEntry<ServerResponse>): void {
+  function requestEnded(ctx: RequestContext, openEntry?: InFlightEntry<ServerResponse>): void {
     noteBrokenBody(ctx);
     const bytes = ctx.bodyBytes();
     if (!ctx.quiet || ctx.res.statusCode >= 400) accessLog.record(ctx, bytes);
     requestMetrics.record(ctx.kind, ctx.req.method, ctx.res.statusCode, (performance.now() - ctx.startedAt) / 1000, bytes);
+    if (!openEntry) return;
     open.delete(openEntry);
     if (open.size === 0) onIdle?.();
   }

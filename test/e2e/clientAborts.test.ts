@@ -2,13 +2,16 @@
 // doing: one info line in host.log, counted as an abort, never as the controller's error; access.log's %X says X
 // (docs/logs.md, "Log lines", H13; "Layouts in detail").
 import { execFile } from 'node:child_process';
+import { once } from 'node:events';
 import { writeFileSync } from 'node:fs';
+import { connect as h2connect, constants } from 'node:http2';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
 import { FORWARDERS } from '../../common/settings.ts';
 import { get } from '../helpers/http.ts';
-import { eventually, makeSandbox, readHostEvents, readLog, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
+import { makeCertificate } from '../../tools/certificate.ts';
+import { callMarker, eventually, makeSandbox, readHostEvents, readLog, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
 
 const run = promisify(execFile);
 
@@ -68,3 +71,59 @@ for (const forwarder of FORWARDERS) {
     });
   });
 }
+
+describe('an HTTP/2 client that resets its stream', function () {
+  let sandbox: Sandbox;
+  let stack: Running;
+  let waiterCalls: ReturnType<typeof callMarker>;
+
+  before(async function () {
+    sandbox = makeSandbox();
+    const pair = makeCertificate(sandbox.dir);
+    waiterCalls = callMarker(sandbox, 'Waiter');
+    writeFileSync(
+      join(sandbox.controllers, 'Waiter.ts'),
+      [
+        "import { setTimeout as sleep } from 'node:timers/promises';",
+        'export default async ({ signal }: { signal: AbortSignal }) => {',
+        `  ${waiterCalls.statement}`,
+        '  await sleep(5000, undefined, { signal });',
+        "  return 'waited';",
+        '};',
+        '',
+      ].join('\n'),
+    );
+    writeFileSync(join(sandbox.controllers, 'Fast.ts'), "export default () => 'fast';\n");
+    const args = ['--tls-port', '0', '--tls-cert', pair.cert, '--tls-key', pair.key, '--log-format', '"%r" %>s %b %X %L'];
+    stack = await startStack(sandbox, args);
+  });
+
+  after(async function () {
+    await stack?.stop();
+    sandbox?.remove();
+  });
+
+  const accessLine = (id: string) =>
+    eventually(() => readLog(sandbox, 'access.log').find((line) => line.endsWith(` ${id}`)), 5000, `the access line of ${id}`);
+
+  it('logs %X as X for a stream reset while its controller awaits, + for one answered, on one connection', async function () {
+    const session = h2connect(stack.tlsUrl!, { rejectUnauthorized: false });
+    session.on('error', () => {});
+    try {
+      const reset = `h2-reset-${Date.now()}`;
+      const stream = session.request({ ':path': '/External/Waiter', 'x-request-id': reset }).on('error', () => {});
+      await waiterCalls.reached(10_000);
+      stream.close(constants.NGHTTP2_CANCEL);
+      await once(stream, 'close');
+      expect(await accessLine(reset)).to.equal(`"GET /External/Waiter HTTP/2.0" 200 - X ${reset}`);
+
+      const answered = `h2-answered-${Date.now()}`;
+      const fast = session.request({ ':path': '/External/Fast', 'x-request-id': answered });
+      fast.resume();
+      await once(fast, 'end');
+      expect(await accessLine(answered)).to.equal(`"GET /External/Fast HTTP/2.0" 200 4 + ${answered}`);
+    } finally {
+      session.close();
+    }
+  });
+});
