@@ -1,5 +1,5 @@
 // How a client reaches one host process, a host primary or one of its workers: its unix socket, TCP, or TLS
-// with this side's certificate (mutual TLS, docs/design.md §8.3). Every client of a host connects through one
+// with this side's certificate (mutual TLS, docs/design.md §12). Every client of a host connects through one
 // (the proxy's engines, its /server-status and /metrics, its readiness probe and worker-table follower, the
 // host primary's relay to its workers), so none builds its own address or forgets to verify the host.
 import { readFileSync } from 'node:fs';
