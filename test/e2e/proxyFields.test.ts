@@ -5,7 +5,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { get } from '../helpers/http.ts';
-import { makeSandbox, spawnReady, startProcess, startProxy, startStack, type Running, type Sandbox } from '../helpers/stack.ts';
+import { makeSandbox, spawnReady, startStack, startTcpHostStack, type Running, type Sandbox } from '../helpers/stack.ts';
 
 const ECHO_HEADERS = 'export default ({ headers }: { headers: Record<string, unknown> }) => ({ headers });\n';
 
@@ -16,24 +16,7 @@ const stacks: { name: string; start: (sandbox: Sandbox) => Promise<Running[]> }[
   { name: 'straight to the workers (npm start)', start: async (sandbox) => [await startStack(sandbox, ['--workers', '2'])] },
   {
     name: "through the primary's relay (a host on TCP)",
-    start: async (sandbox) => {
-      const host = await startProcess('host', [
-        '--www',
-        sandbox.www,
-        '--logs',
-        sandbox.logs,
-        '--workers',
-        '2',
-        '--host-listen',
-        '127.0.0.1',
-      ]);
-      try {
-        return [await startProxy(sandbox, ['--upstream', host.url, '--proxy-workers', '1']), host];
-      } catch (err) {
-        await host.stop();
-        throw err;
-      }
-    },
+    start: startTcpHostStack,
   },
   {
     name: 'under extqs dev, to a loopback client',

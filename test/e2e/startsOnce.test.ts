@@ -5,16 +5,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { get } from '../helpers/http.ts';
-import {
-  eventually,
-  makeSandbox,
-  readHostEvents,
-  startProcess,
-  startProxy,
-  startStack,
-  type Running,
-  type Sandbox,
-} from '../helpers/stack.ts';
+import { eventually, makeSandbox, readHostEvents, startStack, startTcpHostStack, type Running, type Sandbox } from '../helpers/stack.ts';
 
 const BUSY = [
   'export default ({ query }: { query: Record<string, unknown> }) => {',
@@ -30,24 +21,7 @@ const hosts: { name: string; start: (sandbox: Sandbox) => Promise<Running[]> }[]
   { name: 'a host on a unix socket (npm start)', start: async (sandbox) => [await startStack(sandbox, ['--workers', '2'])] },
   {
     name: 'a host on TCP',
-    start: async (sandbox) => {
-      const host = await startProcess('host', [
-        '--www',
-        sandbox.www,
-        '--logs',
-        sandbox.logs,
-        '--workers',
-        '2',
-        '--host-listen',
-        '127.0.0.1',
-      ]);
-      try {
-        return [await startProxy(sandbox, ['--upstream', host.url, '--proxy-workers', '1']), host];
-      } catch (err) {
-        await host.stop();
-        throw err;
-      }
-    },
+    start: startTcpHostStack,
   },
 ];
 

@@ -1,6 +1,6 @@
-// Neighbour mixes (issue 41): `total` GETs over kept-alive connections, every `every`-th to a faulty
+// Neighbour mixes (docs/design.md §6.1, who frames an answer): `total` GETs over kept-alive connections, every `every`-th to a faulty
 // controller, the rest to Echo with a number of their own, sent by three kinds of client that each read the
-// framing their own way: Node's keep-alive agent, Python's http.client, and a raw socket that pipelines
+// framing their own way: Node's keep-alive agent, Python's http.client, and a raw socket that writes
 // whole requests and parses every answer strictly. Each returns every answer byte for byte.
 import { execFile } from 'node:child_process';
 import { Agent, request } from 'node:http';
@@ -64,8 +64,8 @@ export const pythonMix: MixClient = (base, faulty, total, every, connections) =>
 
 /**
  * Requests written at once before reading, a faulty one always last (its cut ends the connection). One: on Node 26
- * the builtin engine sometimes leaves a pipelined overrun's client connection open after its cut (issue 41's note),
- * which this mix would wait on; each request is still written whole before its answer is read.
+ * the builtin engine sometimes leaves a pipelined overrun's client connection open after its cut, which
+ * this mix would wait on (not yet understood: a known gap); each request is still written whole before its answer is read.
  */
 const PIPELINE = 1;
 

@@ -78,6 +78,20 @@ export function startProxy(sandbox: Sandbox, args: string[], env: NodeJS.Process
   return startProcess('proxy', ['--port', '0', '--listen', '127.0.0.1', '--www', sandbox.www, '--logs', sandbox.logs, ...args], env);
 }
 
+/**
+ * A host on loopback TCP with two workers and a proxy in front of it, which does not follow a TCP host's workers:
+ * every request goes through the host primary's relay. Returned proxy first; a proxy that fails to start stops the host.
+ */
+export async function startTcpHostStack(sandbox: Sandbox): Promise<Running[]> {
+  const host = await startProcess('host', ['--www', sandbox.www, '--logs', sandbox.logs, '--workers', '2', '--host-listen', '127.0.0.1']);
+  try {
+    return [await startProxy(sandbox, ['--upstream', host.url, '--proxy-workers', '1']), host];
+  } catch (err) {
+    await host.stop();
+    throw err;
+  }
+}
+
 /** One role on its own, as an operator runs it on a machine of its own: `extqs proxy …` or `extqs host …`. */
 export function startProcess(command: 'proxy' | 'host', args: string[], env: NodeJS.ProcessEnv = {}): Promise<Running> {
   return spawnReady(['bin/extqs.js', command, ...args], env);
